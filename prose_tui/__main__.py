@@ -1,0 +1,3 @@
+from prose_tui.cli import main
+
+raise SystemExit(main())

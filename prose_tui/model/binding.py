@@ -1,0 +1,43 @@
+"""Bindings: the named values a run produced (seeds/filesystem.md, bindings/)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(slots=True)
+class Binding:
+    """One binding file's metadata; its value is read on demand by the source.
+
+    ``kind`` is input, output, let or const as written (``None`` when the file has no
+    header). ``execution_id`` is ``None`` for root scope. ``value_offset`` is the byte
+    offset where the value starts in ``path`` (after the ``---`` separator), so a view can
+    show a window of a large value without reading the file whole. ``bytes`` is the file
+    size. ``service`` is set for contract runs (``bindings/{service}/{name}.md``).
+    ``exists`` is false for a binding the index names but whose file is missing.
+    """
+
+    name: str
+    path: Path
+    kind: str | None = None
+    execution_id: int | None = None
+    source: str | None = None
+    bytes: int = 0
+    mtime: float | None = None
+    value_offset: int = 0
+    service: str | None = None
+    exists: bool = True
+    encrypted: bool = False
+    fields: dict[str, str] | None = None
+    warning: str | None = None
+
+    @property
+    def scope(self) -> str:
+        """``"root"`` or ``"execution N"``: the scope label a user reads."""
+        return "root" if self.execution_id is None else f"execution {self.execution_id}"
+
+    @property
+    def anonymous(self) -> bool:
+        """True for ``anon_NNN`` session outputs (seeds/filesystem.md, Anonymous Session Bindings)."""
+        return self.name.startswith("anon_")

@@ -1,0 +1,130 @@
+"""The run: what one OpenProse execution left behind, whatever its backend.
+
+Plain dataclasses with no I/O. Sources (``prose_tui.sources``) build them from disk;
+views only read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+
+from .agent import Agent
+from .binding import Binding
+from .event import Event
+from .frame import Frame
+from .statement import TraceLine
+
+
+class RunStatus(StrEnum):
+    """Where a run stands. ``interrupted`` is inferred, never written by a VM."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    UNKNOWN = "unknown"
+
+
+class Backend(StrEnum):
+    """Which of the seed state backends a run was written with."""
+
+    FILESYSTEM = "filesystem"
+    SQLITE = "sqlite"
+    NARRATION = "narration"
+
+
+class RunFormat(StrEnum):
+    """The dialect family of a run's state, oldest first (FORMATS.md, Generations)."""
+
+    SNAPSHOT = "snapshot"  # seeds/filesystem.md annotated state.md
+    EVENT_LOG = "event-log"  # compact "# run:" log in state.md
+    CONTRACT = "contract"  # manifest.md/program.md/services/ runs with an event log
+    VM_LOG = "vm-log"  # vm.log.md
+    SQLITE = "sqlite"  # seeds/sqlite.md state.db
+    NARRATION = "narration"  # seeds/in-context.md markers
+    ENCRYPTED = "encrypted"  # SOPS-encrypted state; nothing readable
+    BARE = "bare"  # a run folder with no state file at all
+
+
+@dataclass(slots=True)
+class ActiveConstruct:
+    """One ``### Title`` entry of state.md's ``## Active Constructs`` (seeds/filesystem.md)."""
+
+    title: str
+    items: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Section:
+    """A state.md section the seed does not define, or one written as prose; kept verbatim."""
+
+    title: str
+    text: str
+
+
+@dataclass(slots=True)
+class Run:
+    """One run of an OpenProse program.
+
+    ``path`` is the run folder (or the state file for runs without one, such as
+    narration transcripts). Times are timezone-aware where the source gave a zone and
+    naive UTC otherwise. ``warnings`` holds one human sentence per thing that did not
+    parse; the raw text stays reachable through ``state_file``.
+    """
+
+    id: str
+    path: Path
+    backend: Backend = Backend.FILESYSTEM
+    format: RunFormat = RunFormat.BARE
+    program: str | None = None
+    program_path: Path | None = None
+    status: RunStatus = RunStatus.UNKNOWN
+    status_reason: str = ""
+    started: datetime | None = None
+    updated: datetime | None = None
+    state_file: Path | None = None
+    state_mtime: float | None = None
+    trace: list[TraceLine] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    agents: list[Agent] = field(default_factory=list)
+    call_stack: list[Frame] = field(default_factory=list)
+    constructs: list[ActiveConstruct] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    imports: list[Run] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    header: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    encrypted: bool = False
+    import_handle: str | None = None
+
+    @property
+    def executing(self) -> TraceLine | None:
+        """The statement the run is at: the last executing or retrying trace line."""
+        for line in reversed(self.trace):
+            if line.state in ("executing", "retrying"):
+                return line
+        return None
+
+    def binding_named(self, name: str, execution_id: int | None = None) -> Binding | None:
+        """Resolve ``name`` as the VM would (seeds/filesystem.md, Scope resolution).
+
+        Walks the call stack from the frame ``execution_id`` outwards, then root scope.
+        """
+        by_key = {(b.name, b.execution_id): b for b in self.bindings}
+        chain: list[int | None] = []
+        if execution_id is not None:
+            parents = {f.execution_id: f.parent_id for f in self.call_stack}
+            seen: set[int] = set()
+            current: int | None = execution_id
+            while current is not None and current not in seen:
+                seen.add(current)
+                chain.append(current)
+                current = parents.get(current)
+        chain.append(None)
+        for eid in chain:
+            if (name, eid) in by_key:
+                return by_key[(name, eid)]
+        return None

@@ -1,0 +1,48 @@
+"""A statement of the execution trace and the annotation the VM gave it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StatementState(StrEnum):
+    """The state an annotation gives a statement (seeds/filesystem.md, Status annotations).
+
+    ``pending`` is ``[not yet entered]``; ``next`` is ``[...next...]``.
+    """
+
+    COMPLETE = "complete"
+    EXECUTING = "executing"
+    NEXT = "next"
+    PENDING = "pending"
+    RETRYING = "retrying"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(slots=True)
+class TraceLine:
+    """One line of the annotated execution trace.
+
+    ``line`` is 1-based within the trace. ``text`` is the program text without its
+    annotation; ``note`` is the annotation as the VM wrote it (``"--> bindings/a.md
+    (complete)"``, ``"<-- RETRYING (attempt 2/3)"``), ``None`` for a plain line.
+    ``binding`` is the run-relative path an ``-->`` annotation points to when it names a
+    binding file. ``attempt``/``max_attempts`` come from retry annotations. ``step`` is
+    the event-log step label (``"3a"``) for event-log runs.
+    """
+
+    line: int
+    text: str
+    state: StatementState | None = None
+    note: str | None = None
+    binding: str | None = None
+    attempt: int | None = None
+    max_attempts: int | None = None
+    step: str | None = None
+
+    @property
+    def indent(self) -> int:
+        """Leading spaces of the program text (block nesting as written)."""
+        return len(self.text) - len(self.text.lstrip(" "))
