@@ -1,0 +1,139 @@
+"""Command line: ``prose-tui [PATH]`` opens the explorer; subcommands work headless.
+
+    prose-tui [PATH] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
+    prose-tui runs [PATH] [--json]
+    prose-tui show RUN_PATH [--json]
+    prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
+
+Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
+is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .export import run_detail, run_row
+from .model import Run
+from .sources import NotARunError, find_runs, open_run
+from .sources.status import DEFAULT_STALE_AFTER
+
+SUBCOMMANDS = ("runs", "show", "agent")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=DEFAULT_STALE_AFTER,
+        metavar="SECONDS",
+        help="a run whose executing statement has not changed for this long is interrupted "
+        f"(default {DEFAULT_STALE_AFTER:.0f})",
+    )
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prose-tui",
+        description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
+        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | agent ACTION",
+    )
+    parser.add_argument("path", nargs="?", default=".", type=Path, help="project, .prose, runs or run folder (default: .)")
+    parser.add_argument("--demo", action="store_true", help="start a simulated VM writing a run and explore it")
+    parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
+    parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
+    parser.add_argument("--no-watch", action="store_true", help="do not watch files for changes")
+    parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
+    _common(parser)
+    return parser
+
+
+def _sub_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prose-tui")
+    sub = parser.add_subparsers(dest="command", required=True)
+    runs = sub.add_parser("runs", help="list runs below PATH, newest first")
+    runs.add_argument("path", nargs="?", default=".", type=Path)
+    runs.add_argument("--json", action="store_true", help="one JSON array of run rows")
+    _common(runs)
+    show = sub.add_parser("show", help="print one parsed run")
+    show.add_argument("path", type=Path, metavar="RUN_PATH")
+    show.add_argument("--json", action="store_true", help="the parsed run as one JSON object")
+    _common(show)
+    try:
+        from .mission.cli import add_agent_parser
+    except ImportError:  # pragma: no cover - mission control is part of the package
+        pass
+    else:
+        add_agent_parser(sub)
+    return parser
+
+
+def load_runs(path: Path, stale_after: float = DEFAULT_STALE_AFTER) -> list[Run]:
+    """Every run below ``path``, newest first (by start time, then id)."""
+    runs = []
+    for ref in find_runs(path):
+        try:
+            runs.append(open_run(ref.path, stale_after=stale_after))
+        except (NotARunError, OSError):
+            continue
+    return sort_runs(runs)
+
+
+def sort_runs(runs: list[Run]) -> list[Run]:
+    """Newest first: by start time where known, then by id, descending."""
+    return sorted(runs, key=lambda r: (r.started.timestamp() if r.started else 0.0, r.id), reverse=True)
+
+
+def _print_runs(runs: list[Run], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([run_row(r) for r in runs], indent=2, ensure_ascii=False))
+        return
+    from .render import runs_table
+
+    runs_table(runs)
+
+
+def _print_run(run: Run, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(run_detail(run), indent=2, ensure_ascii=False))
+        return
+    from .render import run_report
+
+    run_report(run)
+
+
+def _fail(message: str) -> int:
+    print(f"prose-tui: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        args = _sub_parser().parse_args(argv)
+        try:
+            if args.command == "runs":
+                _print_runs(load_runs(args.path, args.stale_after), args.json)
+                return 0
+            if args.command == "show":
+                _print_run(open_run(args.path, stale_after=args.stale_after), args.json)
+                return 0
+            from .mission.cli import run_agent_command
+
+            return run_agent_command(args)
+        except (FileNotFoundError, NotARunError) as exc:
+            return _fail(str(exc))
+        except BrokenPipeError:
+            return 0
+    args = _main_parser().parse_args(argv)
+    from .launch import launch
+
+    return launch(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

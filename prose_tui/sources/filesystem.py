@@ -1,0 +1,258 @@
+"""Filesystem runs: one ``.prose/runs/{id}/`` folder into a ``Run`` (seeds/filesystem.md).
+
+Reads whichever state file the folder has: a snapshot ``state.md`` (generation 1), an
+event-log ``state.md`` or ``vm.log.md`` (generations 2-4, ``eventlog``), or none. Bindings
+come from the files on disk, merged with the Index rows that name them; agents from the
+run's ``agents/`` and, by name, from project and user scope; imports recursively.
+Never raises for a readable folder: whatever does not parse becomes a warning and its
+file stays listed so the view can show it raw.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..model import Agent, Backend, Binding, Run, RunFormat, TraceLine
+from . import agents as agent_files
+from .bindings import scan_bindings
+from .encryption import looks_encrypted
+from .eventlog import looks_like_event_log, parse_event_log
+from .snapshot import SnapshotState, parse_snapshot, parse_time
+from .status import DEFAULT_STALE_AFTER, infer_status, run_id_time
+
+STATE_FILES = ("state.md", "vm.log.md")
+PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
+MAX_IMPORT_DEPTH = 32
+MAX_STATE_BYTES = 8 * 1024 * 1024
+_AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
+_PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
+_RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md")
+
+
+def is_run_dir(path: Path) -> bool:
+    """True when ``path`` holds any file a VM writes into a run folder."""
+    return any((path / marker).exists() for marker in _RUN_MARKERS)
+
+
+def state_file_of(run_dir: Path) -> Path | None:
+    """The run's state file: ``state.md``, else ``vm.log.md``, else ``None``."""
+    for name in STATE_FILES:
+        candidate = run_dir / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def program_file_of(run_dir: Path) -> Path | None:
+    """``program.prose``/``program.md``/``root.prose.md``, else the single ``*.prose`` there."""
+    for name in PROGRAM_FILES:
+        if (run_dir / name).is_file():
+            return run_dir / name
+    proses = sorted(run_dir.glob("*.prose"))
+    return proses[0] if len(proses) == 1 else None
+
+
+def project_dir_of(run_dir: Path) -> Path | None:
+    """The folder holding ``.prose/`` (or ``.agents/prose``) for a run inside ``runs/``."""
+    for parent in [run_dir, *run_dir.parents]:
+        if parent.name == "runs" and parent.parent.name in (".prose", "prose"):
+            prose_dir = parent.parent
+            return prose_dir.parent.parent if prose_dir.parent.name == ".agents" else prose_dir.parent
+    return None
+
+
+def read_text(path: Path, limit: int = MAX_STATE_BYTES) -> tuple[str, bool]:
+    """Up to ``limit`` bytes of ``path`` decoded as UTF-8 with replacement; and whether it was cut."""
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+
+
+def load_run(
+    run_dir: Path,
+    *,
+    now: datetime | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+    observed: datetime | None = None,
+    home: Path | None = None,
+    _depth: int = 0,
+    _seen: frozenset[Path] = frozenset(),
+) -> Run:
+    """Load one filesystem run folder. ``home`` overrides ``~`` for user-scope agents.
+
+    Raises ``FileNotFoundError`` only when ``run_dir`` is not a folder.
+    """
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir} is not a folder")
+    run = Run(id=run_dir.name, path=run_dir, backend=Backend.FILESYSTEM)
+    state_file = state_file_of(run_dir)
+    ended = errored = None
+    snapshot: SnapshotState | None = None
+    if state_file is not None:
+        run.state_file = state_file
+        try:
+            run.state_mtime = state_file.stat().st_mtime
+            text, cut = read_text(state_file)
+        except OSError as exc:
+            text, cut = "", False
+            run.warnings.append(f"cannot read {state_file.name}: {exc.strerror or exc}")
+        if cut:
+            run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
+        if looks_encrypted(text[:4096]):
+            run.encrypted = True
+            run.format = RunFormat.ENCRYPTED
+        elif state_file.name == "vm.log.md" or looks_like_event_log(text):
+            ended, errored = _apply_event_log(run, text, state_file.name)
+        else:
+            snapshot = parse_snapshot(text)
+            _apply_snapshot(run, snapshot)
+    elif (run_dir / "state.db").exists():
+        run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
+
+    run.program_path = program_file_of(run_dir)
+    if run.program is None and run.program_path is not None:
+        run.program = run.program_path.name
+    if run.started is None:
+        run.started = run_id_time(run.id)
+    if run.updated is None and run.state_mtime:
+        run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
+
+    run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
+    run.agents = _agents(run_dir, snapshot, run.program_path, home)
+    if any(b.encrypted for b in run.bindings) and not run.encrypted:
+        run.warnings.append("some binding files are SOPS-encrypted")
+    run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    run.status, run.status_reason = infer_status(
+        run, now=now, stale_after=stale_after, observed=observed, ended=ended, errored=errored
+    )
+    return run
+
+
+def _apply_snapshot(run: Run, snap: SnapshotState) -> None:
+    run.format = RunFormat.SNAPSHOT
+    run.header = snap.header
+    if snap.header.get("run"):
+        run.id = snap.header["run"] if run.path.name == "runs" else run.id
+    run.program = snap.header.get("program") or None
+    run.started = parse_time(snap.header.get("started"))
+    run.updated = parse_time(snap.header.get("updated"))
+    run.trace = snap.trace
+    run.constructs = snap.constructs
+    run.call_stack = snap.call_stack
+    run.sections = snap.sections
+    run.warnings.extend(snap.warnings)
+
+
+def _apply_event_log(run: Run, text: str, source_name: str) -> tuple[str | None, str | None]:
+    log = parse_event_log(text, source_name=source_name)
+    contract = (run.path / "manifest.md").exists() or (run.path / "services").is_dir()
+    run.format = RunFormat.VM_LOG if source_name == "vm.log.md" else RunFormat.CONTRACT if contract else RunFormat.EVENT_LOG
+    run.header = dict(log.header)
+    run.program = log.program
+    run.events = log.events
+    run.trace = log.trace
+    run.call_stack = log.call_stack
+    run.warnings.extend(log.warnings)
+    for event in log.events:
+        if event.time is not None:
+            run.updated = event.time
+    if log.bullet_status:
+        run.header.setdefault("status", log.bullet_status)
+    _link_event_bindings(run.trace)
+    if log.status == "failed":
+        when = log.errored.isoformat() if log.errored else ""
+        return None, f"---error {when} {log.error_message or ''}".strip()
+    if log.status == "completed":
+        return f"---end {log.ended.isoformat() if log.ended else ''}".strip(), None
+    return None, None
+
+
+def _link_event_bindings(trace: list[TraceLine]) -> None:
+    """Event-log lines name the binding a step wrote; point them at ``bindings/{name}.md``."""
+    for line in trace:
+        if line.binding is None and line.step is not None and line.state is not None:
+            m = re.match(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)", line.text)
+            if m and not m.group(1).startswith(("∥", "loop", "block", "retry", "if", "gate", "#")):
+                line.binding = f"bindings/{m.group(1)}.md"
+
+
+def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: Path) -> list[Binding]:
+    """Files on disk, plus Index rows whose file is missing (``exists=False``)."""
+    by_path = {b.path.resolve(): b for b in found}
+    if snap is None:
+        return found
+    for row in snap.binding_rows:
+        name = row.get("name") or ""
+        rel = row.get("path") or f"bindings/{name}.md"
+        path = (run_dir / rel).resolve() if not rel.startswith("(") else (run_dir / f"bindings/{name}.md").resolve()
+        binding = by_path.get(path)
+        kind = (row.get("kind") or "").lower() or None
+        if binding is None:
+            eid_text = row.get("execution id", "execution_id") or ""
+            eid = int(m.group(0)) if (m := re.search(r"\d+", eid_text)) else None
+            found.append(Binding(name=name, path=run_dir / rel, kind=kind, execution_id=eid, exists=False,
+                                 warning="named in the Index but its file does not exist (yet)"))
+        elif binding.kind is None and kind:
+            binding.kind = kind
+    return found
+
+
+def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, home: Path | None) -> list[Agent]:
+    agents: dict[str, Agent] = {}
+    for folder in agent_files.agent_dirs(run_dir / "agents"):
+        agents[folder.name] = agent_files.read_agent_dir(folder, "execution")
+    declared: dict[str, str | None] = {}
+    if program is not None:
+        try:
+            source, _ = read_text(program, 1024 * 1024)
+        except OSError:
+            source = ""
+        for m in _AGENT_DECL.finditer(source):
+            body = source[m.end(): m.end() + 600].split("\nagent ", 1)[0]
+            persist = _PERSIST.search(body)
+            declared[m.group(1)] = persist.group(1).lower() if persist else None
+    rows = {r.get("name") or "": r for r in (snap.agent_rows if snap else [])}
+    project = project_dir_of(run_dir)
+    user_home = home or Path(os.path.expanduser("~"))
+    for name in list(rows) + list(declared):
+        if not name or name in agents:
+            continue
+        scope_word = (rows[name].get("scope") if name in rows else None) or declared.get(name)
+        folder = _scoped_folder(name, scope_word, project, user_home)
+        agent = agent_files.read_agent_dir(folder, scope_word or "project") if folder else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
+        if name in rows:
+            agent.details = {k: v for k, v in rows[name].cells.items() if k not in ("name", "scope", "path") and v}
+            agent.scope = agent.scope if folder else rows[name].get("scope") or agent.scope
+        agents[name] = agent
+    return list(agents.values())
+
+
+def _scoped_folder(name: str, scope: str | None, project: Path | None, home: Path) -> Path | None:
+    scope = (scope or "").lower()
+    candidates: list[Path] = []
+    if project is not None and scope in ("project", "", "true"):
+        candidates.append(project / ".prose" / "agents" / name)
+    if scope in ("user", ""):
+        candidates.append(home / ".prose" / "agents" / name)
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run]:
+    root = run_dir / "imports"
+    if not root.is_dir():
+        return []
+    if depth >= MAX_IMPORT_DEPTH:
+        warnings.append(f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown")
+        return []
+    out: list[Run] = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        if child.resolve() in seen:
+            warnings.append(f"import {child.name} loops back to a run already shown; skipped")
+            continue
+        sub = load_run(child, now=now, stale_after=stale_after, home=home, _depth=depth + 1, _seen=seen)
+        sub.import_handle = child.name
+        out.append(sub)
+    return out
