@@ -35,7 +35,7 @@ TERMINATOR_RE = re.compile(
     r"^\s*-{2,}\s*(?P<word>end|done|completed?|error|fail(?:ed)?|resumed?)\b\s*(?P<rest>.*)$",
     re.IGNORECASE,
 )
-_ISO = r"\d{4}-?\d{2}-?\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
+_ISO = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
 # A timestamp in brackets anywhere, or a bare full ISO stamp at the start or end of the line.
 _BRACKETED_TIME_RE = re.compile(rf"[\[(](?P<t>{_ISO}|{_CLOCK})[\])]")
@@ -122,13 +122,16 @@ def parse_timestamp(token: str, base: date | None = None) -> datetime | None:
 
 
 def _take_time(body: str, base: date | None) -> tuple[str, datetime | None]:
-    """Remove one timestamp from ``body`` (bracketed anywhere, or bare ISO at an end)."""
+    """Remove one timestamp from ``body`` (bracketed anywhere, or bare ISO at an end).
+
+    A stamp is removed by its shape; its time is ``None`` when it does not parse (or is a
+    bare clock time and there is no ``base`` date).
+    """
     for regex in (_BRACKETED_TIME_RE, _LEADING_ISO_RE, _TRAILING_ISO_RE):
         match = regex.search(body)
         if match:
             when = parse_timestamp(match.group("t"), base)
-            if when is not None:
-                return (body[: match.start()] + " " + body[match.end() :]).strip(), when
+            return (body[: match.start()] + " " + body[match.end() :]).strip(), when
     return body, None
 
 
@@ -276,11 +279,10 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
     if term is not None:
         return term
     step = None
-    match = STEP_RE.match(text)
-    body = text.strip()
+    body, when = _take_time(text.strip(), base)
+    match = STEP_RE.match(body)
     if match:
         step, body = match.group("step"), match.group("body").strip()
-    body, when = _take_time(body, base)
     items: list[Item] | None = None
     if (par := _one_line_parallel(body)) is not None:
         items = par
