@@ -321,6 +321,47 @@ def test_end_without_timestamp_still_completes():
     assert any("---end" in w for w in log.warnings)
 
 
+def test_open_frames_at_end_by_status():
+    failed = parse_event_log(HEADER + "1→ block:job#7\n---error 2026-03-01T09:00:00Z crashed\n")
+    assert [(f.execution_id, f.status) for f in failed.call_stack] == [(7, "failed")]
+    ended = parse_event_log(HEADER + "1→ block:job#7\n---end 2026-03-01T09:00:00Z\n")
+    assert [(f.execution_id, f.status) for f in ended.call_stack] == [(7, None)]
+    assert any("never returned" in w for w in ended.warnings)
+
+
+def test_failing_event_only_for_failed_runs():
+    log = parse_event_log(HEADER + "1→ fetch ✗ timeout\n1→ retry:2/3\n1→ fetch ✓\n---end 2026-03-01T09:00:00Z\n")
+    assert log.failing_event is None
+
+
+def test_warning_mark_without_step_or_subject_is_a_note():
+    log = parse_event_log(HEADER + "1→ a ✓\n⚠ disk nearly full\n")
+    assert kinds(log) == [K.STATEMENT_COMPLETED, K.NOTE]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("1⟶ a ✅", K.STATEMENT_COMPLETED),
+        ("1=> a ❌ crashed", K.STATEMENT_FAILED),
+        ("1→ a ✔", K.STATEMENT_COMPLETED),
+        ("1→ a ✘", K.STATEMENT_FAILED),
+        ("1→ ‖start a,b", K.PARALLEL_STARTED),
+        ("1→ ||done", K.PARALLEL_JOINED),
+        ("1→ loop 3/4", K.LOOP_ITERATION),
+        ("- 1→ a ✓", K.STATEMENT_COMPLETED),
+    ],
+)
+def test_look_alike_marks_and_arrows(line, kind):
+    event, _ = one(line)
+    assert event.kind is kind
+
+
+def test_stepless_statement_needs_one_token_subject():
+    log = parse_event_log(HEADER + "draft ✓\nwe are all good ✓ now\n")
+    assert kinds(log) == [K.STATEMENT_COMPLETED, K.NOTE]
+
+
 # --- times, sniffing, encryption -----------------------------------------------------------
 
 

@@ -22,7 +22,8 @@ bullets. The per-line rules live in :mod:`prose_tui.sources.eventlog_lines`.
 Dialect decisions (documented here because the VM is not a program):
 
 * ``⚠`` is *completed with a warning*: STATEMENT_COMPLETED, status ``"warning"`` (or the word
-  after it), trace state complete. The VM went on, so the statement is not failed.
+  after it), trace state complete. The VM went on, so the statement is not failed. A ``⚠``
+  line with neither step nor subject (``⚠ disk nearly full``) is a NOTE.
 * A step line with no outcome mark is STATEMENT_STARTED. Its trace state is ``executing``
   only while it is live: it is the last step line (or an unfinished branch of a parallel
   still open at the end) and no ``---end``/``---error`` follows. An earlier started line
@@ -42,6 +43,14 @@ Dialect decisions (documented here because the VM is not a program):
   decided the status.
 * ``status`` is never taken from a ``# VM Log`` ``- status:`` bullet; that is
   ``bullet_status``, as written, for the caller to weigh.
+* Blocks still open at the end stay in ``call_stack`` with status ``executing`` (no
+  terminator), ``failed`` (``---error``) or ``None`` plus a warning (``---end``: the VM
+  forgot the pop).
+* Event times: a full ISO stamp on the line (``Z``/offsets kept), or a bare clock time
+  (``[12:01:03]``) placed on the run id's date (naive); otherwise ``None``.
+* A leading SOPS-encrypted JSON block (a VM appended plain events to an encrypted file) is
+  skipped with one warning; the events after it are parsed.
+* Look-alike marks (✔ ✅ ✘ ✖ ❌), arrows (⟶ => ➜ ➔) and ``‖`` for ``∥`` are accepted.
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ from datetime import date, datetime
 
 from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
 
-from .eventlog_lines import IDENTIFIER_RE, STEP_RE, TERMINATOR_RE, LineInfo, classify_line
+from .eventlog_lines import IDENTIFIER_RE, MARKS, STEP_RE, TERMINATOR_RE, LineInfo, classify_line
 
 __all__ = ["EventLog", "is_binding_event", "looks_like_event_log", "parse_event_log"]
 
@@ -61,7 +70,7 @@ _HASH_KV_RE = re.compile(r"^#+\s*(?P<key>[A-Za-z][\w -]{0,30}?)\s*:\s*(?P<value>
 _KV_RE = re.compile(r"^(?P<bullet>[-*]\s+)?(?P<key>[A-Za-z][\w-]*)\s*:\s*(?P<value>.*?)\s*$")
 _TITLE_RE = re.compile(r"^#+\s+(?P<title>[^:]+?)\s*$")
 _EVENT_KEYWORDS = {"loop", "block", "retry", "gate", "if"}
-_EVENT_CHARS = set("✓✔✗✘⊘⚠∥→")
+_EVENT_CHARS = set(MARKS) | set("∥‖→")
 _NOT_BINDINGS = {"if", "gate", "else", "loop", "block", "retry"}
 _SNIFF_LINES = 40
 
@@ -74,7 +83,8 @@ class EventLog:
     values as written. ``events`` has one or more events per non-blank line after the
     header, ``seq`` dense from 0, ``line`` the 1-based line in the file. ``trace`` has one
     :class:`TraceLine` per event line (``line`` 1-based within the trace, ``text`` the line
-    as written). ``call_stack`` holds the frames still open at the end, innermost first.
+    as written); the k-th trace line belongs to the events with the k-th distinct
+    ``Event.line``. ``call_stack`` holds the frames still open at the end, innermost first.
     Times are timezone-aware when the file gave a zone. ``status`` is ``"completed"``,
     ``"failed"`` or ``None`` (running or interrupted: the caller decides from file age).
     ``warnings`` are human sentences. ``bindings`` lists, in order, the names of completed
@@ -101,15 +111,14 @@ class EventLog:
 
     @property
     def failing_event(self) -> Event | None:
-        """The statement the run failed at: the last STATEMENT_FAILED event, else (for a
-        failed run) the last STATEMENT_STARTED one; ``None`` when there is neither."""
+        """For a failed run, the statement it failed at: the last STATEMENT_FAILED or
+        STATEMENT_STARTED event (a step begun and never finished before ``---error``).
+        ``None`` when the run did not fail or has no such event."""
+        if self.status != "failed":
+            return None
         for event in reversed(self.events):
-            if event.kind is EventKind.STATEMENT_FAILED:
+            if event.kind in (EventKind.STATEMENT_FAILED, EventKind.STATEMENT_STARTED):
                 return event
-        if self.status == "failed":
-            for event in reversed(self.events):
-                if event.kind is EventKind.STATEMENT_STARTED:
-                    return event
         return None
 
 

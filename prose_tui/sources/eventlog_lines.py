@@ -17,20 +17,27 @@ from datetime import date, datetime
 
 from prose_tui.model import EventKind, StatementState
 
-# Outcome marks -> (event kind, default status, trace state). ⚠ is "completed with a
+# Outcome marks -> (event kind, default status, trace state). The spec's marks are ✓ ✗ ⊘;
+# their look-alikes (✔ ✅ ✘ ✖ ❌) are accepted because an LLM writes them. ⚠ is "completed with a
 # warning": the VM moved on, so the statement is complete, and the status says "warning".
 MARKS: dict[str, tuple[EventKind, str, StatementState]] = {
     "✓": (EventKind.STATEMENT_COMPLETED, "ok", StatementState.COMPLETE),
     "✔": (EventKind.STATEMENT_COMPLETED, "ok", StatementState.COMPLETE),
     "✗": (EventKind.STATEMENT_FAILED, "failed", StatementState.FAILED),
     "✘": (EventKind.STATEMENT_FAILED, "failed", StatementState.FAILED),
+    "✖": (EventKind.STATEMENT_FAILED, "failed", StatementState.FAILED),
+    "✅": (EventKind.STATEMENT_COMPLETED, "ok", StatementState.COMPLETE),
+    "❌": (EventKind.STATEMENT_FAILED, "failed", StatementState.FAILED),
     "⊘": (EventKind.STATEMENT_SKIPPED, "deferred", StatementState.SKIPPED),
     "⚠": (EventKind.STATEMENT_COMPLETED, "warning", StatementState.COMPLETE),
 }
 _MARK_CHARS = "".join(MARKS)
 
-# "3→ body", "3a-> body", "10 → body"; an optional list bullet before the step is tolerated.
-STEP_RE = re.compile(r"^\s*(?:[-*+]\s+)?(?P<step>\d+[A-Za-z0-9._]*)\s*(?:→|->)\s*(?P<body>.*)$")
+# "3→ body", "3a-> body", "10 → body"; an optional list bullet before the step is tolerated,
+# and so are the arrow look-alikes ⟶ => ➜ ➔.
+STEP_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?P<step>\d+[A-Za-z0-9._]*)\s*(?:→|->|⟶|=>|➜|➔)\s*(?P<body>.*)$"
+)
 TERMINATOR_RE = re.compile(
     r"^\s*-{2,}\s*(?P<word>end|done|completed?|error|fail(?:ed)?|resumed?)\b\s*(?P<rest>.*)$",
     re.IGNORECASE,
@@ -42,9 +49,9 @@ _BRACKETED_TIME_RE = re.compile(rf"[\[(](?P<t>{_ISO}|{_CLOCK})[\])]")
 _LEADING_ISO_RE = re.compile(rf"^\s*(?P<t>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}\S*)\s+")
 _TRAILING_ISO_RE = re.compile(rf"\s+@?\s*(?P<t>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}\S*)\s*$")
 
-_PAR_START_RE = re.compile(r"^(?:∥|\|\|)\s*start\b[:\s]*(?P<rest>.*)$", re.IGNORECASE)
-_PAR_DONE_RE = re.compile(r"^(?:∥|\|\|)\s*(?:done|join(?:ed)?|end)\b\s*(?P<rest>.*)$", re.IGNORECASE)
-_LOOP_RE = re.compile(r"^loop\s*:\s*(?P<i>\d+)\s*(?:/\s*(?P<n>[^\s(]+))?\s*(?P<rest>.*)$", re.IGNORECASE)
+_PAR_START_RE = re.compile(r"^(?:∥|‖|\|\|)\s*start\b[:\s]*(?P<rest>.*)$", re.IGNORECASE)
+_PAR_DONE_RE = re.compile(r"^(?:∥|‖|\|\|)\s*(?:done|join(?:ed)?|end)\b\s*(?P<rest>.*)$", re.IGNORECASE)
+_LOOP_RE = re.compile(r"^loop\s*:?\s*(?P<i>\d+)\s*(?:/\s*(?P<n>[^\s(]+))?\s*(?P<rest>.*)$", re.IGNORECASE)
 _EXIT_RE = re.compile(r"\bexit\b\s*(?:\((?P<cond>.*)\))?", re.IGNORECASE)
 _BLOCK_RE = re.compile(r"^block\s*:\s*(?P<name>[^\s#]+)\s*(?:#(?P<id>\d+))?\s*(?P<rest>.*)$", re.IGNORECASE)
 _POP_RE = re.compile(r"^#(?P<id>\d+)\s*(?P<rest>.*)$")
