@@ -192,10 +192,13 @@ class _Writer:
 class DemoVM:
     """Writes the demo run ``{project}/.prose/runs/{run_id}/`` one statement at a time.
 
-    ``clock`` returns the time written into headers and segments (default: real UTC now);
-    ``seed`` fixes the run id suffix and invented numbers, so a fixed clock and seed give
-    byte-identical files. ``atomic`` writes each file to a temporary name and renames it
-    (``os.replace``); ``atomic=False`` writes in place, as a careless VM would.
+    ``run_dir`` is set at construction; nothing is written until ``steps()`` or ``run()``.
+    ``run_id`` defaults to ``{YYYYMMDD}-{HHMMSS}-{random6}`` from the clock and ``seed``
+    (seeds/filesystem.md, Run ID Format), redrawn if that folder exists. ``clock`` returns
+    the time written into headers and segments (default: real UTC now); a fixed clock and
+    seed give byte-identical files. ``atomic`` writes each file to a temporary name and
+    renames it over the target (``os.replace``); ``atomic=False`` writes in place, as a
+    careless VM would. Write failures raise ``OSError`` from the step that hit them.
     """
 
     def __init__(self, project: Path, *, run_id: str | None = None,
@@ -203,8 +206,11 @@ class DemoVM:
         self.project = Path(project)
         self.clock = clock or _utcnow
         self.started = self.clock()
-        self.run_id = run_id or _run_id(self.started, random.Random(seed))
-        self.run_dir = self.project / ".prose" / "runs" / self.run_id
+        rng, runs = random.Random(seed), self.project / ".prose" / "runs"
+        self.run_id = run_id or _run_id(self.started, rng)
+        while run_id is None and (runs / self.run_id).exists():  # same second, same seed
+            self.run_id = _run_id(self.started, rng)
+        self.run_dir = runs / self.run_id
         self._w = _Writer(self.clock, _context(seed), atomic)
         self._started_steps = False
         self.doc = _State(self.run_id, C.PROGRAM_NAME, C.PROGRAM, self.started)
@@ -263,6 +269,12 @@ class DemoVM:
     def steps(self) -> Iterator[DemoStep]:
         """Perform the run one step per ``next()``; each step ends with state.md rewritten.
 
+        About 31 steps whose delays add up to about a minute. The run passes through
+        every construct of seeds/filesystem.md: input/const/let/output bindings, a
+        persistent ``captain`` (Agent Memory Files), a three-branch ``parallel:``, a
+        recursive block three frames deep with scoped bindings and a Call Stack, a retry
+        (``<-- RETRYING (attempt 2/3)``), a loop of two iterations, an import child run
+        (Imports Recursive Structure), a ``persist: project`` agent and ``anon_001``.
         Raises RuntimeError when called a second time on the same VM.
         """
         if self._started_steps:
