@@ -99,6 +99,8 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     encrypted: bool = False
     import_handle: str | None = None
+    end_marker: str | None = None  # an event log's closing "---end ts" line
+    error_marker: str | None = None  # an event log's closing "---error ts message" line
 
     @property
     def executing(self) -> TraceLine | None:

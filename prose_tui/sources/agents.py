@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from ..model import Agent, Segment
+from .text import decode
 
 _SEGMENT = re.compile(r"^(?P<name>.+)-(?P<num>\d{3,})\.md$")
 _FIELD = re.compile(r"^\s*(timestamp|prompt)\s*:\s*(.*)$", re.IGNORECASE)
@@ -24,7 +25,7 @@ def read_segment(path: Path, number: int) -> Segment:
         st = path.stat()
         seg.bytes, seg.mtime = st.st_size, st.st_mtime
         with open(path, "rb") as fh:
-            head = fh.read(_SEGMENT_HEAD).decode("utf-8", errors="replace")
+            head = decode(fh.read(_SEGMENT_HEAD))
     except OSError:
         return seg
     for line in head.splitlines()[:20]:

@@ -19,6 +19,7 @@ import frontmatter
 
 from ..model import Binding
 from .encryption import looks_encrypted
+from .text import visible
 
 HEAD_BYTES = 16 * 1024
 _SCOPED = re.compile(r"^(?P<name>.+?)__(?P<eid>\d+)$")
@@ -113,7 +114,7 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
         binding.exists = False
         binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
         return binding
-    head = raw.decode("utf-8", errors="replace")
+    head = raw.decode("utf-8", errors="replace")  # offsets must stay byte-true; sanitised on display
     if looks_encrypted(head):
         binding.encrypted = True
         binding.warning = "SOPS-encrypted: the value cannot be shown"
@@ -122,7 +123,7 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
         binding.kind = "json"
         return binding
     fields, source, offset, warning = parse_binding_head(head)
-    binding.fields = {k: v for k, v in fields.items() if k not in ("kind", "binding", "execution_id", "source", "title")} or None
+    binding.fields = {k: visible(v) for k, v in fields.items() if k not in ("kind", "binding", "execution_id", "source", "title")} or None
     binding.kind = (fields.get("kind") or fields.get("binding") or None)
     if binding.kind:
         binding.kind = binding.kind.split()[0].lower()
@@ -130,7 +131,7 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
         m = re.search(r"\d+", fields["execution_id"])
         if m:
             binding.execution_id = int(m.group(0))
-    binding.source = source
+    binding.source = visible(source) if source else None
     binding.warning = warning
     binding.value_offset = len(head[:offset].encode("utf-8", errors="replace")) if offset else 0
     return binding
@@ -158,23 +159,3 @@ def is_binding_path(path: Path, run_dir: Path) -> bool:
     except ValueError:
         return False
     return bool(rel.parts) and path.name.endswith(_BINDING_SUFFIXES)
-
-
-def read_value(binding: Binding, *, max_bytes: int = 256 * 1024, tail: bool = False) -> tuple[str, bool]:
-    """The binding's value text, at most ``max_bytes`` of it.
-
-    Returns ``(text, truncated)``; with ``tail`` the last ``max_bytes`` are returned, so
-    a growing value can be followed without reading it whole. Invalid UTF-8 is shown
-    with replacement characters. Raises ``OSError`` when the file cannot be read.
-    """
-    with open(binding.path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        start = binding.value_offset if binding.value_offset <= size else 0
-        length = size - start
-        truncated = length > max_bytes
-        if truncated and tail:
-            fh.seek(size - max_bytes)
-        else:
-            fh.seek(start)
-        data = fh.read(min(length, max_bytes))
-    return data.decode("utf-8", errors="replace").lstrip("\n"), truncated

@@ -21,6 +21,7 @@ from .bindings import scan_bindings
 from .encryption import looks_encrypted
 from .eventlog import looks_like_event_log, parse_event_log
 from .snapshot import SnapshotState, parse_snapshot, parse_time
+from .text import decode
 from .status import DEFAULT_STALE_AFTER, infer_status, run_id_time
 
 STATE_FILES = ("state.md", "vm.log.md")
@@ -68,7 +69,7 @@ def read_text(path: Path, limit: int = MAX_STATE_BYTES) -> tuple[str, bool]:
     """Up to ``limit`` bytes of ``path`` decoded as UTF-8 with replacement; and whether it was cut."""
     with open(path, "rb") as fh:
         data = fh.read(limit + 1)
-    return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+    return decode(data[:limit]), len(data) > limit
 
 
 def load_run(
@@ -89,7 +90,6 @@ def load_run(
         raise FileNotFoundError(f"{run_dir} is not a folder")
     run = Run(id=run_dir.name, path=run_dir, backend=Backend.FILESYSTEM)
     state_file = state_file_of(run_dir)
-    ended = errored = None
     snapshot: SnapshotState | None = None
     if state_file is not None:
         run.state_file = state_file
@@ -105,7 +105,7 @@ def load_run(
             run.encrypted = True
             run.format = RunFormat.ENCRYPTED
         elif state_file.name == "vm.log.md" or looks_like_event_log(text):
-            ended, errored = _apply_event_log(run, text, state_file.name)
+            _apply_event_log(run, text, state_file.name)
         else:
             snapshot = parse_snapshot(text)
             _apply_snapshot(run, snapshot)
@@ -125,9 +125,7 @@ def load_run(
     if any(b.encrypted for b in run.bindings) and not run.encrypted:
         run.warnings.append("some binding files are SOPS-encrypted")
     run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
-    run.status, run.status_reason = infer_status(
-        run, now=now, stale_after=stale_after, observed=observed, ended=ended, errored=errored
-    )
+    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     return run
 
 
@@ -146,7 +144,7 @@ def _apply_snapshot(run: Run, snap: SnapshotState) -> None:
     run.warnings.extend(snap.warnings)
 
 
-def _apply_event_log(run: Run, text: str, source_name: str) -> tuple[str | None, str | None]:
+def _apply_event_log(run: Run, text: str, source_name: str) -> None:
     log = parse_event_log(text, source_name=source_name)
     contract = (run.path / "manifest.md").exists() or (run.path / "services").is_dir()
     run.format = RunFormat.VM_LOG if source_name == "vm.log.md" else RunFormat.CONTRACT if contract else RunFormat.EVENT_LOG
@@ -164,10 +162,9 @@ def _apply_event_log(run: Run, text: str, source_name: str) -> tuple[str | None,
     _link_event_bindings(run.trace)
     if log.status == "failed":
         when = log.errored.isoformat() if log.errored else ""
-        return None, f"---error {when} {log.error_message or ''}".strip()
-    if log.status == "completed":
-        return f"---end {log.ended.isoformat() if log.ended else ''}".strip(), None
-    return None, None
+        run.error_marker = f"---error {when} {log.error_message or ''}".strip()
+    elif log.status == "completed":
+        run.end_marker = f"---end {log.ended.isoformat() if log.ended else ''}".strip()
 
 
 def _link_event_bindings(trace: list[TraceLine]) -> None:
@@ -256,3 +253,26 @@ def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run
         sub.import_handle = child.name
         out.append(sub)
     return out
+
+
+def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
+    """Lines to show when a run has no parsed trace, and the warning that says why.
+
+    The state file is shown raw (never hidden); without one, the program text; an
+    encrypted run shows nothing but the reason.
+    """
+    if run.encrypted:
+        return [], f"{run.state_file.name if run.state_file else 'state'} is SOPS-encrypted; nothing to show without the key"
+    for path, why in ((run.state_file, "no statements parsed from {name}; shown raw"),
+                      (run.program_path, "no state file; showing the program {name}")):
+        if path is None:
+            continue
+        try:
+            text, cut = read_text(path, 2 * 1024 * 1024)
+        except OSError as exc:
+            return [], f"cannot read {path.name}: {exc.strerror or exc}"
+        if looks_encrypted(text[:4096]):
+            return [], f"{path.name} is SOPS-encrypted; nothing to show without the key"
+        lines = [TraceLine(line=i, text=t) for i, t in enumerate(text.splitlines(), start=1)]
+        return lines, why.format(name=path.name) + (" (first 2 MiB)" if cut else "")
+    return [], "this run folder has no state file and no program"

@@ -79,21 +79,18 @@ def infer_status(
     now: datetime | None = None,
     stale_after: float = DEFAULT_STALE_AFTER,
     observed: datetime | None = None,
-    ended: str | None = None,
-    errored: str | None = None,
 ) -> tuple[RunStatus, str]:
     """The status of ``run`` and a one-sentence reason a user can check.
 
-    ``ended``/``errored`` carry an event log's ``---end``/``---error`` line when present.
-    ``stale_after`` is in seconds; ``now`` defaults to the current UTC time.
+    ``observed`` is when prose-tui last saw the run change, if it did. ``stale_after`` is in seconds; ``now`` defaults to the current UTC time.
     """
     now = now or datetime.now(timezone.utc)
     if run.encrypted:
         return RunStatus.UNKNOWN, "state is SOPS-encrypted; nothing to read without the key"
-    if errored is not None:
-        return RunStatus.FAILED, f"the log ends with {errored}"
-    if ended is not None:
-        return RunStatus.COMPLETED, f"the log ends with {ended}"
+    if run.error_marker is not None:
+        return RunStatus.FAILED, f"the log ends with {run.error_marker}"
+    if run.end_marker is not None:
+        return RunStatus.COMPLETED, f"the log ends with {run.end_marker}"
     if run.state_file is None:
         what = f"; {len(run.bindings)} binding files exist" if run.bindings else ""
         return RunStatus.UNKNOWN, f"no state file (state.md, vm.log.md or state.db){what}"
@@ -160,7 +157,8 @@ def _executing_elsewhere(run: Run) -> str | None:
     """An executing frame or active construct when the trace itself marks none."""
     for frame in run.call_stack:
         if (frame.status or "").lower().startswith(("executing", "running", "retrying")):
-            return f"the call stack has {frame.block or 'a frame'} ({frame.execution_id or 'root'}) {frame.status}"
+            where = f"block {frame.block}" if frame.block.strip("-— ") else "the root frame"
+            return f"the call stack has {where} (execution {frame.execution_id or 'root'}) {frame.status}"
     for construct in run.constructs:
         for item in construct.items:
             if re.search(r"\b(executing|running|retrying|in progress)\b", item, re.I):
@@ -172,7 +170,8 @@ def _bindings_written_after(run: Run, line: int) -> str:
     names = {b.name for b in run.bindings if b.exists}
     later = []
     for t in run.trace:
-        if t.line < line:
+        # Only statements the trace says have not run yet are evidence of a stale snapshot.
+        if t.line <= line or t.state not in (StatementState.NEXT, StatementState.PENDING):
             continue
         m = re.match(r"\s*(?:let|const|output|input)?\s*([A-Za-z_][\w]*)\s*=", t.text)
         if m and m.group(1) in names:

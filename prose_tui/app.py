@@ -1,0 +1,73 @@
+"""The Textual application: composes the explorer screen, help, palette and Mission Control."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+
+from .commands import ExplorerCommands
+from .screens.explorer import ExplorerScreen
+from .screens.help import HelpScreen
+from .sources.status import DEFAULT_STALE_AFTER
+from .widgets.binding_tree import BindingTree
+from .widgets.call_stack import CallStackView
+from .widgets.run_list import RunList
+from .widgets.trace_view import TraceView
+from .widgets.value_viewer import ValueViewer
+from .workspace import Workspace
+
+INTRO = (
+    "prose-tui explores OpenProse runs. The run list shows every run below the path, newest first; "
+    "the trace follows the executing statement while you have not moved away (f toggles); Enter on a "
+    "trace line opens the binding it wrote. Tab or 1-5 move between panes; / searches the current pane."
+)
+
+
+class ProseTUI(App[None]):
+    """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "prose-tui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False),
+    ]
+    COMMANDS = App.COMMANDS | {ExplorerCommands}
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        watch: bool = True,
+        clock=None,
+        agent_state: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.path = path.resolve()
+        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock)
+        self.live = watch
+        self.agent_state_path = agent_state
+
+    def get_default_screen(self) -> ExplorerScreen:
+        initial = self.path if self.path.parent.name == "runs" else None
+        return ExplorerScreen(self.workspace, watch=self.live, initial=initial)
+
+    @property
+    def explorer(self) -> ExplorerScreen:
+        return next(s for s in self.screen_stack if isinstance(s, ExplorerScreen))
+
+    def help_groups(self):
+        """Key bindings grouped by where they work, for the help screen."""
+        groups = [("Everywhere", [*self.BINDINGS, Binding("ctrl+p", "", "Command palette")]),
+                  (ExplorerScreen.HELP_GROUP, list(ExplorerScreen.BINDINGS))]
+        for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer):
+            groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
+        return groups
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_groups(), INTRO))

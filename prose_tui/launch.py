@@ -1,0 +1,41 @@
+"""Starting the TUI from the command line, including ``--demo`` (a simulated VM writing a run)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+
+def launch(args: argparse.Namespace) -> int:
+    """Run the app for parsed ``args``; returns the exit status."""
+    from .app import ProseTUI
+
+    stop = threading.Event()
+    demo_dir: Path | None = None
+    thread: threading.Thread | None = None
+    path: Path = args.path
+    if args.demo:
+        from .demo import DemoVM, write_history_runs
+
+        demo_dir = Path(tempfile.mkdtemp(prefix="prose-tui-demo-"))
+        write_history_runs(demo_dir)
+        vm = DemoVM(demo_dir)
+        thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop}, daemon=True, name="demo-vm")
+        thread.start()
+        path = demo_dir
+    elif not path.exists():
+        print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
+        return 1
+    try:
+        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state).run()
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=2)
+        if demo_dir is not None:
+            shutil.rmtree(demo_dir, ignore_errors=True)
+    return 0

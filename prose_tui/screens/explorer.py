@@ -1,0 +1,330 @@
+"""The explorer screen: run list, trace, call stack, bindings/agents and value, kept live.
+
+Wide terminals show all five panes; below ``NARROW_WIDTH`` columns one pane is shown at a
+time (the pane bar says which; ``1``-``5`` and Tab switch), which keeps every pane usable at
+80x24. Data flows one way: the ``Workspace`` reads disk, this screen hands runs to widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..glyphs import STATUS_BADGE
+from ..model import Run
+from ..render import age, program_name
+from ..sources.filesystem import fallback_trace
+from ..targets import binding_target, resolve_trace_binding
+from ..watch import watch_paths
+from ..widgets.binding_tree import BindingTree
+from ..widgets.call_stack import CallStackView
+from ..widgets.pane_bar import PaneBar
+from ..widgets.run_list import RunList
+from ..widgets.search_bar import SearchBar
+from ..widgets.status_line import StatusLine
+from ..widgets.trace_view import TraceView
+from ..widgets.value_viewer import ValueViewer
+from ..workspace import Applied, Workspace
+
+NARROW_WIDTH = 110
+PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
+         ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer)]
+STATUS_TICK = 5.0
+
+
+class ExplorerScreen(Screen[None]):
+    """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on."""
+
+    BINDINGS = [
+        Binding("tab", "cycle_pane(1)", "Next pane"),
+        Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False),
+        *[Binding(str(i + 1), f"pane({i})", f"{name} pane", show=False) for i, (name, _, _) in enumerate(PANES)],
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "search_again(False)", "Next match", show=False),
+        Binding("N", "search_again(True)", "Previous match", show=False),
+        Binding("ctrl+r", "rescan", "Rescan runs", show=False),
+    ]
+    HELP_GROUP = "Panes & live"
+    AUTO_FOCUS = None
+
+    def __init__(self, workspace: Workspace, *, watch: bool = True, initial: Path | None = None) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.live = watch
+        self.initial = initial
+        self.current_run: Run | None = None
+        self.active = 0
+        self.watcher_state = "watch off" if not watch else "starting watcher"
+        self.search_term = ""
+        self._stop = asyncio.Event()
+        self._pending = 0
+
+    # -- layout -------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield PaneBar([name for name, _, _ in PANES], id="pane-bar")
+        with Horizontal(id="main"):
+            with Vertical(id="runs-pane", classes="pane"):
+                yield RunList(id="runs")
+            with Vertical(id="trace-pane", classes="pane"):
+                yield Static(id="run-head")
+                yield TraceView(id="trace")
+            with Vertical(id="side"):
+                with Vertical(id="stack-pane", classes="pane"):
+                    yield CallStackView(id="stack")
+                with Vertical(id="data-pane", classes="pane"):
+                    yield BindingTree(id="tree")
+                with Vertical(id="value-pane", classes="pane"):
+                    yield ValueViewer(id="value")
+        yield SearchBar()
+        yield StatusLine(id="status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents", "value-pane": "Value"}
+        for pane_id, title in titles.items():
+            self.query_one(f"#{pane_id}").border_title = title
+        self._layout()
+        self.query_one("#runs", RunList).border_title = None
+        self._update_status()
+        self._scan()
+        self.set_interval(STATUS_TICK, self._tick)
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    @property
+    def narrow(self) -> bool:
+        return self.size.width < NARROW_WIDTH
+
+    def _layout(self) -> None:
+        self.set_class(self.narrow, "narrow")
+        for i, (_, pane_id, _) in enumerate(PANES):
+            pane = self.query_one(f"#{pane_id}")
+            pane.set_class(i == self.active, "-active")
+            pane.display = (not self.narrow) or i == self.active
+        self.query_one("#side").display = (not self.narrow) or self.active >= 2
+        self.query_one(PaneBar).set_active(self.active)
+
+    def _pane_widget(self, index: int):
+        return self.query_one(PANES[index][2])
+
+    def activate(self, index: int, *, focus: bool = True) -> None:
+        """Make pane ``index`` active (shown in the narrow layout) and focus its widget."""
+        self.active = index % len(PANES)
+        self._layout()
+        if focus:
+            self._pane_widget(self.active).focus()
+
+    def on_descendant_focus(self, event) -> None:
+        for i, (_, pane_id, _) in enumerate(PANES):
+            if any(a.id == pane_id for a in event.widget.ancestors_with_self):
+                if i != self.active:
+                    self.active = i
+                    self._layout()
+                return
+
+    def on_pane_bar_pane_clicked(self, event: PaneBar.PaneClicked) -> None:
+        self.activate(event.index)
+
+    # -- loading -------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="scan")
+    def _scan(self) -> None:
+        runs_pane = self.query_one("#runs-pane")
+
+        def progress(done: int, total: int) -> None:
+            self.app.call_from_thread(setattr, runs_pane, "border_title", f"Runs · reading {done}/{total}")
+
+        try:
+            runs = self.workspace.scan(progress)
+        except OSError as exc:
+            self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error")
+            runs = []
+        self.app.call_from_thread(self._scanned, runs)
+
+    def _scanned(self, runs: list[Run]) -> None:
+        run_list = self.query_one(RunList)
+        self.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
+        run_list.set_runs(runs, clock=self.workspace.clock)
+        if not runs:
+            self.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
+        elif self.initial is not None and self.initial in self.workspace.runs:
+            run_list.select_path(self.initial)
+        # One run: watch its trace. Several: start in the run list.
+        self.activate(1 if len(runs) == 1 else 0)
+        if self.live:
+            self._watch()
+
+    @work(exclusive=True, group="watch")
+    async def _watch(self) -> None:
+        roots = self.workspace.watch_roots()
+        if not roots:
+            self.watcher_state = "no runs folder yet (rescanning every 5 s)"
+            self._update_status()
+            return
+        self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
+        self._update_status()
+        try:
+            async for batch in watch_paths(roots, self._stop):
+                self.apply_changes(batch)
+        except Exception as exc:  # a vanished root, inotify limits: say so, keep the last state
+            self.watcher_state = f"watch stopped: {exc}"
+            self._update_status()
+
+    def apply_changes(self, paths: set[Path]) -> Applied:
+        """Route changed paths through the workspace and refresh what they touched."""
+        applied = self.workspace.apply(paths)
+        if applied.empty:
+            return applied
+        run_list = self.query_one(RunList)
+        if applied.runs_added or applied.runs_removed:
+            run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
+            self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        for path, change in applied.changed.items():
+            run_list.update_run(change.run, clock=self.workspace.clock)
+            if self.current_run is not None and path == self.current_run.path:
+                self.show_run(change.run, changed=change.paths)
+        if self.current_run is not None and self.current_run.path in applied.runs_removed:
+            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning")
+            self.show_run(None)
+        return applied
+
+    def _tick(self) -> None:
+        if self.live and not self.workspace.watch_roots():
+            self.action_rescan()
+            return
+        for run in self.workspace.refresh_statuses():
+            self.query_one(RunList).update_run(run, clock=self.workspace.clock)
+            if self.current_run is not None and run.path == self.current_run.path:
+                self._show_head(run)
+        self._update_status()
+
+    # -- showing a run -------------------------------------------------------------------------------
+    def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
+        self.show_run(self.workspace.runs.get(event.path))
+
+    def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
+        """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
+        same = run is not None and self.current_run is not None and run.path == self.current_run.path
+        self.current_run = run
+        trace = self.query_one(TraceView)
+        viewer = self.query_one(ValueViewer)
+        if run is None:
+            trace.set_lines([])
+            self.query_one(CallStackView).set_frames([])
+            self.query_one(BindingTree).set_run(None)
+            viewer.show_target(None)
+            self._show_head(None)
+            return
+        lines, banner = (run.trace, None) if run.trace else fallback_trace(run)
+        self._banner = banner
+        trace.set_lines(lines)
+        self.query_one(CallStackView).set_frames(run.call_stack)
+        self.query_one(BindingTree).set_run(run)
+        if not same:
+            viewer.show_target(None)
+            trace.set_following(True)
+        else:
+            if not trace.following:
+                self._pending += 1
+            if viewer.target is not None and viewer.target.path is not None and changed and viewer.target.path in changed:
+                viewer.reload()
+        self._show_head(run)
+
+    def _show_head(self, run: Run | None) -> None:
+        head = Text()
+        if run is not None:
+            badge, style = STATUS_BADGE[run.status]
+            head.append(badge, style)
+            head.append(f" {run.id}", "bold")
+            head.append(f"  {program_name(run.program)}  {run.format.value}", "dim")
+            head.append(f"\n{run.status_reason}", "italic")
+            for warning in run.warnings[:2]:
+                head.append(f"\n⚠ {warning}", "yellow")
+            if getattr(self, "_banner", None):
+                head.append(f"\n⚠ {self._banner}", "yellow")
+        self.query_one("#run-head", Static).update(head)
+        self._update_trace_title()
+        self._update_status()
+
+    def _update_trace_title(self) -> None:
+        trace = self.query_one(TraceView)
+        pane = self.query_one("#trace-pane")
+        pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
+        pane.border_subtitle = f"{self._pending} new · f to follow" if self._pending and not trace.following else None
+
+    def _update_status(self) -> None:
+        run = self.current_run
+        changed = "—"
+        if run is not None:
+            observed = self.workspace.observed.get(run.path)
+            changed = age(observed or run.updated, self.workspace.clock())
+        self.query_one(StatusLine).show(run, last_change=changed, watcher=self.watcher_state,
+                                        following=self.query_one(TraceView).following, pending=self._pending)
+
+    # -- trace and value ---------------------------------------------------------------------------
+    def on_trace_view_binding_requested(self, event: TraceView.BindingRequested) -> None:
+        if self.current_run is None:
+            return
+        binding = resolve_trace_binding(self.current_run, event.path, event.line.text)
+        if binding is None:
+            what = f"'{event.line.note}' names no binding file" if event.line.note else f"line {event.line.line} wrote no binding"
+            self.notify(what, severity="information")
+            return
+        self.query_one(BindingTree).select_binding_path(binding.path)
+        self.query_one(ValueViewer).show_target(binding_target(binding))
+        if self.narrow:
+            self.activate(4)
+
+    def on_trace_view_follow_changed(self, event: TraceView.FollowChanged) -> None:
+        if event.following:
+            self._pending = 0
+        self._update_trace_title()
+        self._update_status()
+
+    def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
+        self.query_one(ValueViewer).show_target(event.target)
+
+    # -- actions ----------------------------------------------------------------------------------------
+    def action_cycle_pane(self, step: int) -> None:
+        self.activate(self.active + step)
+
+    def action_pane(self, index: int) -> None:
+        self.activate(index)
+
+    def action_toggle_follow(self) -> None:
+        trace = self.query_one(TraceView)
+        trace.set_following(not trace.following)
+        self.notify("Following the executing statement" if trace.following else "Follow off: the trace stays where you are")
+
+    def action_search(self) -> None:
+        self.query_one(SearchBar).open(PANES[self.active][0])
+
+    def on_search_bar_search_submitted(self, event: SearchBar.SearchSubmitted) -> None:
+        self.search_term = event.term
+        self._pane_widget(self.active).focus()
+        self.action_search_again(False)
+
+    def on_search_bar_search_closed(self, event: SearchBar.SearchClosed) -> None:
+        self._pane_widget(self.active).focus()
+
+    def action_search_again(self, backwards: bool) -> None:
+        if not self.search_term:
+            self.action_search()
+            return
+        if not self._pane_widget(self.active).search(self.search_term, backwards=backwards):
+            self.notify(f"no match for '{self.search_term}' in {PANES[self.active][0]}", severity="warning")
+
+    def action_rescan(self) -> None:
+        self._scan()
+
+    def on_unmount(self) -> None:
+        self._stop.set()

@@ -1,0 +1,58 @@
+"""The help screen: every key binding, grouped by where it works, generated from the bindings."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def describe_key(key: str) -> str:
+    """``ctrl+d,pagedown`` -> ``ctrl+d / pagedown``."""
+    return " / ".join(k.strip() for k in key.split(","))
+
+
+def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False, expand=True)
+    table.add_column("key", style="bold", no_wrap=True, min_width=14)
+    table.add_column("what")
+    for title, bindings in groups:
+        if not bindings:
+            continue
+        table.add_row(Text(title, "bold underline"), "")
+        seen = set()
+        for b in bindings:
+            key = describe_key(b.key)
+            if (key, b.description) in seen or not b.description:
+                continue
+            seen.add((key, b.description))
+            table.add_row(key, b.description)
+        table.add_row("", "")
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists the bindings passed in; ``?``, ``q`` or Escape closes it."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close help")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 90%; max-width: 90; height: 90%; border: round $accent; padding: 0 1; background: $surface; }
+    """
+
+    def __init__(self, groups: list[tuple[str, list[Binding]]], intro: str) -> None:
+        super().__init__()
+        self.groups = groups
+        self.intro = intro
+
+    def compose(self):
+        with VerticalScroll() as scroll:
+            scroll.border_title = "Help · Esc to close"
+            yield Static(Text(self.intro))
+            yield Static(bindings_table(self.groups))
+
+    def action_dismiss(self, result=None) -> None:
+        self.dismiss(result)

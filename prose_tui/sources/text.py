@@ -1,0 +1,53 @@
+"""Decoding run files for display: UTF-8 with replacement, control characters made visible.
+
+Run files are written by LLMs and may hold anything: invalid UTF-8, NUL bytes, ANSI escape
+sequences. ``decode`` keeps every character but turns C0/C1 controls (other than tab and
+newline) into their visible Unicode pictures (``\\x1b`` -> ``␛``), so no escape sequence
+from a file can reach the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def _picture(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "␡"
+    return "�"
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters replaced by visible pictures; CRLF becomes LF."""
+    return _CONTROLS.sub(_picture, text.replace("\r\n", "\n"))
+
+
+def decode(data: bytes) -> str:
+    """Bytes to displayable text: UTF-8 with replacement, controls made visible."""
+    return visible(data.decode("utf-8", errors="replace"))
+
+
+def read_window(path: Path, *, offset: int = 0, max_bytes: int = 256 * 1024, tail: bool = False) -> tuple[str, int, bool]:
+    """Read at most ``max_bytes`` of ``path`` from ``offset`` (or its last ``max_bytes`` with ``tail``).
+
+    Returns ``(text, size_in_bytes, truncated)``. Never reads the whole of a large file.
+    Raises ``OSError`` when the file cannot be opened.
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        start = offset if 0 <= offset <= size else 0
+        length = size - start
+        truncated = length > max_bytes
+        fh.seek(size - max_bytes if truncated and tail else start)
+        data = fh.read(min(length, max_bytes))
+    text = decode(data)
+    if truncated and tail:
+        text = text.split("\n", 1)[-1]  # start at a whole line
+    return text, size, truncated

@@ -1,0 +1,163 @@
+"""Bindings grouped by scope, agents with memory and segments, imports, program and files."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding as KeyBinding
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from ..model import Run
+from ..targets import Target, binding_target
+
+_KIND_STYLE = {"input": "cyan", "output": "bold green", "let": "", "const": "blue"}
+
+
+class BindingTree(Tree[Target]):
+    """Posts ``TargetChosen`` when a leaf is highlighted or selected."""
+
+    BINDINGS = [
+        KeyBinding("j", "cursor_down", "Down", show=False),
+        KeyBinding("k", "cursor_up", "Up", show=False),
+        KeyBinding("h", "collapse", "Collapse", show=False),
+        KeyBinding("l", "expand", "Expand", show=False),
+    ]
+    HELP_GROUP = "Bindings & agents"
+
+    class TargetChosen(Message):
+        def __init__(self, target: Target) -> None:
+            super().__init__()
+            self.target = target
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("run", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self._run_path = None
+
+    def set_run(self, run: Run | None) -> None:
+        """Rebuild for ``run``, keeping expanded groups and the highlighted item when the run is the same."""
+        same = run is not None and run.path == self._run_path
+        expanded = {self._label_key(n) for n in self._walk() if n.is_expanded} if same else set()
+        selected = self.cursor_node.data if same and self.cursor_node else None
+        self._run_path = run.path if run else None
+        self.clear()
+        if run is None:
+            return
+        self._fill(self.root, run, expanded)
+        self.root.expand()
+        if selected is not None:
+            for node in self._walk():
+                if node.data is not None and node.data.path == selected.path and node.data.kind == selected.kind:
+                    self.move_cursor(node)
+                    break
+
+    def _fill(self, parent: TreeNode[Target], run: Run, expanded: set[str]) -> None:
+        bindings = parent.add(Text(f"Bindings ({len(run.bindings)})", "bold"), expand=True)
+        groups: dict[str, list] = {}
+        for b in run.bindings:
+            group = f"service {b.service}" if b.service else b.scope
+            groups.setdefault(group, []).append(b)
+        for group in sorted(groups, key=lambda g: (g != "root", _eid(g), g)):
+            node = bindings.add(Text(f"{group} ({len(groups[group])})", "italic"), expand=group == "root" or group in expanded or len(groups) <= 3)
+            for b in sorted(groups[group], key=lambda b: b.name):
+                label = Text()
+                label.append(b.name)
+                label.append(f"  {b.kind or '—'}", _KIND_STYLE.get(b.kind or "", "dim") or "dim")
+                if not b.exists:
+                    label.append("  missing", "yellow")
+                elif b.encrypted:
+                    label.append("  encrypted", "yellow")
+                elif b.warning:
+                    label.append("  ⚠", "yellow")
+                node.add_leaf(label, binding_target(b))
+        agents = parent.add(Text(f"Agents ({len(run.agents)})", "bold"), expand=bool(run.agents))
+        for a in run.agents:
+            label = Text(a.name)
+            label.append(f"  {a.scope or '—'}", "dim")
+            node = agents.add(label, expand=self._label_key_text(label) in expanded)
+            if a.memory is not None:
+                node.add_leaf("memory.md", Target("memory", f"{a.name} memory", a.memory))
+            for s in a.segments:
+                seg = Text(f"{s.number:03d}")
+                if s.timestamp:
+                    seg.append(f"  {s.timestamp}", "dim")
+                node.add_leaf(seg, Target("segment", f"{a.name} segment {s.number:03d}", s.path))
+            if a.memory is None and not a.segments:
+                node.add_leaf(Text("no memory (stateless)", "dim"))
+        if run.imports:
+            imports = parent.add(Text(f"Imports ({len(run.imports)})", "bold"), expand=True)
+            for child in run.imports:
+                label = Text(child.import_handle or child.id)
+                label.append(f"  {child.status.value}", "dim")
+                node = imports.add(label, expand=False)
+                self._fill(node, child, expanded)
+        files = parent.add(Text("Files", "bold"), expand=False)
+        if run.program_path is not None:
+            files.add_leaf(run.program_path.name, Target("program", run.program_path.name, run.program_path))
+        if run.state_file is not None:
+            files.add_leaf(run.state_file.name, Target("state", run.state_file.name, run.state_file))
+        for section in run.sections:
+            files.add_leaf(Text(f"§ {section.title}"), Target("section", section.title, text=section.text))
+
+    def _walk(self):
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children)
+
+    @staticmethod
+    def _label_key_text(label: Text) -> str:
+        return label.plain.split("  ")[0]
+
+    def _label_key(self, node: TreeNode) -> str:
+        return self._label_key_text(node.label) if isinstance(node.label, Text) else str(node.label)
+
+    def select_binding_path(self, path) -> bool:
+        """Highlight the leaf for the binding file ``path``; True when found."""
+        for node in self._walk():
+            if node.data is not None and node.data.path == path:
+                parent = node.parent
+                while parent is not None:
+                    parent.expand()
+                    parent = parent.parent
+                self.move_cursor(node)
+                return True
+        return False
+
+    def search(self, term: str, *, backwards: bool = False) -> bool:
+        """Highlight the next item whose label contains ``term``."""
+        needle = term.lower()
+        nodes = [n for n in self._walk() if n is not self.root]
+        nodes.sort(key=lambda n: n.line if n.line >= 0 else 10**9)
+        matches = [n for n in nodes if needle in (n.label.plain if isinstance(n.label, Text) else str(n.label)).lower()]
+        if not matches:
+            return False
+        current = self.cursor_line
+        ordered = matches[::-1] if backwards else matches
+        pick = next((n for n in ordered if (n.line < current if backwards else n.line > current)), ordered[0])
+        parent = pick.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        self.move_cursor(pick)
+        return True
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.post_message(self.TargetChosen(event.node.data))
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.post_message(self.TargetChosen(event.node.data))
+
+
+def _eid(group: str) -> int:
+    try:
+        return int(group.rsplit(" ", 1)[-1])
+    except ValueError:
+        return -1

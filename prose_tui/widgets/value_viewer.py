@@ -1,0 +1,253 @@
+"""The value viewer: a binding, memory or segment as Markdown (or raw), tailing the file.
+
+Reads through the source layer in windows (``sources.text.read_window``), never a whole
+large file. When the file changes on disk, ``reload`` updates in place: the reader's
+scroll position is kept (or the end is followed if the reader was at the end) and text
+appended since the last read is marked with a bar and a "new" rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.rule import Rule
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from ..highlight import highlight_lines
+from ..targets import Target
+from ..sources.text import read_window, visible
+
+WINDOW = 256 * 1024
+MARKDOWN_LIMIT = 96 * 1024
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+class ValueViewer(VerticalScroll, can_focus=True):
+    """Shows one ``Target``. ``r`` toggles raw, ``t`` jumps between the head and tail windows."""
+
+    BINDINGS = [
+        Binding("r", "toggle_raw", "Raw/Markdown"),
+        Binding("t", "toggle_tail", "Head/tail", show=False),
+        Binding("j,down", "scroll_down", "Down", show=False),
+        Binding("k,up", "scroll_up", "Up", show=False),
+        Binding("g,home", "scroll_home", "Top", show=False),
+        Binding("G,end", "scroll_end", "Bottom", show=False),
+        Binding("ctrl+d", "page_down", "Page down", show=False),
+        Binding("ctrl+u", "page_up", "Page up", show=False),
+    ]
+    HELP_GROUP = "Value"
+    DEFAULT_CSS = """
+    ValueViewer { padding: 0 1; }
+    ValueViewer > #value-head { color: $text-muted; }
+    ValueViewer > #value-warning { color: $warning; display: none; }
+    ValueViewer > #value-warning.-shown { display: block; }
+    """
+
+    class Reloaded(Message):
+        """The shown file changed on disk and was read again (``appended`` bytes were new)."""
+
+        def __init__(self, appended: int) -> None:
+            super().__init__()
+            self.appended = appended
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.target: Target | None = None
+        self.raw = False
+        self.tail = False
+        self._text = ""
+        self._new_from: int | None = None
+        self._changed_at: datetime | None = None
+        self.search_term = ""
+
+    def compose(self):
+        yield Static(id="value-head")
+        yield Static(id="value-warning")
+        yield Static(id="value-body")
+
+    # -- public -------------------------------------------------------------------------------
+    def show_target(self, target: Target | None) -> None:
+        """Show ``target`` from the top (a new item resets position, raw mode and tail)."""
+        if target == self.target and target is not None:
+            return
+        self.target = target
+        self.tail = False
+        self._new_from = None
+        self._changed_at = None
+        self._text = self._read()
+        self._render_all()
+        self.scroll_home(animate=False)
+
+    def reload(self, *, now: datetime | None = None) -> None:
+        """Re-read the shown file after it changed; keep position, mark what is new."""
+        if self.target is None:
+            return
+        at_end = self.scroll_y >= self.max_scroll_y - 1 and self.max_scroll_y > 0
+        old = self._text
+        new = self._read()
+        if new == old:
+            return
+        self._new_from = len(old) if new.startswith(old) and old else None
+        self._changed_at = now or datetime.now()
+        self._text = new
+        y = self.scroll_y
+        self._render_all()
+        if at_end or self.tail:
+            self.call_after_refresh(self.scroll_end, animate=False)
+        else:
+            self.call_after_refresh(self.scroll_to, y=y, animate=False)
+        appended = len(new) - len(old) if self._new_from is not None else 0
+        self.post_message(self.Reloaded(appended))
+
+    def search(self, term: str, *, backwards: bool = False) -> bool:
+        """Highlight ``term`` and scroll to its first line after the current position."""
+        self.search_term = term
+        self._render_all()
+        lines = self._text.splitlines()
+        needle = term.lower()
+        hits = [i for i, ln in enumerate(lines) if needle in ln.lower()]
+        if not hits:
+            return False
+        if not self.raw:
+            self.raw = True  # line positions are exact in raw mode
+            self._render_all()
+        y = int(self.scroll_y)
+        offset = 2
+        after = [i for i in hits if (i + offset < y if backwards else i + offset > y)]
+        pick = (after[-1] if backwards else after[0]) if after else hits[0]
+        self.scroll_to(y=max(0, pick + offset - 2), animate=False)
+        return True
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self._render_all()
+
+    def action_toggle_tail(self) -> None:
+        self.tail = not self.tail
+        self._text = self._read()
+        self._render_all()
+        if self.tail:
+            self.call_after_refresh(self.scroll_end, animate=False)
+        else:
+            self.scroll_home(animate=False)
+
+    # -- reading and rendering ---------------------------------------------------------------------
+    def _read(self) -> str:
+        target = self.target
+        self._size = 0
+        self._truncated = False
+        self._error: str | None = None
+        if target is None:
+            return ""
+        if target.text is not None:
+            return visible(target.text)
+        if target.binding is not None and target.binding.encrypted:
+            return ""
+        if target.path is None:
+            return ""
+        offset = target.binding.value_offset if target.binding is not None else 0
+        try:
+            text, size, truncated = read_window(target.path, offset=offset, max_bytes=WINDOW, tail=self.tail)
+        except OSError as exc:
+            self._error = f"cannot read {target.path.name}: {exc.strerror or exc}"
+            return ""
+        self._size, self._truncated = size, truncated
+        return text.lstrip("\n")
+
+    def _head(self) -> Text:
+        t = self.target
+        head = Text(no_wrap=True, overflow="ellipsis")
+        if t is None:
+            head.append("Select a binding, memory or segment (Enter on a trace line opens its binding)")
+            return head
+        head.append(t.title, "bold")
+        b = t.binding
+        if b is not None:
+            head.append(f"  {b.kind or 'no kind'} · {b.scope}")
+            if b.service:
+                head.append(f" · service {b.service}")
+        if self._size:
+            head.append(f" · {_size(self._size)}")
+        head.append(f" · {'raw' if self.raw or not t.markdown else 'markdown'}", "dim")
+        if self._changed_at is not None:
+            head.append(f" · updated {self._changed_at:%H:%M:%S}", "bold")
+        return head
+
+    def _warning(self) -> str | None:
+        t = self.target
+        parts = []
+        if self._error:
+            parts.append(self._error)
+        if t is not None and t.binding is not None and t.binding.encrypted:
+            parts.append("This binding is SOPS-encrypted; its value cannot be shown without the key.")
+        elif t is not None and t.binding is not None and not t.binding.exists:
+            parts.append("The Index names this binding but its file does not exist yet.")
+        elif t is not None and t.warning:
+            parts.append(t.warning)
+        if self._truncated:
+            where = "last" if self.tail else "first"
+            parts.append(f"Showing the {where} {_size(WINDOW)} of {_size(self._size)}; press t for the {'head' if self.tail else 'tail'}.")
+        return "  ".join(f"⚠ {p}" for p in parts) or None
+
+    def _body(self) -> RenderableType:
+        t = self.target
+        text = self._text
+        if t is None or not text:
+            return Text("(empty)" if t is not None and not self._warning() else "", "dim")
+        if t.binding is not None and t.binding.source and not self.raw:
+            source = Text("source:\n", "dim")
+            for line in highlight_lines(t.binding.source.splitlines()):
+                source.append("  ")
+                source.append_text(line)
+                source.append("\n")
+        else:
+            source = None
+        old, new = (text[: self._new_from], text[self._new_from:]) if self._new_from is not None else (text, "")
+        if self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT:
+            body = self._raw(old, new)
+        else:
+            parts: list[RenderableType] = [Markdown(old)] if old.strip() else []
+            if new:
+                parts += [Rule("new", style="bold green"), Markdown(new)]
+            body = Group(*parts)
+        return Group(source, body) if source is not None else body
+
+    def _raw(self, old: str, new: str) -> Text:
+        if self.target is not None and self.target.kind == "program":
+            out = Text()
+            for line in highlight_lines((old + new).splitlines()):
+                out.append_text(line)
+                out.append("\n")
+            return out
+        out = Text(old)
+        if new:
+            for line in new.splitlines(keepends=True):
+                out.append("▌", "bold green")
+                out.append(line)
+        if self.search_term:
+            out.highlight_words([self.search_term], "reverse", case_sensitive=False)
+        return out
+
+    def _render_all(self) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one("#value-head", Static).update(self._head())
+        warning = self._warning()
+        box = self.query_one("#value-warning", Static)
+        box.update(Text(warning or ""))
+        box.set_class(bool(warning), "-shown")
+        self.query_one("#value-body", Static).update(self._body())

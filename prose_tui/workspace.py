@@ -1,0 +1,245 @@
+"""The workspace: the runs below one path, kept current as their files change.
+
+Textual-free. ``watch.py`` turns file-system events into ``apply`` calls; each changed path
+is routed to the run that owns it and to the part of that run it belongs to, and only
+that part is read again: a binding file re-reads that binding, a segment re-reads that
+agent, ``state.md`` re-parses the state file (binding files are not re-read), an import
+re-reads that import. A folder appearing under a ``runs`` folder re-discovers runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import StrEnum
+from pathlib import Path
+
+from .model import Run
+from .sources import NotARunError, find_runs, open_run
+from .sources import agents as agent_files
+from .sources.bindings import is_binding_path, read_binding
+from .sources.discover import RunRef, owning_run, runs_roots
+from .sources.filesystem import STATE_FILES, load_run
+from .sources.status import DEFAULT_STALE_AFTER, infer_status
+
+
+class Part(StrEnum):
+    """Which part of a run a changed path belongs to."""
+
+    STATE = "state"
+    BINDING = "binding"
+    AGENT = "agent"
+    IMPORT = "import"
+    PROGRAM = "program"
+    OTHER = "other"
+
+
+@dataclass(slots=True)
+class RunChange:
+    """What ``Workspace.apply`` changed in one run: the parts and the paths behind them."""
+
+    run: Run
+    parts: set[Part] = field(default_factory=set)
+    paths: set[Path] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class Applied:
+    """The outcome of one batch of file events."""
+
+    changed: dict[Path, RunChange] = field(default_factory=dict)
+    runs_added: list[Path] = field(default_factory=list)
+    runs_removed: list[Path] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.changed or self.runs_added or self.runs_removed)
+
+
+class Workspace:
+    """Every run below ``root``; ``runs`` maps run folder to its latest ``Run``.
+
+    ``stale_after`` (seconds) feeds status inference. ``clock`` returns the current UTC time
+    (tests fix it). Raises ``FileNotFoundError`` from ``scan`` when ``root`` is missing.
+    """
+
+    def __init__(self, root: Path, *, stale_after: float = DEFAULT_STALE_AFTER, clock=None) -> None:
+        self.root = root.resolve()
+        self.stale_after = stale_after
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.refs: dict[Path, RunRef] = {}
+        self.runs: dict[Path, Run] = {}
+        self.errors: dict[Path, str] = {}
+        self.observed: dict[Path, datetime] = {}
+
+    # -- reading -------------------------------------------------------------------------
+    def scan(self, progress=None) -> list[Run]:
+        """Discover and read every run; ``progress(done, total)`` is called as runs are read."""
+        refs = find_runs(self.root)
+        self.refs = {ref.path: ref for ref in refs}
+        for path in [p for p in self.runs if p not in self.refs]:
+            self.runs.pop(path, None)
+        for done, ref in enumerate(refs, start=1):
+            self._read(ref.path)
+            if progress is not None:
+                progress(done, len(refs))
+        return self.sorted_runs()
+
+    def _read(self, path: Path) -> Run | None:
+        try:
+            run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
+        except (NotARunError, OSError) as exc:
+            self.errors[path] = str(exc)
+            self.runs.pop(path, None)
+            return None
+        self.errors.pop(path, None)
+        self.runs[path] = run
+        return run
+
+    def sorted_runs(self) -> list[Run]:
+        """Newest first: start time where known, then id."""
+        return sorted(
+            self.runs.values(),
+            key=lambda r: (r.started.timestamp() if r.started else 0.0, r.id),
+            reverse=True,
+        )
+
+    def watch_roots(self) -> list[Path]:
+        """The folders a watcher should watch: every ``runs`` folder (or the single run)."""
+        roots = {ref.runs_root for ref in self.refs.values()} or set(runs_roots(self.root))
+        if not roots and self.root.is_dir():
+            roots = {self.root}
+        return sorted(r for r in roots if r.exists())
+
+    def refresh_statuses(self) -> list[Run]:
+        """Re-infer statuses as time passes (a quiet run becomes interrupted); returns changed runs."""
+        changed = []
+        now = self.clock()
+        for path, run in self.runs.items():
+            status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+            if status != (run.status, run.status_reason):
+                run.status, run.status_reason = status
+                changed.append(run)
+        return changed
+
+    # -- applying changes ------------------------------------------------------------------
+    def part_of(self, run_dir: Path, path: Path) -> Part:
+        """Route a path inside ``run_dir`` to the part of the run it belongs to."""
+        try:
+            rel = path.relative_to(run_dir)
+        except ValueError:
+            return Part.OTHER
+        if not rel.parts:
+            return Part.OTHER
+        head = rel.parts[0]
+        if len(rel.parts) == 1 and head in STATE_FILES:
+            return Part.STATE
+        if head == "bindings" and is_binding_path(path, run_dir):
+            return Part.BINDING
+        if head == "agents" and len(rel.parts) >= 3:
+            return Part.AGENT
+        if head == "imports" and len(rel.parts) >= 2:
+            return Part.IMPORT
+        if len(rel.parts) == 1 and (head.endswith(".prose") or head in ("program.md", "root.prose.md")):
+            return Part.PROGRAM
+        return Part.OTHER
+
+    def apply(self, paths: set[Path]) -> Applied:
+        """Bring the runs up to date with changed ``paths`` (absolute). Never raises for I/O."""
+        out = Applied()
+        now = self.clock()
+        rediscover = False
+        touched: dict[Path, set[Path]] = {}
+        for path in paths:
+            run_dir = owning_run(path, list(self.refs))
+            if run_dir is None:
+                rediscover = True
+                continue
+            touched.setdefault(run_dir, set()).add(path)
+        if rediscover:
+            before = set(self.refs)
+            try:
+                self.refs = {ref.path: ref for ref in find_runs(self.root)}
+            except OSError:
+                self.refs = {}
+            for gone in before - set(self.refs):
+                self.runs.pop(gone, None)
+                out.runs_removed.append(gone)
+            for new in set(self.refs) - before:
+                if self._read(new) is not None:
+                    out.runs_added.append(new)
+        for run_dir, changed_paths in touched.items():
+            if run_dir not in self.refs:
+                continue
+            if not run_dir.exists():
+                self.refs.pop(run_dir, None)
+                self.runs.pop(run_dir, None)
+                out.runs_removed.append(run_dir)
+                continue
+            self.observed[run_dir] = now
+            change = self._update(run_dir, changed_paths, now)
+            if change is not None:
+                out.changed[run_dir] = change
+        return out
+
+    def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> RunChange | None:
+        run = self.runs.get(run_dir)
+        parts = {self.part_of(run_dir, p) for p in paths}
+        if run is None or parts & {Part.STATE, Part.PROGRAM, Part.OTHER}:
+            # The state file names bindings and agents; re-read it and keep the binding
+            # objects already read whose files did not change.
+            previous = {b.path: b for b in run.bindings} if run else {}
+            run = self._read(run_dir)
+            if run is None:
+                return None
+            unchanged = {p for p in previous if p not in paths}
+            run.bindings = [previous[b.path] if b.path in unchanged and b.exists else b for b in run.bindings]
+            return RunChange(run, parts, paths)
+        for path in paths:
+            part = self.part_of(run_dir, path)
+            if part is Part.BINDING:
+                _update_binding(run, run_dir, path)
+            elif part is Part.AGENT:
+                _update_agent(run, run_dir, path)
+            elif part is Part.IMPORT:
+                _update_import(run, run_dir, path, now, self.stale_after)
+        run.status, run.status_reason = infer_status(
+            run, now=now, stale_after=self.stale_after, observed=self.observed.get(run_dir)
+        )
+        return RunChange(run, parts, paths)
+
+
+def _update_binding(run: Run, run_dir: Path, path: Path) -> None:
+    index = next((i for i, b in enumerate(run.bindings) if b.path == path), None)
+    if not path.exists():
+        if index is not None:
+            run.bindings.pop(index)
+        return
+    binding = read_binding(path, run_dir / "bindings")
+    if index is None:
+        run.bindings.append(binding)
+    else:
+        old = run.bindings[index]
+        if binding.kind is None:
+            binding.kind = old.kind
+        run.bindings[index] = binding
+
+
+def _update_agent(run: Run, run_dir: Path, path: Path) -> None:
+    folder = run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0]
+    fresh = agent_files.read_agent_dir(folder, "execution") if folder.is_dir() else None
+    run.agents = [a for a in run.agents if a.path != folder]
+    if fresh is not None:
+        run.agents.append(fresh)
+        run.agents.sort(key=lambda a: a.name)
+
+
+def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_after: float) -> None:
+    handle = path.relative_to(run_dir / "imports").parts[0]
+    folder = run_dir / "imports" / handle
+    run.imports = [i for i in run.imports if i.import_handle != handle]
+    if folder.is_dir():
+        child = load_run(folder, now=now, stale_after=stale_after)
+        child.import_handle = handle
+        run.imports.append(child)
+        run.imports.sort(key=lambda i: i.import_handle or "")
