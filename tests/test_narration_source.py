@@ -288,3 +288,27 @@ def test_files_of_arbitrary_bytes_load(tmp_path_factory, data: bytes) -> None:
     sniff_narration(path)
     load_narration(path)
     NarrationTail(path).poll()
+
+
+def test_open_loop_and_parallel_state_is_shown_mid_run() -> None:
+    run = parse_narration_text(
+        "[Position] Statement 1: loop until **done** (max: 5)\n"
+        "[Loop] Starting loop until **done** (max: 5)\n"
+        "[Loop] Iteration 2 of max 5\n"
+        "[Position] Statement 2: parallel block\n"
+        "[Parallel] Entering parallel block (2 branches, strategy: all)\n"
+        "- north: complete\n"
+        "- south: pending\n"
+    )
+    titles = [c.title for c in run.constructs]
+    assert titles[0].startswith("Parallel") and titles[1].startswith("Loop")
+    assert run.constructs[0].items == ["north: complete", "south: pending"]
+    assert run.constructs[1].items == ["iteration 2/5"]
+
+
+def test_transcript_with_a_first_line_longer_than_the_sniff_window(tmp_path: Path) -> None:
+    path = tmp_path / "session.log"
+    big = json.dumps({"type": "user", "message": {"role": "user", "content": "x" * 400_000}})
+    path.write_text(big + "\n" + _assistant("[Program] Program Start: long.prose\n[Position] Statement 1: session \"A\""))
+    assert sniff_narration(path)
+    assert load_narration(path).program == "long.prose"

@@ -86,7 +86,14 @@ def _json_entry(raw: bytes | str) -> tuple[str | None, datetime | None, bool]:
 
 
 def _looks_jsonl(head: bytes) -> bool:
-    for raw in head.split(b"\n")[:5]:
+    """True when the first non-blank lines of ``head`` are JSON objects.
+
+    A line cut by the end of ``head`` (no newline after it) counts when it starts like an
+    object (``{"``): transcript lines holding large tool results are often longer than
+    the sniff window.
+    """
+    lines = head.split(b"\n")
+    for i, raw in enumerate(lines[:5]):
         raw = raw.strip()
         if not raw:
             continue
@@ -95,7 +102,9 @@ def _looks_jsonl(head: bytes) -> bool:
         try:
             return isinstance(json.loads(raw), dict)
         except ValueError:
-            continue  # a first line cut by the sniff window or one broken line
+            if i == len(lines) - 1:
+                return raw.startswith(b'{"')
+            continue  # one broken line
     return False
 
 
@@ -127,7 +136,7 @@ def sniff_narration(path: Path) -> bool:
             head = fh.read(SNIFF_BYTES)
             size = os.fstat(fh.fileno()).st_size
             tail = b""
-            if size > 2 * SNIFF_BYTES:
+            if size > SNIFF_BYTES:
                 fh.seek(size - SNIFF_BYTES)
                 tail = fh.read(SNIFF_BYTES)
     except OSError:

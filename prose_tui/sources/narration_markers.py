@@ -31,65 +31,42 @@ The parser never raises on any input: every handler works on plain regex matches
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..model import ActiveConstruct, Agent, Backend, Binding, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
-
-_NAMES = "Program|Position|Binding|Input|Output|Import|Success|Warning|Error|Parallel|Loop|Pipeline|Try|Flow|Frame\\+|Frame-|Frame−|CallStack|Call Stack"
-_PREFIX = r"^[ \t>*`_~-]*"
-BRACKET = re.compile(_PREFIX + r"\[(" + _NAMES + r")\][*`_]*[ \t]*:?[ \t]*(.*)$", re.IGNORECASE)
-EMOJI_MAP = {"📋": "program", "📍": "position", "📦": "binding", "✅": "success", "⚠": "warning",
-             "🔀": "parallel", "🔄": "loop", "🔗": "pipeline", "🛡": "try", "➡": "flow"}
-EMOJI = re.compile(_PREFIX + r"(📋|📍|📦|✅|⚠|🔀|🔄|🔗|🛡|➡)\ufe0f?[ \t]*(.*)$")
-STEP = re.compile(r"^[ \t>*`-]*(\d+[a-z]?)[ \t]*(?:→|->)[ \t]*(.*)$")
-FRAME_ID = re.compile(r"^[ \t>*`-]*#(\d+)[ \t]+(\S.*)$")
-PAR = re.compile(r"^[ \t>*`-]*∥[ \t]*(.*)$")
-LOOP = re.compile(r"^[ \t>*`-]*loop:(\d+)(?:/(\d+|\?|∞))?(.*)$")
-TRY = re.compile(r"^[ \t>*`-]*(try|catch|finally)[ \t]*(?:→|->)[ \t]*(.*)$", re.IGNORECASE)
-END = re.compile(r"^[ \t]*---(end|error|resume)\b[ \t]*(.*)$")
-TASK = re.compile(r"^[ \t>*`-]*\[(Task[^\]]*|Multiple Task calls|\.\.\.[^\]]*)\]", re.IGNORECASE)
-
-_EID = re.compile(r"\(?\s*execution_id\s*[:=]\s*(\d+)\s*\)?", re.IGNORECASE)
-_ASSIGN = re.compile(r"^(?:(let|const|output|input)\s+)?([A-Za-z_][\w.\[\]]*)\s*=\s*(.*)$", re.DOTALL)
-_ANNOT = re.compile(r"\s*\((?:mutable|immutable|reassignment[^)]*|will return to caller|from caller|parent scope)\)\s*$", re.IGNORECASE)
-_BOUND = re.compile(r"^([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s+bound\b", re.IGNORECASE)
-_RESOLVE = re.compile(r"Resolving\s+'?([\w.]+)'?\s*:\s*found in execution_id\s+(\d+)", re.IGNORECASE)
-_STATEMENT = re.compile(r"^Statement\s+(\d+)(?:\s+of\s+\d+)?\s*:\s*(.*)$", re.IGNORECASE)
-_EXECUTING = re.compile(r"^Executing\s*:\s*(.*)$", re.IGNORECASE)
-_ITER = re.compile(r"Iteration\s+(\d+)(?:\s+of\s+(?:max\s+)?(\d+))?", re.IGNORECASE)
-_RETRY = re.compile(r"\bretry\s*(?::|attempt)?\s*(\d+)\s*(?:/|of)\s*(\d+)", re.IGNORECASE)
-_ENTER_FRAME = re.compile(r"Entering block\s*:?\s*([\w.-]+)?(.*)$", re.IGNORECASE)
-_DEPTH = re.compile(r"depth\s*[:=]\s*(\d+)", re.IGNORECASE)
-_PARENT = re.compile(r"^\s*Parent\s*:\s*execution_id\s*[:=]?\s*(\d+)", re.IGNORECASE)
-_STACK_ROW = re.compile(r"execution_id\s*[:=]\s*(\d+)\s*\|\s*block\s*[:=]\s*([^|]+?)\s*(?:\|\s*depth\s*[:=]\s*(\d+))?\s*(?:\|\s*status\s*[:=]\s*(\w+))?\s*$", re.IGNORECASE)
-_ITEM = re.compile(r"^\s*[-*]?\s*([A-Za-z_][\w.]*)\s*(=|:)\s*(.*)$")
-_KEYVAL = re.compile(r"^\s*(Fetching from|Inputs expected|Outputs provided|Registered as|Arguments)\s*:\s*(.*)$", re.IGNORECASE)
-_CONTAINER = re.compile(r"^(?:(?:let|const)\s+\w+\s*=\s*)?(parallel|loop|repeat|for|do\b|try|if|choice|block|pipeline)|parallel block|^\w+\s*\|", re.IGNORECASE)
-_RESULT = re.compile(r":\s*(.+)$")
-_AGENT = re.compile(r"^\s*[-*]\s*Agent\s*:\s*([\w-]+)\s*(?:\((.*)\))?", re.IGNORECASE)
-_PROGRAM_NAME = re.compile(r"([\w./-]+\.prose)\b")
+from ..model import Agent, Backend, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState
+from .narration_compact import CompactNarration
+from .narration_state import (  # noqa: F401 - BRACKET, EMOJI, STEP are re-exported for narration.py
+    _AGENT,
+    _ANNOT,
+    _ASSIGN,
+    _BOUND,
+    _CONTAINER,
+    _DEPTH,
+    _EID,
+    _ENTER_FRAME,
+    _EXECUTING,
+    _ITEM,
+    _ITER,
+    _KEYVAL,
+    _PARENT,
+    _PROGRAM_NAME,
+    _RESOLVE,
+    _RESULT,
+    _RETRY,
+    _STACK_ROW,
+    _STATEMENT,
+    BRACKET,
+    EMOJI,
+    EMOJI_MAP,
+    STEP,
+    TASK,
+    ActiveConstruct,
+    _unquote,
+)
 
 
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
-
-
-@dataclass(slots=True)
-class _Open:
-    """A trace line still open; ``container`` lines close by their end marker, leaves by the next step."""
-
-    index: int
-    container: bool
-    kind: str = ""
-
-
-@dataclass(slots=True)
-class NarrationParser:
+class NarrationParser(CompactNarration):
     """Feed narration lines one at a time; read the Run so far with :meth:`run`.
 
     ``source`` is the narration file (``None`` for standard input). :meth:`feed` takes the
@@ -97,33 +74,7 @@ class NarrationParser:
     timestamp) and returns the events it produced. Never raises.
     """
 
-    source: Path | None = None
-    events: list[Event] = field(default_factory=list)
-    trace: list[TraceLine] = field(default_factory=list)
-    bindings: dict[tuple[str, int | None], Binding] = field(default_factory=dict)
-    frames: list[Frame] = field(default_factory=list)  # outermost first
-    imports: dict[str, Run] = field(default_factory=dict)
-    agents: dict[str, Agent] = field(default_factory=dict)
-    loops: list[ActiveConstruct] = field(default_factory=list)
-    parallels: list[ActiveConstruct] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    header: dict[str, str] = field(default_factory=dict)
-    status: RunStatus = RunStatus.UNKNOWN
-    status_reason: str = ""
-    program: str | None = None
-    started: datetime | None = None
-    updated: datetime | None = None
-    dialects: set[str] = field(default_factory=set)
-    _open: list[_Open] = field(default_factory=list)
-    _frame_lines: dict[int, int] = field(default_factory=dict)
-    _context: str = ""
-    _import: Run | None = None
-    _pending_import: Run | None = None
-    _last_result: str | None = None
-    _par_results: dict[str, str] = field(default_factory=dict)
-    _stack_snapshot: list[Frame] = field(default_factory=list)
-    _line: int = 0
-    _time: datetime | None = None
+    __slots__ = ()
 
     # --- output -----------------------------------------------------------------------------
 
@@ -188,74 +139,6 @@ class NarrationParser:
         if self._context:
             self._continuation(line)
         return None
-
-    # --- helpers ----------------------------------------------------------------------------
-
-    def _warn(self, sentence: str) -> None:
-        if len(self.warnings) < 50:
-            self.warnings.append(sentence)
-        elif len(self.warnings) == 50:
-            self.warnings.append("more lines could not be understood; further warnings are not listed.")
-
-    def _event(self, kind: EventKind, text: str, *, name: str | None = None, status: str | None = None,
-               step: str | None = None, execution_id: int | None = None) -> Event:
-        if execution_id is None and self.frames:
-            execution_id = self.frames[-1].execution_id
-        ev = Event(len(self.events), kind, text, time=self._time, step=step, name=name, status=status,
-                   line=self._line, execution_id=execution_id)
-        self.events.append(ev)
-        return ev
-
-    def _depth(self) -> int:
-        return len(self.frames) + len(self.loops) + len(self.parallels)
-
-    def _open_line(self, text: str, step: str | None, container: bool, kind: str = "") -> int:
-        self._close_leaves(StatementState.COMPLETE)
-        self.trace.append(TraceLine(line=len(self.trace) + 1, text="  " * self._depth() + text, state=StatementState.EXECUTING, step=step))
-        self._open.append(_Open(len(self.trace) - 1, container, kind))
-        return len(self.trace) - 1
-
-    def _claim_or_open(self, kind: str, body: str) -> None:
-        """Give the construct the container line its ``[Position]`` opened, or open one."""
-        self._close_leaves(StatementState.COMPLETE)
-        words = ("loop", "repeat", "for ", "while") if kind == "loop" else ("parallel",)
-        last = self._open[-1] if self._open else None
-        if last and last.container and not last.kind and any(w in self.trace[last.index].text.lower() for w in words):
-            last.kind = kind
-        else:
-            self._open_line(body, None, True, kind)
-
-    def _close_leaves(self, state: StatementState) -> None:
-        for op in [o for o in self._open if not o.container]:
-            self._set_state(op.index, state)
-            self._open.remove(op)
-
-    def _close_kind(self, kind: str, state: StatementState = StatementState.COMPLETE) -> None:
-        self._close_leaves(state)
-        for op in reversed(self._open):
-            if op.kind == kind:
-                self._set_state(op.index, state)
-                self._open.remove(op)
-                return
-
-    def _set_state(self, index: int, state: StatementState) -> None:
-        if 0 <= index < len(self.trace) and self.trace[index].state in (StatementState.EXECUTING, StatementState.RETRYING):
-            self.trace[index].state = state
-
-    def _bind(self, name: str, value: str, kind: str | None, eid: int | None, *, target: Run | None = None) -> None:
-        if value.strip() in ("<result>", "<value>") and self._last_result is not None:
-            value = self._last_result
-        b = Binding(name=name, path=self.source or Path("<stdin>"), kind=kind, execution_id=eid,
-                    source=f"line {self._line}", bytes=len(value.encode("utf-8", "replace")),
-                    fields={"value": value, "line": str(self._line)})
-        if target is not None:
-            target.bindings = [x for x in target.bindings if x.name != name] + [b]
-        else:
-            old = self.bindings.get((name, eid))
-            if old is not None and kind is None:
-                b.kind = old.kind
-            self.bindings[(name, eid)] = b
-        self._event(EventKind.BINDING_WRITTEN, f"{name} = {value}"[:500], name=name, execution_id=eid)
 
     # --- markers ----------------------------------------------------------------------------
 
@@ -578,129 +461,6 @@ class NarrationParser:
             self._bind(name, _unquote(value), "input", None, target=self._import)
         elif ctx == "output-import" and sep == "=" and self._import is not None:
             self._bind(name, _unquote(value), "output", None, target=self._import)
-
-    # --- compact narration ------------------------------------------------------------------
-
-    def _compact(self, line: str) -> bool:
-        m = STEP.match(line)
-        if m:
-            self._compact_body(m.group(2).strip(), m.group(1), line.strip())
-            return True
-        m = FRAME_ID.match(line)
-        if m and not line.lstrip().startswith("# "):
-            self._compact_frame(int(m.group(1)), m.group(2).strip(), line.strip())
-            return True
-        m = PAR.match(line)
-        if m:
-            self._compact_parallel(m.group(1).strip(), None, line.strip())
-            return True
-        m = LOOP.match(line)
-        if m:
-            self._compact_loop(m, None, line.strip())
-            return True
-        m = TRY.match(line)
-        if m:
-            name = m.group(1).lower()
-            self._event(EventKind.NOTE, line.strip(), name=name)
-            if m.group(2).strip():
-                self._compact_body(m.group(2).strip(), None, line.strip())
-            return True
-        m = END.match(line)
-        if m:
-            word = m.group(1)
-            if word == "end":
-                self.status = RunStatus.COMPLETED
-                self._event(EventKind.RUN_ENDED, line.strip(), status="ok")
-            elif word == "error":
-                self.status = RunStatus.FAILED
-                first, _, rest = m.group(2).partition(" ")
-                try:
-                    datetime.fromisoformat(first)
-                    self.status_reason = rest.strip() or m.group(2)
-                except ValueError:
-                    self.status_reason = m.group(2)
-                self._event(EventKind.RUN_ERRORED, line.strip(), status="failed")
-            else:
-                self.status = RunStatus.RUNNING
-                self._event(EventKind.RUN_RESUMED, line.strip())
-            return True
-        return False
-
-    def _compact_body(self, body: str, step: str | None, line: str, open_line: bool = True) -> None:
-        if body.startswith("∥"):
-            return self._compact_parallel(body[1:].strip(), step, line)
-        m = LOOP.match(body)
-        if m:
-            return self._compact_loop(m, step, line)
-        m = re.match(r"^block:([\w.-]+)#(\d+)", body)
-        if m:
-            return self._compact_frame(int(m.group(2)), m.group(1), line, step)
-        m = FRAME_ID.match(body)
-        if m:
-            return self._compact_frame(int(m.group(1)), m.group(2).strip(), line, step)
-        m = re.match(r"^retry:(\d+)/(\d+)", body)
-        if m:
-            self._event(EventKind.RETRY, line, status=f"{m.group(1)}/{m.group(2)}", step=step)
-            for op in reversed(self._open):
-                t = self.trace[op.index]
-                t.state, t.attempt, t.max_attempts = StatementState.RETRYING, int(m.group(1)), int(m.group(2))
-                break
-            return None
-        if body.startswith("✗"):
-            msg = body[1:].strip()
-            self.status_reason = msg
-            if self._open:
-                self.trace[self._open[-1].index].note = msg
-            self._close_leaves(StatementState.FAILED)
-            self._event(EventKind.STATEMENT_FAILED, line, status=msg.split()[0] if msg else "failed", step=step)
-            return None
-        m = re.match(r"^(.*?)\s*(✓|✗|⊘|skip(?:ped)?)\s*(.*)$", body)
-        if m and m.group(1):
-            name, mark, rest = m.group(1).strip(), m.group(2), m.group(3).strip()
-            kind = {"✓": EventKind.STATEMENT_COMPLETED, "✗": EventKind.STATEMENT_FAILED}.get(mark, EventKind.STATEMENT_SKIPPED)
-            state = {"✓": StatementState.COMPLETE, "✗": StatementState.FAILED}.get(mark, StatementState.SKIPPED)
-            status = "ok" if mark == "✓" else (rest.split()[0] if rest else ("failed" if mark == "✗" else "skip"))
-            if open_line:
-                self._open_line(name, step, False)
-                self._close_leaves(state)
-            self._event(kind, line, name=name, status=status, step=step)
-            return None
-        if open_line and body:
-            self._open_line(body, step, bool(_CONTAINER.search(body)))
-        self._event(EventKind.STATEMENT_STARTED, line, name=body or None, step=step)
-        return None
-
-    def _compact_parallel(self, rest: str, step: str | None, line: str) -> None:
-        low = rest.lower()
-        if low.startswith(("done", "join", "end", "✓")):
-            self._close_kind("parallel")
-            if self.parallels:
-                self.parallels.pop()
-            self._event(EventKind.PARALLEL_JOINED, line, status="ok", step=step)
-            return
-        rest = re.sub(r"^start\s*", "", rest)
-        names = [n for n in re.split(r"[\s,\[\]]+", rest) if n]
-        self._open_line(f"parallel [{' '.join(names)}]", step, True, "parallel")
-        self.parallels.append(ActiveConstruct(title="Parallel", items=[f"{n}: pending" for n in names]))
-        self._event(EventKind.PARALLEL_STARTED, line, name=",".join(names) or None, step=step)
-
-    def _compact_loop(self, m: re.Match, step: str | None, line: str) -> None:
-        label = f"{m.group(1)}/{m.group(2)}" if m.group(2) else m.group(1)
-        if not self.loops:
-            self.loops.append(ActiveConstruct(title="Loop"))
-        self.loops[-1].items = [f"iteration {label}"]
-        self._event(EventKind.LOOP_ITERATION, line, status=label, step=step)
-        if "exit" in (m.group(3) or ""):
-            self.loops.pop()
-            self._event(EventKind.NOTE, line, name="loop", status="exited", step=step)
-
-    def _compact_frame(self, eid: int, what: str, line: str, step: str | None = None) -> None:
-        if what.lower().split()[0] in ("done", "✓", "complete", "exit", "end"):
-            self._m_frame_pop(f"(execution_id: {eid})", line)
-        else:
-            self._open_line(f"do {what}", step, True, "frame")
-            self._m_frame_push(f"Entering block: {what.split()[0]} (execution_id: {eid})", line)
-            self._context = ""
 
 
 def binding_value(run: Run, name: str, execution_id: int | None = None) -> str | None:
