@@ -22,7 +22,7 @@ from ..glyphs import STATUS_BADGE
 from ..model import Run
 from ..render import age, program_name
 from ..sources.filesystem import fallback_trace
-from ..targets import binding_target, resolve_trace_binding
+from ..targets import Target, binding_target, resolve_trace_binding
 from ..watch import watch_paths
 from ..widgets.binding_tree import BindingTree
 from ..widgets.call_stack import CallStackView
@@ -67,6 +67,7 @@ class ExplorerScreen(Screen[None]):
         self.search_term = ""
         self._stop = asyncio.Event()
         self._pending = 0
+        self.viewer_follows_writes = True  # until the user picks something to read
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -89,17 +90,21 @@ class ExplorerScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        # Children may not be mounted yet when the default screen mounts: start after a refresh.
+        self.call_after_refresh(self._start)
+
+    def _start(self) -> None:
         titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents", "value-pane": "Value"}
         for pane_id, title in titles.items():
             self.query_one(f"#{pane_id}").border_title = title
         self._layout()
-        self.query_one("#runs", RunList).border_title = None
         self._update_status()
         self._scan()
         self.set_interval(STATUS_TICK, self._tick)
 
     def on_resize(self) -> None:
-        self._layout()
+        if self.query("#runs-pane"):
+            self._layout()
 
     @property
     def narrow(self) -> bool:
@@ -230,12 +235,16 @@ class ExplorerScreen(Screen[None]):
         self.query_one(CallStackView).set_frames(run.call_stack)
         self.query_one(BindingTree).set_run(run)
         if not same:
-            viewer.show_target(None)
+            self.viewer_follows_writes = True
+            viewer.show_target(_newest_binding(run, None))
             trace.set_following(True)
         else:
             if not trace.following:
                 self._pending += 1
-            if viewer.target is not None and viewer.target.path is not None and changed and viewer.target.path in changed:
+            newest = _newest_binding(run, changed) if self.viewer_follows_writes else None
+            if newest is not None and (viewer.target is None or viewer.target.path != newest.path):
+                viewer.show_target(newest)
+            elif viewer.target is not None and viewer.target.path is not None and changed and viewer.target.path in changed:
                 viewer.reload()
         self._show_head(run)
 
@@ -279,6 +288,7 @@ class ExplorerScreen(Screen[None]):
             what = f"'{event.line.note}' names no binding file" if event.line.note else f"line {event.line.line} wrote no binding"
             self.notify(what, severity="information")
             return
+        self.viewer_follows_writes = False
         self.query_one(BindingTree).select_binding_path(binding.path)
         self.query_one(ValueViewer).show_target(binding_target(binding))
         if self.narrow:
@@ -291,6 +301,8 @@ class ExplorerScreen(Screen[None]):
         self._update_status()
 
     def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
+        if self.query_one(BindingTree).has_focus:
+            self.viewer_follows_writes = False  # the user picked it; stop switching to new writes
         self.query_one(ValueViewer).show_target(event.target)
 
     # -- actions ----------------------------------------------------------------------------------------
@@ -328,3 +340,12 @@ class ExplorerScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self._stop.set()
+
+
+def _newest_binding(run: Run, changed: set[Path] | None) -> Target | None:
+    """The most recently written binding (among ``changed`` when given), as a viewer target."""
+    candidates = [b for b in run.bindings if b.exists and not b.encrypted and b.mtime is not None
+                  and (changed is None or b.path in changed)]
+    if not candidates:
+        return None
+    return binding_target(max(candidates, key=lambda b: (b.mtime, b.name)))

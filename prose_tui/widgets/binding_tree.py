@@ -119,13 +119,17 @@ class BindingTree(Tree[Target]):
         """Highlight the leaf for the binding file ``path``; True when found."""
         for node in self._walk():
             if node.data is not None and node.data.path == path:
-                parent = node.parent
-                while parent is not None:
-                    parent.expand()
-                    parent = parent.parent
-                self.move_cursor(node)
+                self._reveal(node)
                 return True
         return False
+
+    def _reveal(self, node: TreeNode[Target]) -> None:
+        """Expand the ancestors of ``node`` and move the cursor to it once the lines exist."""
+        parent = node.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        self.call_after_refresh(self.move_cursor, node)
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
         """Highlight the next item whose label contains ``term``."""
@@ -138,11 +142,7 @@ class BindingTree(Tree[Target]):
         current = self.cursor_line
         ordered = matches[::-1] if backwards else matches
         pick = next((n for n in ordered if (n.line < current if backwards else n.line > current)), ordered[0])
-        parent = pick.parent
-        while parent is not None:
-            parent.expand()
-            parent = parent.parent
-        self.move_cursor(pick)
+        self._reveal(pick)
         return True
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:

@@ -68,7 +68,7 @@ class ValueViewer(VerticalScroll, can_focus=True):
         self.target: Target | None = None
         self.raw = False
         self.tail = False
-        self._text = ""
+        self.text = ""
         self._new_from: int | None = None
         self._changed_at: datetime | None = None
         self.search_term = ""
@@ -87,7 +87,7 @@ class ValueViewer(VerticalScroll, can_focus=True):
         self.tail = False
         self._new_from = None
         self._changed_at = None
-        self._text = self._read()
+        self.text = self._read()
         self._render_all()
         self.scroll_home(animate=False)
 
@@ -96,13 +96,13 @@ class ValueViewer(VerticalScroll, can_focus=True):
         if self.target is None:
             return
         at_end = self.scroll_y >= self.max_scroll_y - 1 and self.max_scroll_y > 0
-        old = self._text
+        old = self.text
         new = self._read()
         if new == old:
             return
         self._new_from = len(old) if new.startswith(old) and old else None
         self._changed_at = now or datetime.now()
-        self._text = new
+        self.text = new
         y = self.scroll_y
         self._render_all()
         if at_end or self.tail:
@@ -116,7 +116,7 @@ class ValueViewer(VerticalScroll, can_focus=True):
         """Highlight ``term`` and scroll to its first line after the current position."""
         self.search_term = term
         self._render_all()
-        lines = self._text.splitlines()
+        lines = self.text.splitlines()
         needle = term.lower()
         hits = [i for i, ln in enumerate(lines) if needle in ln.lower()]
         if not hits:
@@ -138,7 +138,7 @@ class ValueViewer(VerticalScroll, can_focus=True):
 
     def action_toggle_tail(self) -> None:
         self.tail = not self.tail
-        self._text = self._read()
+        self.text = self._read()
         self._render_all()
         if self.tail:
             self.call_after_refresh(self.scroll_end, animate=False)
@@ -148,9 +148,9 @@ class ValueViewer(VerticalScroll, can_focus=True):
     # -- reading and rendering ---------------------------------------------------------------------
     def _read(self) -> str:
         target = self.target
-        self._size = 0
-        self._truncated = False
-        self._error: str | None = None
+        self._file_bytes = 0
+        self._cut = False
+        self._read_error: str | None = None
         if target is None:
             return ""
         if target.text is not None:
@@ -163,9 +163,9 @@ class ValueViewer(VerticalScroll, can_focus=True):
         try:
             text, size, truncated = read_window(target.path, offset=offset, max_bytes=WINDOW, tail=self.tail)
         except OSError as exc:
-            self._error = f"cannot read {target.path.name}: {exc.strerror or exc}"
+            self._read_error = f"cannot read {target.path.name}: {exc.strerror or exc}"
             return ""
-        self._size, self._truncated = size, truncated
+        self._file_bytes, self._cut = size, truncated
         return text.lstrip("\n")
 
     def _head(self) -> Text:
@@ -180,8 +180,8 @@ class ValueViewer(VerticalScroll, can_focus=True):
             head.append(f"  {b.kind or 'no kind'} · {b.scope}")
             if b.service:
                 head.append(f" · service {b.service}")
-        if self._size:
-            head.append(f" · {_size(self._size)}")
+        if self._file_bytes:
+            head.append(f" · {_size(self._file_bytes)}")
         head.append(f" · {'raw' if self.raw or not t.markdown else 'markdown'}", "dim")
         if self._changed_at is not None:
             head.append(f" · updated {self._changed_at:%H:%M:%S}", "bold")
@@ -190,22 +190,22 @@ class ValueViewer(VerticalScroll, can_focus=True):
     def _warning(self) -> str | None:
         t = self.target
         parts = []
-        if self._error:
-            parts.append(self._error)
+        if self._read_error:
+            parts.append(self._read_error)
         if t is not None and t.binding is not None and t.binding.encrypted:
             parts.append("This binding is SOPS-encrypted; its value cannot be shown without the key.")
         elif t is not None and t.binding is not None and not t.binding.exists:
             parts.append("The Index names this binding but its file does not exist yet.")
         elif t is not None and t.warning:
             parts.append(t.warning)
-        if self._truncated:
+        if self._cut:
             where = "last" if self.tail else "first"
-            parts.append(f"Showing the {where} {_size(WINDOW)} of {_size(self._size)}; press t for the {'head' if self.tail else 'tail'}.")
+            parts.append(f"Showing the {where} {_size(WINDOW)} of {_size(self._file_bytes)}; press t for the {'head' if self.tail else 'tail'}.")
         return "  ".join(f"⚠ {p}" for p in parts) or None
 
     def _body(self) -> RenderableType:
         t = self.target
-        text = self._text
+        text = self.text
         if t is None or not text:
             return Text("(empty)" if t is not None and not self._warning() else "", "dim")
         if t.binding is not None and t.binding.source and not self.raw:

@@ -1,0 +1,175 @@
+"""Pilot tests: real keys through the explorer's main flows, at 80x24 and wide."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_helpers import make_app, ready, tree_digest, wait_until
+from conftest import FIXTURES
+from prose_tui.screens.help import HelpScreen
+from prose_tui.widgets.binding_tree import BindingTree
+from prose_tui.widgets.call_stack import CallStackView
+from prose_tui.widgets.run_list import RunList
+from prose_tui.widgets.status_line import StatusLine
+from prose_tui.widgets.trace_view import TraceView
+from prose_tui.widgets.value_viewer import ValueViewer
+
+PROJECT = FIXTURES / "project"
+PAUSED = PROJECT / ".prose" / "runs" / "20260301-100000-a1b2c3"
+
+
+def status_text(app) -> str:
+    return str(app.explorer.query_one(StatusLine).render())
+
+
+async def test_run_list_newest_first_and_trace_follows_the_retrying_statement():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        runs = app.explorer.query_one(RunList)
+        assert [r.id for r in runs.runs] == ["20260301-100000-a1b2c3", "20260228-090000-d4e5f6"]
+        assert app.explorer.active == 0  # several runs: start in the run list
+        await pilot.press("2")
+        trace = app.explorer.query_one(TraceView)
+        assert app.explorer.active == 1 and trace.has_focus
+        assert trace.following
+        assert trace.lines[trace.cursor].line == 47
+        assert "RETRYING" in trace.lines[trace.cursor].note
+        # The line is on screen: the trace scrolled to it.
+        top = trace.scroll_offset.y
+        assert top <= trace.cursor < top + trace.scrollable_content_region.height
+
+
+async def test_moving_stops_following_and_f_resumes():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("2", "k", "k")
+        trace = app.explorer.query_one(TraceView)
+        assert not trace.following
+        assert trace.lines[trace.cursor].line == 45
+        assert "follow off" in status_text(app)
+        assert "paused" in app.explorer.query_one("#trace-pane").border_title
+        await pilot.press("f")
+        assert trace.following and trace.lines[trace.cursor].line == 47
+        assert "follow on" in status_text(app)
+
+
+async def test_enter_on_a_trace_line_opens_its_binding_in_the_value_pane():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("2", "k", "k", "k", "k")  # line 43: let parts = session ... --> bindings/parts__43.md
+        trace = app.explorer.query_one(TraceView)
+        assert trace.lines[trace.cursor].line == 43
+        await pilot.press("enter")
+        viewer = app.explorer.query_one(ValueViewer)
+        assert app.explorer.active == 4  # narrow layout switched to the value pane
+        assert viewer.target.binding.name == "parts" and viewer.target.binding.execution_id == 43
+        head = str(viewer.query_one("#value-head").render())
+        assert "parts" in head and "execution 43" in head
+        assert viewer.text.strip()  # the value below the header, not empty
+        assert not viewer.text.lstrip().startswith("# parts")  # header is not part of the value
+
+
+async def test_raw_toggle_and_tree_selection_of_an_agent_segment():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("4")
+        tree = app.explorer.query_one(BindingTree)
+        assert tree.has_focus
+        await pilot.press("slash", *"002", "enter")
+        await pilot.pause()
+        viewer = app.explorer.query_one(ValueViewer)
+        assert viewer.target.kind == "segment" and viewer.target.path.name == "captain-002.md"
+        assert "Plan the guide" in viewer.text
+        await pilot.press("5", "r")
+        assert viewer.raw
+
+
+async def test_call_stack_shows_frames_innermost_first():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("3")
+        table = app.explorer.query_one(CallStackView)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[0] for r in rows] == ["43", "42", "41"]
+        assert rows[0][3] == "executing" and rows[1][3] == "waiting"
+
+
+async def test_slash_searches_the_current_pane_and_n_repeats():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("2", "slash")
+        await pilot.press(*"outline", "enter")
+        trace = app.explorer.query_one(TraceView)
+        first = trace.lines[trace.cursor]
+        assert "outline" in (first.text + (first.note or "")).lower()
+        await pilot.press("n")
+        second = trace.lines[trace.cursor]
+        assert second.line != first.line and "outline" in (second.text + (second.note or "")).lower()
+        await pilot.press("slash", *"no-such-thing", "enter")
+        await pilot.pause()
+        assert any("no match" in str(n.message) for n in app._notifications)
+
+
+async def test_tab_cycles_panes_and_help_lists_every_binding():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        seen = []
+        for _ in range(5):
+            await pilot.press("tab")
+            seen.append(app.explorer.active)
+        assert seen == [1, 2, 3, 4, 0]
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.groups
+        described = {b.description for _, group in table for b in group}
+        for expected in ("Follow", "Search", "Next pane", "Open binding", "Raw/Markdown", "Quit", "Command palette"):
+            assert expected in described
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_command_palette_opens_a_run_by_id():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        assert app.explorer.current_run.id == "20260301-100000-a1b2c3"
+        await pilot.press("ctrl+p")
+        await pilot.press(*"open run 20260228")
+        await wait_until(pilot, lambda: "20260228" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt) if app.screen.query("CommandList") and app.screen.query("CommandList").first().option_count else False, what="palette hits")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.explorer.current_run.id == "20260228-090000-d4e5f6", what="run to open")
+
+
+async def test_q_quits():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_exploring_leaves_the_run_tree_byte_for_byte_unchanged():
+    before = tree_digest(PROJECT)
+    app = make_app(PROJECT, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        for keys in (["2", "enter"], ["4", "j", "j", "j", "enter"], ["5", "r", "t"], ["1", "j"], ["2", "f"]):
+            await pilot.press(*keys)
+        await pilot.pause(0.2)
+    assert tree_digest(PROJECT) == before
+
+
+@pytest.mark.parametrize("path", [PAUSED, PAUSED / "state.md"])
+async def test_pointing_at_one_run_opens_it_in_the_trace(path):
+    app = make_app(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        assert app.explorer.current_run.id == "20260301-100000-a1b2c3"
+        assert app.explorer.active == 1
