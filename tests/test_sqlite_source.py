@@ -361,3 +361,31 @@ def test_hot_journal_from_a_crashed_writer_is_read_as_is_with_a_warning(tmp_path
     run = load_sqlite_run(crashed)
     assert any("leftover rollback journal" in w for w in run.warnings)
     assert tree_digest(crashed) == before
+
+
+def test_a_schema_without_ids_or_parents_still_loads(tmp_path: Path) -> None:
+    run_dir = tmp_path / "odd"
+    run_dir.mkdir()
+    with sqlite3.connect(run_dir / "state.db") as conn:
+        conn.executescript(
+            """CREATE TABLE run (status TEXT);
+            INSERT INTO run VALUES ('COMPLETED');
+            CREATE TABLE execution (statement_text TEXT, status TEXT, metadata TEXT);
+            INSERT INTO execution VALUES ('session "A"', 'completed', 'not json'), ('session "B"', 'failed', '[1, 2]');
+            CREATE TABLE bindings (name TEXT, value BLOB);
+            INSERT INTO bindings VALUES ('blob', X'00FF'), (NULL, 'nameless');
+            CREATE TABLE agents (name TEXT);
+            INSERT INTO agents VALUES ('solo');
+            CREATE TABLE x_usage (tokens INTEGER, cost_usd TEXT, note TEXT);
+            INSERT INTO x_usage VALUES (10, 'n/a', 'x'), (5, '0.5', 'y');"""
+        )
+    run = load_sqlite_run(run_dir)
+    assert run.status is RunStatus.COMPLETED  # the run row says so, whatever the last statement did
+    assert [t.state for t in run.trace] == [StatementState.COMPLETE, StatementState.FAILED]
+    assert [r.id for r in execution_page(run_dir, 0, 5)] == [1, 2]
+    assert "could not be read completely" not in " ".join(run.warnings)
+    assert [b.name for b in run.bindings] == ["blob"]
+    assert "1 binding row(s) have no name and are not listed." in run.warnings
+    assert [a.name for a in run.agents] == ["solo"]
+    assert metrics_summary(run_dir)["run"]["tokens"] == 15
+    assert read_sqlite_binding_value(run_dir, "blob") == "\x00\ufffd"

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..model import Backend, Frame, Run, RunFormat, RunStatus
-from .sqlite_open import db_path_for, is_sqlite_file, open_readonly, quote_ident, read_schema
+from .sqlite_open import db_path_for, is_sqlite_file, open_readonly, quiet, quote_ident, read_schema
 from .sqlite_rows import (
     EXECUTION_COLUMNS,
     ExecutionRow,
@@ -97,6 +97,7 @@ def _exec_key(cols: list[str]) -> str:
     return "id" if "id" in cols else "rowid"
 
 
+@quiet(int)
 def execution_count(run_dir: Path) -> int:
     """Number of rows in the ``execution`` table (0 when missing or unreadable)."""
     db, _ = open_readonly(db_path_for(Path(run_dir)))
@@ -109,6 +110,7 @@ def execution_count(run_dir: Path) -> int:
         return int(db.conn.execute("SELECT count(*) FROM execution").fetchone()[0])
 
 
+@quiet(list)
 def execution_page(run_dir: Path, offset: int, limit: int) -> list[ExecutionRow]:
     """Rows ``offset .. offset+limit-1`` of ``execution`` in id order (seeds/sqlite.md, Core Schema).
 
@@ -256,7 +258,7 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
         if rows:
             run.header["execution_window"] = f"{rows[0].id}-{rows[-1].id}"
         known = {r.id: r for r in rows}
-        depths = _depths(conn, rows, known)
+        depths = _depths(conn, rows, known, key) if "parent_id" in cols else {}
         first_line = total - len(rows) + 1
         run.trace = [row_trace_line(r, first_line + i, depths.get(r.id, 0)) for i, r in enumerate(rows)]
         run.events = events_for_rows(rows, run.warnings)
@@ -284,7 +286,7 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
     run.imports.extend(_imports_table(conn, schema, run, dbp))
 
 
-def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow]) -> dict[int, int]:
+def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:
     """Nesting depth of each row (number of ``parent_id`` hops), looking parents up in batches."""
     parents: dict[int, int | None] = {r.id: r.parent_id for r in known.values()}
     for _ in range(64):
@@ -292,7 +294,7 @@ def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow]) -> d
         if not unknown:
             break
         marks = ",".join("?" * len(unknown))
-        found = dict(conn.execute(f"SELECT id, parent_id FROM execution WHERE id IN ({marks})", tuple(unknown)).fetchall())
+        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(unknown)).fetchall())
         for u in unknown:
             parents[u] = found.get(u)
     depths: dict[int, int] = {}

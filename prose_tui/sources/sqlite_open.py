@@ -28,9 +28,11 @@ sentence for a missing file, a file that is not SQLite, or a locked database.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -187,3 +189,23 @@ def read_schema(conn: sqlite3.Connection) -> dict[str, list[str]]:
         cols = [r[1] for r in conn.execute(f"PRAGMA table_info({quote_ident(name)})").fetchall()]
         tables[name] = cols
     return tables
+
+
+def quiet(default: Callable[[], object]):
+    """Decorator: a reader that returns ``default()`` instead of raising ``sqlite3.Error``.
+
+    For the small page/summary readers whose callers have nowhere to show a warning;
+    :func:`load_sqlite_run` reports the same problems as warnings.
+    """
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except sqlite3.Error:
+                return default()
+
+        return inner
+
+    return wrap

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from ..model import Agent, Binding, Segment
-from .sqlite_open import choose_mode, db_path_for, open_readonly, quote_ident, read_schema
+from .sqlite_open import choose_mode, db_path_for, open_readonly, quiet, quote_ident, read_schema
 
 BINDING_COLUMNS = ["name", "execution_id", "kind", "value", "source_statement", "created_at", "updated_at", "attachment_path"]
 MAX_BINDINGS = 20_000
@@ -53,8 +53,12 @@ def load_bindings(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: P
         warnings.append(f"more than {MAX_BINDINGS} bindings: only the first {MAX_BINDINGS} are listed.")
         rows = rows[:MAX_BINDINGS]
     out = []
+    nameless = 0
     for raw in rows:
         data = dict(zip(other, raw[1:]))
+        if data.get("name") is None:
+            nameless += 1
+            continue
         eid = data.get("execution_id")
         try:
             eid = int(eid) if eid is not None else None
@@ -72,6 +76,8 @@ def load_bindings(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: P
                 fields=fields,
             )
         )
+    if nameless:
+        warnings.append(f"{nameless} binding row(s) have no name and are not listed.")
     return out
 
 
@@ -123,6 +129,7 @@ def load_agents(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: Pat
     return list(agents.values())
 
 
+@quiet(list)
 def list_extension_tables(run_dir: Path) -> list[str]:
     """Names of the ``x_*`` extension tables (seeds/sqlite.md, Schema Conventions), sorted. ``[]`` if unreadable."""
     db, _ = open_readonly(db_path_for(Path(run_dir)))
@@ -132,6 +139,7 @@ def list_extension_tables(run_dir: Path) -> list[str]:
         return [t for t in read_schema(db.conn) if t.lower().startswith("x_")]
 
 
+@quiet(lambda: ([], []))
 def read_table_page(run_dir: Path, table: str, offset: int = 0, limit: int = 100) -> tuple[list[str], list[tuple]]:
     """One page of any table: ``(columns, rows)`` in rowid order, values as SQLite returns them.
 
@@ -157,6 +165,7 @@ def read_table_page(run_dir: Path, table: str, offset: int = 0, limit: int = 100
 _METRIC_WORDS = ("token", "cost", "usd", "price")
 
 
+@quiet(lambda: {"tables": [], "run": {}, "by_execution": {}, "statements": {}})
 def metrics_summary(run_dir: Path) -> dict:
     """Token and cost figures from ``x_*`` tables, summed per run and per execution row.
 
@@ -207,7 +216,8 @@ def metrics_summary(run_dir: Path) -> dict:
             if used:
                 out["tables"].append(table)
         ids = [k for k in out["by_execution"] if k is not None]
-        if ids and "execution" in schema and "statement_text" in schema["execution"]:
+        ex_cols = schema.get("execution", [])
+        if ids and "id" in ex_cols and "statement_text" in ex_cols:
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
                 marks = ",".join("?" * len(chunk))
@@ -236,6 +246,11 @@ class SqliteWatch:
     ``-shm``). :meth:`data_version` returns a number that changes whenever the database
     did; compare it with the last one seen. :meth:`watch_paths` lists the files a file
     watcher should watch. Call :meth:`close` when done; also a context manager.
+
+    Caveat (SQLite's rule, not a write by us): while this connection is open on a WAL
+    database, a writer that closes is no longer the last connection, so it leaves its
+    ``-wal``/``-shm`` in place instead of deleting them; they hold only committed data and
+    the next writer reuses them. Close the watch when the run is no longer shown.
     """
 
     def __init__(self, run_dir: Path) -> None:
