@@ -389,3 +389,14 @@ def test_a_schema_without_ids_or_parents_still_loads(tmp_path: Path) -> None:
     assert [a.name for a in run.agents] == ["solo"]
     assert metrics_summary(run_dir)["run"]["tokens"] == 15
     assert read_sqlite_binding_value(run_dir, "blob") == "\x00\ufffd"
+
+
+def test_imported_program_folders_with_their_own_state_db_are_child_runs(run_dir: Path) -> None:
+    child_dir = run_dir / "imports" / "research--alice-research"
+    child_dir.mkdir(parents=True)
+    shutil.copyfile(run_dir / "state.db", child_dir / "state.db")
+    run = load_sqlite_run(run_dir)
+    (child,) = run.imports
+    assert child.import_handle == "research"
+    assert child.header["source_url"] == "@alice/research"  # merged with the imports-table row
+    assert len(child.trace) == 13 and child.path == child_dir
