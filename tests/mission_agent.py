@@ -105,7 +105,7 @@ def run_state_machine(agent: Agent, poll: float, session: float) -> None:
     agent.write(current="terminated")
 
 
-def run_racer(agent: Agent, pause: float) -> None:
+def run_racer(agent: Agent, window: float, pause: float) -> None:
     beat = 0
     current = "pause"
     cycle = itertools.cycle(("continuous", "pause", "run_once", "run_cleanup"))
@@ -113,6 +113,7 @@ def run_racer(agent: Agent, pause: float) -> None:
         beat += 1
         current = next(cycle)
         state = agent.read()
+        time.sleep(window)  # a slow agent: whatever Mission Control writes now gets overwritten
         state["current_state"] = current
         state["beat"] = beat
         with open(agent.path, "w", encoding="utf-8") as handle:
@@ -130,7 +131,8 @@ def main() -> None:
     parser.add_argument("--session", type=float, default=0.4)
     parser.add_argument("--log")
     parser.add_argument("--race", action="store_true")
-    parser.add_argument("--race-pause", type=float, default=0.001)
+    parser.add_argument("--race-window", type=float, default=0.0005)
+    parser.add_argument("--race-pause", type=float, default=0.0015)
     parser.add_argument("--max-seconds", type=float, default=60.0)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _on_term)
@@ -138,7 +140,7 @@ def main() -> None:
     signal.setitimer(signal.ITIMER_REAL, args.max_seconds)  # never outlive a broken test
     agent = Agent(args.state, args.log)
     if args.race:
-        run_racer(agent, args.race_pause)
+        run_racer(agent, args.race_window, args.race_pause)
     else:
         run_state_machine(agent, args.poll, args.session)
 

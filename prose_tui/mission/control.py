@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import tempfile
 import time
 from dataclasses import dataclass
@@ -58,7 +59,10 @@ ACTION_LABELS: dict[str, str] = {
 
 VERIFY_WINDOW = 0.25
 VERIFY_STEP = 0.01
-MAX_REAPPLY = 10
+MAX_REAPPLY = 25
+#: Seconds a file must stay malformed before a write reports it: an agent writing in place
+#: (seeds/agent-state.md, "Complete Example") leaves it empty or half-written for a moment.
+SETTLE = 0.5
 #: Rebuilds from a fresh reading when the agent wrote during a write; the last try writes anyway
 #: (from the freshest reading), since an agent writing that often restores its own state at once.
 _MAX_REBUILDS = 5
@@ -238,15 +242,30 @@ def _dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _write_once(path: Path, build: Callable[[MissionState], tuple[dict[str, Any], bool, str | None]], now: Clock):
+def _write_once(
+    path: Path,
+    build: Callable[[MissionState], tuple[dict[str, Any], bool, str | None]],
+    now: Clock,
+    settle: float,
+):
     """Read, build, write with the pre-rename check; rebuilds when the agent wrote meanwhile."""
-    for attempt in range(_MAX_REBUILDS):
+    settle_until = time.monotonic() + settle
+    attempt = 0
+    while True:
         state = read_state(path, now=now)
-        new, created, replaced = build(state)
-        expected = state.raw if attempt < _MAX_REBUILDS - 1 else _ANY
+        try:
+            new, created, replaced = build(state)
+        except StateFileMalformed:
+            # Perhaps the agent is half-way through an in-place write (and was descheduled):
+            # only a file that stays malformed for ``settle`` seconds is reported.
+            if time.monotonic() >= settle_until:
+                raise
+            time.sleep(0.02)
+            continue
+        attempt += 1
+        expected = state.raw if attempt < _MAX_REBUILDS else _ANY
         if _replace_if_unchanged(path, _dump(new), expected):
             return state, new, created, replaced
-    raise AssertionError("unreachable: the last attempt always writes")
 
 
 def set_desired_state(
@@ -260,13 +279,15 @@ def set_desired_state(
     verify_window: float = VERIFY_WINDOW,
     verify_step: float = VERIFY_STEP,
     max_reapply: int = MAX_REAPPLY,
+    settle: float = SETTLE,
     sleep: Callable[[float], None] = time.sleep,
 ) -> WriteResult:
     """Set ``desired_state`` to ``desired`` (one of :data:`CONTROL_STATES`) in ``path``.
 
     ``create`` makes a missing file from the seed default (pause/pause) first;
     ``overwrite_malformed`` replaces a file that is not valid JSON with that default (the caller
-    must have shown :attr:`StateFileMalformed.lost` and got a yes). Blocks for up to
+    must have shown :attr:`StateFileMalformed.lost` and got a yes); a file is judged malformed only
+    after it stays so for ``settle`` seconds (the agent may be mid-write). Blocks for up to
     ``verify_window`` seconds (longer if the agent overwrites the value) while checking the agent
     did not overwrite it. Raises ValueError for an unknown ``desired``; StateFileMissing,
     StateFileMalformed, NotMissionControlFile, StateFileUnwritable or AgentKeepsOverwriting
@@ -281,7 +302,7 @@ def set_desired_state(
         base, created, replaced = _base_for(state, create=create, overwrite_malformed=overwrite_malformed)
         return _updated(base, desired, note, now), created, replaced
 
-    _, written, created, replaced = _write_once(path, first, now)
+    _, written, created, replaced = _write_once(path, first, now, settle)
     reapplied = 0
     acknowledged = False
     quiet_steps = 0
@@ -310,7 +331,8 @@ def set_desired_state(
             base, _, _ = _base_for(state, create=False, overwrite_malformed=False)
             return _updated(base, desired, note, now), False, None
 
-        _, written, _, _ = _write_once(path, again, now)
+        sleep(verify_step * random.random())  # jitter: don't fall in step with the agent's writes
+        _, written, _, _ = _write_once(path, again, now, settle)
         quiet_steps = 0
     return WriteResult(path, desired, written, reapplied, created, acknowledged, replaced)
 

@@ -17,6 +17,7 @@ from Mission Control's side). This module must not import textual.
 from __future__ import annotations
 
 import json
+import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -313,7 +314,7 @@ def read_state(
     for _ in range(retries):
         if text is None or _parses(text):
             break
-        time.sleep(retry_delay)
+        time.sleep(retry_delay * (0.5 + random.random()))  # jitter: don't fall in step with a writer
         text, error = _read_text(path)
     read_at = now()
     if error is not None:
