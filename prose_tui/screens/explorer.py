@@ -32,7 +32,7 @@ from ..widgets.search_bar import SearchBar
 from ..widgets.status_line import StatusLine
 from ..widgets.trace_view import TraceView
 from ..widgets.value_viewer import ValueViewer
-from ..workspace import Applied, Workspace
+from ..workspace import Applied, Part, Workspace
 
 NARROW_WIDTH = 110
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
@@ -68,6 +68,8 @@ class ExplorerScreen(Screen[None]):
         self._stop = asyncio.Event()
         self._pending = 0
         self.viewer_follows_writes = True  # until the user picks something to read
+        self._head_text: Text | None = None
+        self._banner: str | None = None
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -229,11 +231,17 @@ class ExplorerScreen(Screen[None]):
             viewer.show_target(None)
             self._show_head(None)
             return
-        lines, banner = (run.trace, None) if run.trace else fallback_trace(run)
-        self._banner = banner
-        trace.set_lines(lines)
-        self.query_one(CallStackView).set_frames(run.call_stack)
-        self.query_one(BindingTree).set_run(run)
+        if not same or changed is None or any(self.workspace.part_of(run.path, p) is not Part.BINDING for p in changed):
+            lines, banner = (run.trace, None) if run.trace else fallback_trace(run)
+            self._banner = banner
+            if lines != trace.lines:
+                trace.set_lines(lines)
+            stack = self.query_one(CallStackView)
+            if not same or run.call_stack != stack.frames:
+                stack.set_frames(run.call_stack)
+        tree = self.query_one(BindingTree)
+        if not same or tree.shape_of(run) != tree.shape:
+            tree.set_run(run)
         if not same:
             self.viewer_follows_writes = True
             viewer.show_target(_newest_binding(run, None))
@@ -249,7 +257,7 @@ class ExplorerScreen(Screen[None]):
         self._show_head(run)
 
     def _show_head(self, run: Run | None) -> None:
-        head = Text()
+        head = Text(no_wrap=False)
         if run is not None:
             badge, style = STATUS_BADGE[run.status]
             head.append(badge, style)
@@ -258,9 +266,11 @@ class ExplorerScreen(Screen[None]):
             head.append(f"\n{run.status_reason}", "italic")
             for warning in run.warnings[:2]:
                 head.append(f"\n⚠ {warning}", "yellow")
-            if getattr(self, "_banner", None):
+            if self._banner:
                 head.append(f"\n⚠ {self._banner}", "yellow")
-        self.query_one("#run-head", Static).update(head)
+        if head != self._head_text:
+            self._head_text = head
+            self.query_one("#run-head", Static).update(head)
         self._update_trace_title()
         self._update_status()
 

@@ -35,6 +35,20 @@ class BindingTree(Tree[Target]):
         self.show_root = False
         self.guide_depth = 2
         self._run_path = None
+        self.shape: tuple = ()
+
+    @staticmethod
+    def shape_of(run: Run | None) -> tuple:
+        """What the tree shows of ``run``: rebuilding is needed only when this changes."""
+        if run is None:
+            return ()
+        return (
+            run.path,
+            tuple((b.path, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
+            tuple((a.name, a.scope, a.memory, tuple((s.path, s.timestamp) for s in a.segments)) for a in run.agents),
+            tuple((i.import_handle, i.status, BindingTree.shape_of(i)) for i in run.imports),
+            run.program_path, run.state_file, tuple(sec.title for sec in run.sections),
+        )
 
     def set_run(self, run: Run | None) -> None:
         """Rebuild for ``run``, keeping expanded groups and the highlighted item when the run is the same."""
@@ -42,6 +56,7 @@ class BindingTree(Tree[Target]):
         expanded = {self._label_key(n) for n in self._walk() if n.is_expanded} if same else set()
         selected = self.cursor_node.data if same and self.cursor_node else None
         self._run_path = run.path if run else None
+        self.shape = self.shape_of(run)
         self.clear()
         if run is None:
             return

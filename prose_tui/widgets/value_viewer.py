@@ -15,13 +15,14 @@ from rich.markdown import Markdown
 from rich.rule import Rule
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
 from ..highlight import highlight_lines
-from ..targets import Target
 from ..sources.text import read_window, visible
+from ..targets import Target
+from .line_view import LineView
 
 WINDOW = 256 * 1024
 MARKDOWN_LIMIT = 96 * 1024
@@ -35,23 +36,24 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-class ValueViewer(VerticalScroll, can_focus=True):
+class ValueViewer(Vertical, can_focus=True):
     """Shows one ``Target``. ``r`` toggles raw, ``t`` jumps between the head and tail windows."""
 
     BINDINGS = [
         Binding("r", "toggle_raw", "Raw/Markdown"),
         Binding("t", "toggle_tail", "Head/tail", show=False),
-        Binding("j,down", "scroll_down", "Down", show=False),
-        Binding("k,up", "scroll_up", "Up", show=False),
-        Binding("g,home", "scroll_home", "Top", show=False),
-        Binding("G,end", "scroll_end", "Bottom", show=False),
-        Binding("ctrl+d", "page_down", "Page down", show=False),
-        Binding("ctrl+u", "page_up", "Page up", show=False),
+        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("k,up", "scroll(-1)", "Up", show=False),
+        Binding("ctrl+d,pagedown", "page(1)", "Page down", show=False),
+        Binding("ctrl+u,pageup", "page(-1)", "Page up", show=False),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
     ]
     HELP_GROUP = "Value"
     DEFAULT_CSS = """
-    ValueViewer { padding: 0 1; }
-    ValueViewer > #value-head { color: $text-muted; }
+    ValueViewer { padding: 0 0 0 1; }
+    ValueViewer > #value-head { color: $text-muted; height: 1; }
+    ValueViewer > #value-body { height: 1fr; }
     ValueViewer > #value-warning { color: $warning; display: none; }
     ValueViewer > #value-warning.-shown { display: block; }
     """
@@ -76,7 +78,7 @@ class ValueViewer(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(id="value-head")
         yield Static(id="value-warning")
-        yield Static(id="value-body")
+        yield LineView(id="value-body")
 
     # -- public -------------------------------------------------------------------------------
     def show_target(self, target: Target | None) -> None:
@@ -95,7 +97,8 @@ class ValueViewer(VerticalScroll, can_focus=True):
         """Re-read the shown file after it changed; keep position, mark what is new."""
         if self.target is None:
             return
-        at_end = self.scroll_y >= self.max_scroll_y - 1 and self.max_scroll_y > 0
+        body = self.body
+        at_end = body.max_scroll_y > 0 and body.scroll_y >= body.max_scroll_y - 1
         old = self.text
         new = self._read()
         if new == old:
@@ -103,32 +106,28 @@ class ValueViewer(VerticalScroll, can_focus=True):
         self._new_from = len(old) if new.startswith(old) and old else None
         self._changed_at = now or datetime.now()
         self.text = new
-        y = self.scroll_y
-        self._render_all()
-        if at_end or self.tail:
-            self.call_after_refresh(self.scroll_end, animate=False)
-        else:
-            self.call_after_refresh(self.scroll_to, y=y, animate=False)
+        self._render_all(scroll="end" if at_end or self.tail else "keep")
         appended = len(new) - len(old) if self._new_from is not None else 0
         self.post_message(self.Reloaded(appended))
 
+    @property
+    def body(self) -> LineView:
+        return self.query_one("#value-body", LineView)
+
     def search(self, term: str, *, backwards: bool = False) -> bool:
-        """Highlight ``term`` and scroll to its first line after the current position."""
+        """Show the value raw with ``term`` highlighted and scroll to its next line."""
         self.search_term = term
-        self._render_all()
-        lines = self.text.splitlines()
         needle = term.lower()
-        hits = [i for i, ln in enumerate(lines) if needle in ln.lower()]
+        hits = [i for i, ln in enumerate(self.text.splitlines()) if needle in ln.lower()]
         if not hits:
-            return False
-        if not self.raw:
-            self.raw = True  # line positions are exact in raw mode
             self._render_all()
-        y = int(self.scroll_y)
-        offset = 2
-        after = [i for i in hits if (i + offset < y if backwards else i + offset > y)]
-        pick = (after[-1] if backwards else after[0]) if after else hits[0]
-        self.scroll_to(y=max(0, pick + offset - 2), animate=False)
+            return False
+        self.raw = True  # line positions are exact in raw mode
+        self._render_all()
+        y = int(self.body.scroll_y)
+        later = [i for i in hits if (i < y if backwards else i > y)]
+        pick = (later[-1] if backwards else later[0]) if later else hits[0]
+        self.body.scroll_to(y=max(0, pick - 1), animate=False)
         return True
 
     # -- actions ---------------------------------------------------------------------------------
@@ -139,11 +138,19 @@ class ValueViewer(VerticalScroll, can_focus=True):
     def action_toggle_tail(self) -> None:
         self.tail = not self.tail
         self.text = self._read()
-        self._render_all()
-        if self.tail:
-            self.call_after_refresh(self.scroll_end, animate=False)
-        else:
-            self.scroll_home(animate=False)
+        self._render_all(scroll="end" if self.tail else "home")
+
+    def action_scroll(self, delta: int) -> None:
+        self.body.scroll_to(y=self.body.scroll_y + delta, animate=False)
+
+    def action_page(self, direction: int) -> None:
+        self.body.scroll_to(y=self.body.scroll_y + direction * max(1, self.body.size.height - 1), animate=False)
+
+    def action_top(self) -> None:
+        self.body.scroll_to(y=0, animate=False)
+
+    def action_bottom(self) -> None:
+        self.body.scroll_end(animate=False)
 
     # -- reading and rendering ---------------------------------------------------------------------
     def _read(self) -> str:
@@ -242,12 +249,17 @@ class ValueViewer(VerticalScroll, can_focus=True):
             out.highlight_words([self.search_term], "reverse", case_sensitive=False)
         return out
 
-    def _render_all(self) -> None:
+    def _render_all(self, *, scroll: str = "keep") -> None:
         if not self.is_mounted:
             return
-        self.query_one("#value-head", Static).update(self._head())
+        head = self._head()
+        if head != getattr(self, "_shown_head", None):
+            self._shown_head = head
+            self.query_one("#value-head", Static).update(head)
         warning = self._warning()
-        box = self.query_one("#value-warning", Static)
-        box.update(Text(warning or ""))
-        box.set_class(bool(warning), "-shown")
-        self.query_one("#value-body", Static).update(self._body())
+        if warning != getattr(self, "_shown_warning", None):
+            self._shown_warning = warning
+            box = self.query_one("#value-warning", Static)
+            box.update(Text(warning or ""))
+            box.set_class(bool(warning), "-shown")
+        self.body.set_renderable(self._body(), scroll=scroll)
