@@ -131,6 +131,8 @@ class WriteResult:
             parts.append(f"The agent overwrote it {times}; applied it again.")
         if self.acknowledged:
             parts.append("The agent has picked it up.")
+        elif self.written.get("current_state") == self.desired_state:
+            parts.append(f"The agent already reports {self.desired_state}.")
         return " ".join(parts)
 
 
@@ -314,7 +316,7 @@ def set_desired_state(
             quiet_steps += 1  # the agent is mid-write or recreating; judge the next reading
             continue
         if seen.desired_state == desired:
-            if seen.current_state == desired:
+            if seen.current_state == desired and seen.raw != _dump(written):  # the agent wrote it
                 acknowledged = True
                 break
             quiet_steps += 1
