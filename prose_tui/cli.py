@@ -42,7 +42,8 @@ def _main_parser() -> argparse.ArgumentParser:
         description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
         epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | agent ACTION",
     )
-    parser.add_argument("path", nargs="?", default=".", type=Path, help="project, .prose, runs or run folder (default: .)")
+    parser.add_argument("path", nargs="?", default=".", type=Path,
+                        help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
     parser.add_argument("--demo", action="store_true", help="start a simulated VM writing a run and explore it")
     parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
     parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
@@ -60,7 +61,7 @@ def _sub_parser() -> argparse.ArgumentParser:
     runs.add_argument("--json", action="store_true", help="one JSON array of run rows")
     _common(runs)
     show = sub.add_parser("show", help="print one parsed run")
-    show.add_argument("path", type=Path, metavar="RUN_PATH")
+    show.add_argument("path", type=Path, metavar="RUN_PATH", help="run folder, state file, state.db, narration file, or - for stdin")
     show.add_argument("--json", action="store_true", help="the parsed run as one JSON object")
     _common(show)
     try:
@@ -120,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
                 _print_runs(load_runs(args.path, args.stale_after), args.json)
                 return 0
             if args.command == "show":
-                _print_run(open_run(args.path, stale_after=args.stale_after), args.json)
+                if str(args.path) == "-":
+                    from .sources.narration import parse_narration_text
+
+                    run = parse_narration_text(sys.stdin.read())
+                else:
+                    run = open_run(args.path, stale_after=args.stale_after)
+                _print_run(run, args.json)
                 return 0
             from .mission.cli import run_agent_command
 

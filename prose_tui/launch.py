@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -27,6 +28,9 @@ def launch(args: argparse.Namespace) -> int:
         thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop}, daemon=True, name="demo-vm")
         thread.start()
         path = demo_dir
+    elif str(path) == "-":
+        path = _stdin_to_file()
+        demo_dir = path.parent
     elif not path.exists():
         print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
         return 1
@@ -39,3 +43,18 @@ def launch(args: argparse.Namespace) -> int:
         if demo_dir is not None:
             shutil.rmtree(demo_dir, ignore_errors=True)
     return 0
+
+
+def _stdin_to_file() -> Path:
+    """Save piped narration to a temporary file and give the TUI the terminal back as stdin."""
+    data = sys.stdin.buffer.read()
+    folder = Path(tempfile.mkdtemp(prefix="prose-tui-stdin-"))
+    target = folder / "stdin-narration.md"
+    target.write_bytes(data)
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY)
+        os.dup2(tty, 0)
+        os.close(tty)
+    except OSError:
+        pass  # no terminal: the app will say so when it starts
+    return target

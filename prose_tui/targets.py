@@ -7,18 +7,23 @@ source layer.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .model import Binding, Run
+from .model import Backend, Binding, Run
+from .sources.narration_markers import binding_value
+from .sources.sqlite_values import read_sqlite_binding_value
 
 TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "env"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One viewable thing. ``path`` is the file; ``text`` is in-memory content (sections)."""
+    """One viewable thing. ``path`` is the file that changes it; the content is ``text``
+    (in memory), else ``read()`` (a source's reader, for SQLite and narration values),
+    else the file itself from the binding's value offset."""
 
     kind: TargetKind
     title: str
@@ -26,6 +31,7 @@ class Target:
     binding: Binding | None = None
     text: str | None = None
     warning: str | None = None
+    read: Callable[[], str] | None = None
 
     @property
     def markdown(self) -> bool:
@@ -33,8 +39,20 @@ class Target:
         return self.kind in ("binding", "memory", "segment", "section")
 
 
-def binding_target(binding: Binding) -> Target:
-    return Target("binding", binding.name, binding.path, binding, warning=binding.warning)
+def binding_target(binding: Binding, run: Run | None = None) -> Target:
+    """The viewer target for ``binding``; values not in a file of their own get a reader."""
+    read = None
+    if run is not None and run.backend is Backend.SQLITE:
+        run_dir = run.path
+
+        def read() -> str:
+            return read_sqlite_binding_value(run_dir, binding.name, binding.execution_id)
+    elif run is not None and run.backend is Backend.NARRATION:
+        value = binding_value(run, binding.name, binding.execution_id) or ""
+
+        def read() -> str:
+            return value
+    return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read)
 
 
 def resolve_trace_binding(run: Run, rel_path: str | None, text: str) -> Binding | None:

@@ -14,13 +14,14 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
 
-from .model import Run
+from .model import Backend, Run
 from .sources import NotARunError, find_runs, open_run
 from .sources import agents as agent_files
 from .sources.bindings import is_binding_path, read_binding
 from .sources.discover import RunRef, owning_run, runs_roots
 from .sources.filesystem import STATE_FILES, load_run
-from .sources.status import DEFAULT_STALE_AFTER, infer_status
+from .sources.narration import NarrationTail, sniff_narration
+from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status
 
 
 class Part(StrEnum):
@@ -71,6 +72,7 @@ class Workspace:
         self.runs: dict[Path, Run] = {}
         self.errors: dict[Path, str] = {}
         self.observed: dict[Path, datetime] = {}
+        self.tails: dict[Path, NarrationTail] = {}
 
     # -- reading -------------------------------------------------------------------------
     def scan(self, progress=None) -> list[Run]:
@@ -86,6 +88,8 @@ class Workspace:
         return self.sorted_runs()
 
     def _read(self, path: Path) -> Run | None:
+        if path.is_file() and path.name not in STATE_FILES and path in self.refs and self.refs[path].flat:
+            return self._read_narration(path)
         try:
             run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
         except (NotARunError, OSError) as exc:
@@ -93,6 +97,20 @@ class Workspace:
             self.runs.pop(path, None)
             return None
         self.errors.pop(path, None)
+        self.runs[path] = run
+        return run
+
+    def _read_narration(self, path: Path) -> Run | None:
+        """Narration files are tailed: each read parses only the bytes appended since the last."""
+        tail = self.tails.get(path)
+        if tail is None:
+            if not sniff_narration(path):
+                self.errors[path] = f"{path}: not an OpenProse narration"
+                return None
+            tail = self.tails[path] = NarrationTail(path)
+        tail.poll()
+        run = tail.run
+        apply_staleness(run, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
         self.runs[path] = run
         return run
 
@@ -107,6 +125,8 @@ class Workspace:
     def watch_roots(self) -> list[Path]:
         """The folders a watcher should watch: every ``runs`` folder (or the single run)."""
         roots = {ref.runs_root for ref in self.refs.values()} or set(runs_roots(self.root))
+        if self.root.is_file():
+            roots = {self.root}
         if not roots and self.root.is_dir():
             roots = {self.root}
         return sorted(r for r in roots if r.exists())
@@ -116,7 +136,13 @@ class Workspace:
         changed = []
         now = self.clock()
         for path, run in self.runs.items():
-            status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+            if run.backend is Backend.FILESYSTEM:
+                status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+            else:
+                before = (run.status, run.status_reason)
+                apply_staleness(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+                status = (run.status, run.status_reason)
+                run.status, run.status_reason = before
             if status != (run.status, run.status_reason):
                 run.status, run.status_reason = status
                 changed.append(run)
@@ -132,7 +158,7 @@ class Workspace:
         if not rel.parts:
             return Part.OTHER
         head = rel.parts[0]
-        if len(rel.parts) == 1 and head in STATE_FILES:
+        if len(rel.parts) == 1 and (head in STATE_FILES or head.startswith("state.db")):
             return Part.STATE
         if head == "bindings" and is_binding_path(path, run_dir):
             return Part.BINDING
@@ -184,6 +210,9 @@ class Workspace:
 
     def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> RunChange | None:
         run = self.runs.get(run_dir)
+        if run_dir.is_file():  # a narration file: read what was appended
+            run = self._read(run_dir)
+            return RunChange(run, {Part.STATE}, paths) if run is not None else None
         parts = {self.part_of(run_dir, p) for p in paths}
         if run is None or parts & {Part.STATE, Part.PROGRAM, Part.OTHER}:
             # The state file names bindings and agents; re-read it and keep the binding

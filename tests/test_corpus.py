@@ -112,10 +112,6 @@ def test_projects_without_runs_list_nothing(corpus):
         assert find_runs(corpus / repo) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="find_runs(<flat runs>/state.md) sets runs_root to the .prose folder, so RunRef.flat is False",
-)
 def test_flat_layout_found_from_its_state_file(corpus):
     (ref,) = find_runs(corpus / FLAT / "state.md")
     assert ref.path == (corpus / FLAT).resolve()
@@ -486,11 +482,6 @@ def test_snapshot_trace_links_name_existing_binding_files(corpus):
     assert checked == 24  # "# --> bindings/..." annotations in the 11 snapshot state.md files (grep)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_link_event_bindings (sources/filesystem.py) links '[input] request' to bindings/request.md; "
-    "a contract run keeps it in bindings/caller/request.md",
-)
 def test_contract_input_step_links_to_its_service_binding(corpus):
     run = at(corpus, "eksno__nix-config/.prose/runs/20260417-152853-710f25")
     assert run.format is RunFormat.CONTRACT
@@ -499,11 +490,6 @@ def test_contract_input_step_links_to_its_service_binding(corpus):
     assert t.binding == "bindings/caller/request.md"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_link_event_bindings (sources/filesystem.py) links '10→ exec .pi-version ✓' to bindings/exec.md, "
-    "which does not exist ('exec' is the statement kind, not a binding name)",
-)
 def test_event_log_exec_step_does_not_link_to_a_missing_binding(corpus):
     run = at(corpus, f"{YPI}/20260213-064959-a606dc")
     t = line(run, 10)

@@ -300,7 +300,7 @@ class ExplorerScreen(Screen[None]):
             return
         self.viewer_follows_writes = False
         self.query_one(BindingTree).select_binding_path(binding.path)
-        self.query_one(ValueViewer).show_target(binding_target(binding))
+        self.query_one(ValueViewer).show_target(binding_target(binding, self.current_run))
         if self.narrow:
             self.activate(4)
 
@@ -358,4 +358,4 @@ def _newest_binding(run: Run, changed: set[Path] | None) -> Target | None:
                   and (changed is None or b.path in changed)]
     if not candidates:
         return None
-    return binding_target(max(candidates, key=lambda b: (b.mtime, b.name)))
+    return binding_target(max(candidates, key=lambda b: (b.mtime, b.name)), run)

@@ -36,7 +36,7 @@ class RunRef:
 
     @property
     def flat(self) -> bool:
-        """The flat layout: the run *is* the ``runs`` folder."""
+        """The flat layout (the run *is* the ``runs`` folder) or a narration file."""
         return self.path == self.runs_root
 
 
@@ -90,7 +90,10 @@ def find_runs(path: Path) -> list[RunRef]:
         raise FileNotFoundError(f"{path} does not exist")
     path = path.resolve()
     if path.is_file():
-        return [RunRef(path.parent, path.parent.parent)]
+        if path.name in STATE_FILES or path.name == "state.db":
+            folder = path.parent
+            return [RunRef(folder, folder if folder.name == "runs" else folder.parent)]
+        return [RunRef(path, path)]  # a narration file or transcript is a run of its own
     if path.name != "runs" and path.parent.name == "runs" and is_run_dir(path):
         return [RunRef(path, path.parent)]
     if is_run_dir(path) and not (path / ".prose").exists() and path.name not in (".prose", "runs"):

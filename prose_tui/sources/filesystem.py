@@ -121,6 +121,8 @@ def load_run(
         run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
 
     run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
+    if run.events:
+        _link_event_bindings(run)
     run.agents = _agents(run_dir, snapshot, run.program_path, home)
     if any(b.encrypted for b in run.bindings) and not run.encrypted:
         run.warnings.append("some binding files are SOPS-encrypted")
@@ -159,7 +161,6 @@ def _apply_event_log(run: Run, text: str, source_name: str) -> None:
             run.updated = event.time
     if log.bullet_status:
         run.header.setdefault("status", log.bullet_status)
-    _link_event_bindings(run.trace)
     if log.status == "failed":
         when = log.errored.isoformat() if log.errored else ""
         run.error_marker = f"---error {when} {log.error_message or ''}".strip()
@@ -167,13 +168,20 @@ def _apply_event_log(run: Run, text: str, source_name: str) -> None:
         run.end_marker = f"---end {log.ended.isoformat() if log.ended else ''}".strip()
 
 
-def _link_event_bindings(trace: list[TraceLine]) -> None:
-    """Event-log lines name the binding a step wrote; point them at ``bindings/{name}.md``."""
-    for line in trace:
-        if line.binding is None and line.step is not None and line.state is not None:
-            m = re.match(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)", line.text)
-            if m and not m.group(1).startswith(("∥", "loop", "block", "retry", "if", "gate", "#")):
-                line.binding = f"bindings/{m.group(1)}.md"
+def _link_event_bindings(run: Run) -> None:
+    """Event-log lines name the binding a step wrote; link a line to the binding file of that
+    name when one exists (``bindings/{name}.md`` or ``bindings/{service}/{name}.md``)."""
+    by_name: dict[str, Binding] = {}
+    for b in run.bindings:
+        if b.exists and (b.name not in by_name or b.execution_id is None):
+            by_name[b.name] = b
+    for line in run.trace:
+        if line.binding is not None or line.step is None or line.state is None:
+            continue
+        m = re.match(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)", line.text)
+        binding = by_name.get(m.group(1)) if m else None
+        if binding is not None:
+            line.binding = binding.path.relative_to(run.path).as_posix()
 
 
 def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: Path) -> list[Binding]:

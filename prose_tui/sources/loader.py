@@ -1,4 +1,9 @@
-"""Which source reads a path: the single dispatch from a path to a ``Run``."""
+"""Which source reads a path: the single dispatch from a path to a ``Run``.
+
+A folder with ``state.md``/``vm.log.md`` is a filesystem run (seeds/filesystem.md), one with
+only ``state.db`` an SQLite run (seeds/sqlite.md); a file is a state file of either, or a
+narration text or transcript recognised by content (seeds/in-context.md).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,22 @@ from datetime import datetime
 from pathlib import Path
 
 from ..model import Run
-from .filesystem import STATE_FILES, is_run_dir, load_run
-from .status import DEFAULT_STALE_AFTER
+from .filesystem import STATE_FILES, is_run_dir, load_run, state_file_of
+from .narration import load_narration, sniff_narration
+from .sqlite import is_sqlite_run, load_sqlite_run
+from .sqlite_open import is_sqlite_file
+from .status import DEFAULT_STALE_AFTER, apply_staleness
 
 
 class NotARunError(ValueError):
     """The path exists but holds no run; the message is one line a user can act on."""
+
+
+def run_path_of(path: Path) -> Path:
+    """The path that identifies the run ``path`` belongs to: its folder, or a narration file."""
+    if path.is_file() and (path.name in STATE_FILES or is_sqlite_file(path)):
+        return path.parent
+    return path
 
 
 def open_run(
@@ -21,7 +36,7 @@ def open_run(
     stale_after: float = DEFAULT_STALE_AFTER,
     observed: datetime | None = None,
 ) -> Run:
-    """Read the run at ``path`` (a run folder or its state file).
+    """Read the run at ``path`` (a run folder, its state file, a state.db or a narration file).
 
     Raises ``FileNotFoundError`` when ``path`` does not exist and ``NotARunError`` when it
     is not a run.
@@ -32,7 +47,18 @@ def open_run(
     if path.is_file():
         if path.name in STATE_FILES:
             return load_run(path.parent, now=now, stale_after=stale_after, observed=observed)
-        raise NotARunError(f"{path}: not a run state file (expected state.md or vm.log.md)")
+        if is_sqlite_file(path):
+            return _stale_checked(load_sqlite_run(path.parent, now=now), now, stale_after, observed)
+        if sniff_narration(path):
+            return _stale_checked(load_narration(path), now, stale_after, observed)
+        raise NotARunError(f"{path}: not a run state file, state.db or OpenProse narration")
+    if state_file_of(path) is None and is_sqlite_run(path):
+        return _stale_checked(load_sqlite_run(path, now=now), now, stale_after, observed)
     if not is_run_dir(path):
         raise NotARunError(f"{path}: not a run folder (no state.md, vm.log.md, state.db, program or bindings)")
     return load_run(path, now=now, stale_after=stale_after, observed=observed)
+
+
+def _stale_checked(run: Run, now: datetime | None, stale_after: float, observed: datetime | None) -> Run:
+    apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+    return run

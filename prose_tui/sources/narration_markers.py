@@ -85,7 +85,14 @@ class NarrationParser(CompactNarration):
         run.state_file = self.source
         run.program = self.program
         run.status = self.status if self.status is not RunStatus.UNKNOWN or not self.events else RunStatus.RUNNING
-        run.status_reason = self.status_reason if run.status is RunStatus.FAILED else ""
+        if run.status is RunStatus.FAILED:
+            run.status_reason = f"the narration reports a failure: {self.status_reason}" if self.status_reason else "the narration reports a failure"
+        elif run.status is RunStatus.COMPLETED:
+            run.status_reason = "the narration reports the program complete"
+        elif self.events:
+            run.status_reason = f"no completion in the narration yet ({len(self.events)} events so far)"
+        else:
+            run.status_reason = "no OpenProse markers in the narration yet"
         if self.status_reason and run.status is not RunStatus.FAILED:
             self.header["last_failure"] = self.status_reason
         run.started, run.updated = self.started, self.updated

@@ -177,3 +177,20 @@ def _bindings_written_after(run: Run, line: int) -> str:
         if m and m.group(1) in names:
             later.append(m.group(1))
     return ", ".join(later[:4]) + (" ..." if len(later) > 4 else "")
+
+
+def apply_staleness(run: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                    observed: datetime | None = None) -> None:
+    """For backends that record their own status (SQLite ``run.status``, narration): a run
+    still said to be running whose last change is older than ``stale_after`` is interrupted."""
+    if run.status is not RunStatus.RUNNING:
+        return
+    now = now or datetime.now(timezone.utc)
+    changed = observed or as_utc(run.updated)
+    if changed is None:
+        return
+    age = (now - changed).total_seconds()
+    if age > stale_after:
+        run.status = RunStatus.INTERRUPTED
+        run.status_reason = (f"recorded as running but nothing changed for over {human_age(stale_after)} "
+                             f"(last change {human_age(age)} ago); {run.status_reason}").rstrip("; ")

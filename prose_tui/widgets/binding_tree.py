@@ -86,7 +86,7 @@ class BindingTree(Tree[Target]):
                     label.append("  encrypted", "yellow")
                 elif b.warning:
                     label.append("  ⚠", "yellow")
-                node.add_leaf(label, binding_target(b))
+                node.add_leaf(label, binding_target(b, run))
         agents = parent.add(Text(f"Agents ({len(run.agents)})", "bold"), expand=bool(run.agents))
         for a in run.agents:
             label = Text(a.name)

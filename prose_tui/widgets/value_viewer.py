@@ -162,6 +162,14 @@ class ValueViewer(Vertical, can_focus=True):
             return ""
         if target.text is not None:
             return visible(target.text)
+        if target.read is not None:
+            try:
+                text = target.read()
+            except Exception as exc:  # a source's reader: say what failed, keep the view
+                self._read_error = f"cannot read the value: {exc}"
+                return ""
+            self._file_bytes = len(text.encode("utf-8", "replace"))
+            return visible(text)
         if target.binding is not None and target.binding.encrypted:
             return ""
         if target.path is None:
