@@ -6,6 +6,7 @@ read the real runs in place and compare with values read off the files by hand.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -444,6 +445,48 @@ def test_never_raises_on_any_text(text):
 @given(_LOGISH)
 def test_never_raises_on_log_like_text(text):
     _check_invariants(text)
+
+
+_N = 20_000
+_PATHOLOGICAL = [
+    "a: " + " " * _N + "x",
+    "1→ a" + " " * _N + "x ✓",
+    "a" + " " * _N + "x ✓",
+    "1→ " + "(" * _N + " ✓",
+    "# run:" + " " * _N + "x",
+    "#" + " " * _N + ":",
+    "1" * _N + "x",
+    "1→ if(" + " " * _N + "x",
+    "1→ loop" + " " * _N + "x",
+    "1→ loop:1/2 " + "exit(" * (_N // 5),
+    "1→ a ✓ | b" + " " * _N + "(parallel",
+    "2026-01-01T10:00 " * (_N // 17),
+    "-" * _N + "x",
+]
+
+
+@pytest.mark.parametrize("line", _PATHOLOGICAL, ids=range(len(_PATHOLOGICAL)))
+def test_long_lines_are_fast(line):
+    """No regex backtracks super-linearly: a 20k-character line parses in well under 1 s."""
+    started = time.perf_counter()
+    parse_event_log(HEADER + line + "\n")
+    looks_like_event_log(line)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_many_frames_popped_out_of_order_is_fast():
+    pushes = "".join(f"1→ block:b#{i}\n" for i in range(5000))
+    pops = "".join(f"1→ #{i} done\n" for i in range(5000))
+    started = time.perf_counter()
+    log = parse_event_log(HEADER + pushes + pops)
+    assert time.perf_counter() - started < 2.0
+    assert log.call_stack == [] and log.warnings == []
+
+
+def test_pop_of_outer_frame_leaves_inner_open():
+    log = parse_event_log(HEADER + "1→ block:outer#1\n2→ block:inner#2\n3→ #1 done\n")
+    assert [(f.execution_id, f.parent_id, f.depth) for f in log.call_stack] == [(2, 1, 2)]
+    assert log.events[2].name == "outer"
 
 
 # --- the real corpus -----------------------------------------------------------------------

@@ -65,10 +65,11 @@ from .eventlog_lines import IDENTIFIER_RE, MARKS, STEP_RE, TERMINATOR_RE, LineIn
 
 __all__ = ["EventLog", "is_binding_event", "looks_like_event_log", "parse_event_log"]
 
-_RUN_HEADER_RE = re.compile(r"^#\s*run\s*:\s*(?P<id>\S*)\s*(?P<prog>.*?)\s*$", re.IGNORECASE)
-_HASH_KV_RE = re.compile(r"^#+\s*(?P<key>[A-Za-z][\w -]{0,30}?)\s*:\s*(?P<value>.*?)\s*$")
-_KV_RE = re.compile(r"^(?P<bullet>[-*]\s+)?(?P<key>[A-Za-z][\w-]*)\s*:\s*(?P<value>.*?)\s*$")
-_TITLE_RE = re.compile(r"^#+\s+(?P<title>[^:]+?)\s*$")
+# Values are captured greedily and stripped in code (see eventlog_lines on linear regexes).
+_RUN_HEADER_RE = re.compile(r"^#\s*run\s*:\s*(?P<id>\S*)(?P<prog>.*)$", re.IGNORECASE)
+_HASH_KV_RE = re.compile(r"^#+\s*(?P<key>[A-Za-z][\w -]{0,30}?)\s*:(?P<value>.*)$")
+_KV_RE = re.compile(r"^(?P<bullet>[-*]\s+)?(?P<key>[A-Za-z][\w-]*)\s*:(?P<value>.*)$")
+_TITLE_RE = re.compile(r"^#+\s+(?P<title>[^:\s][^:]*)$")
 _EVENT_KEYWORDS = {"loop", "block", "retry", "gate", "if"}
 _EVENT_CHARS = set(MARKS) | set("∥‖→")
 _NOT_BINDINGS = {"if", "gate", "else", "loop", "block", "retry"}
@@ -196,13 +197,13 @@ def _header_line(line: str, log: EventLog) -> bool:
     if m := _RUN_HEADER_RE.match(stripped):
         if log.run_id is None:
             log.run_id = m.group("id") or None
-        if log.program is None and m.group("prog"):
-            log.program = m.group("prog")
+        if log.program is None and m.group("prog").strip():
+            log.program = m.group("prog").strip()
         return True
     m = _HASH_KV_RE.match(stripped) if stripped.startswith("#") else _KV_RE.match(stripped)
     if m and not (_EVENT_CHARS & set(m.group("value"))) and m.group("key").lower() not in _EVENT_KEYWORDS:
         key = re.sub(r"[\s-]+", "_", m.group("key").strip().lower())
-        value = m.group("value")
+        value = m.group("value").strip()
         log.header.setdefault(key, value)
         if key in ("run_id", "run", "id") and log.run_id is None:
             log.run_id = value or None
@@ -210,7 +211,7 @@ def _header_line(line: str, log: EventLog) -> bool:
             log.bullet_status = value
         return True
     if m := _TITLE_RE.match(stripped):
-        log.header.setdefault("title", m.group("title"))
+        log.header.setdefault("title", m.group("title").strip())
         return True
     return False
 
@@ -266,7 +267,7 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
     for number in range(index, len(lines)):
         if lines[number].strip():
             infos.append((number + 1, classify_line(lines[number], base)))
-    frames: list[Frame] = []
+    frames = _OpenFrames()
     for position, (number, info) in enumerate(infos, start=1):
         if not info.recognised:
             log.warnings.append(f"{source_name} line {number}: unrecognised event, kept as a note")
@@ -284,28 +285,54 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
             attempt=first.attempt, max_attempts=first.max_attempts, step=info.step,
         ))
     _settle_live_states(log, infos)
-    for frame in frames:
+    for frame in frames.innermost_first():
         frame.status = {"failed": "failed", None: "executing"}.get(log.status)
         if log.status == "completed":
             log.warnings.append(f"{source_name}: block {frame.block}#{frame.execution_id} never returned")
-    log.call_stack = list(reversed(frames))
+    log.call_stack = frames.innermost_first()
     log.bindings = [e.name for e in log.events if is_binding_event(e) and e.name]
 
 
-def _apply(log: EventLog, event: Event, message: str | None, frames: list[Frame], source_name: str) -> None:
+class _OpenFrames:
+    """Blocks pushed and not yet popped, in push order; push, pop-by-id and top are O(1)."""
+
+    def __init__(self) -> None:
+        self._frames: dict[int, Frame] = {}  # push counter -> frame, insertion-ordered
+        self._by_id: dict[int | None, list[int]] = {}
+        self._counter = 0
+
+    def top(self) -> Frame | None:
+        return self._frames[next(reversed(self._frames))] if self._frames else None
+
+    def push(self, execution_id: int | None, block: str) -> None:
+        top = self.top()
+        self._counter += 1
+        self._frames[self._counter] = Frame(
+            execution_id, block, depth=len(self._frames) + 1, status="executing",
+            parent_id=top.execution_id if top else None,
+        )
+        self._by_id.setdefault(execution_id, []).append(self._counter)
+
+    def pop(self, execution_id: int | None) -> Frame | None:
+        """Remove the latest open frame with this id (not necessarily the top); None if none."""
+        pushed = self._by_id.get(execution_id)
+        return self._frames.pop(pushed.pop()) if pushed else None
+
+    def innermost_first(self) -> list[Frame]:
+        return list(reversed(self._frames.values()))
+
+
+def _apply(log: EventLog, event: Event, message: str | None, frames: _OpenFrames, source_name: str) -> None:
     """Fold one event into the run-level state: frames, terminators, scopes."""
     kind = event.kind
     if kind is EventKind.FRAME_PUSHED:
-        parent = frames[-1].execution_id if frames else None
-        frames.append(Frame(event.execution_id, event.name or "?", depth=len(frames) + 1,
-                            status="executing", parent_id=parent))
+        frames.push(event.execution_id, event.name or "?")
         return
     if kind is EventKind.FRAME_POPPED:
-        for i in range(len(frames) - 1, -1, -1):
-            if frames[i].execution_id == event.execution_id:
-                event.name = frames[i].block
-                del frames[i]
-                return
+        popped = frames.pop(event.execution_id)
+        if popped is not None:
+            event.name = popped.block
+            return
         log.warnings.append(f"{source_name} line {event.line}: #{event.execution_id} done "
                             "but no open block has that id")
         return
@@ -321,8 +348,9 @@ def _apply(log: EventLog, event: Event, message: str | None, frames: list[Frame]
         log.status, log.ended, log.errored, log.error_message = None, None, None, None
         log.resumed += 1
         return
-    if frames and event.execution_id is None and kind is not EventKind.NOTE:
-        event.execution_id = frames[-1].execution_id
+    top = frames.top()
+    if top is not None and event.execution_id is None and kind is not EventKind.NOTE:
+        event.execution_id = top.execution_id
 
 
 _LIVE = {

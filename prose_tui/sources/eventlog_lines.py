@@ -36,7 +36,7 @@ _MARK_CHARS = "".join(MARKS)
 # "3→ body", "3a-> body", "10 → body"; an optional list bullet before the step is tolerated,
 # and so are the arrow look-alikes ⟶ => ➜ ➔.
 STEP_RE = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?P<step>\d+[A-Za-z0-9._]*)\s*(?:→|->|⟶|=>|➜|➔)\s*(?P<body>.*)$"
+    r"^\s*(?:[-*+]\s+)?(?P<step>\d+(?:[A-Za-z._][A-Za-z0-9._]*)?)\s*(?:→|->|⟶|=>|➜|➔)\s*(?P<body>.*)$"
 )
 TERMINATOR_RE = re.compile(
     r"^\s*-{2,}\s*(?P<word>end|done|completed?|error|fail(?:ed)?|resumed?)\b\s*(?P<rest>.*)$",
@@ -46,27 +46,29 @@ _ISO = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
 # A timestamp in brackets anywhere, or a bare full ISO stamp at the start or end of the line.
 _BRACKETED_TIME_RE = re.compile(rf"[\[(](?P<t>{_ISO}|{_CLOCK})[\])]")
-_LEADING_ISO_RE = re.compile(rf"^\s*(?P<t>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}\S*)\s+")
-_TRAILING_ISO_RE = re.compile(rf"\s+@?\s*(?P<t>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}\S*)\s*$")
+# A bare stamp token: "2026-01-01T10:00:00Z" (or the date and time as two tokens).
+_STAMP_TOKEN_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}\S*)?")
+_CLOCK_TOKEN_RE = re.compile(r"\d{2}:\d{2}\S*")
 
 _PAR_START_RE = re.compile(r"^(?:∥|‖|\|\|)\s*start\b[:\s]*(?P<rest>.*)$", re.IGNORECASE)
 _PAR_DONE_RE = re.compile(r"^(?:∥|‖|\|\|)\s*(?:done|join(?:ed)?|end)\b\s*(?P<rest>.*)$", re.IGNORECASE)
-_LOOP_RE = re.compile(r"^loop\s*:?\s*(?P<i>\d+)\s*(?:/\s*(?P<n>[^\s(]+))?\s*(?P<rest>.*)$", re.IGNORECASE)
-_EXIT_RE = re.compile(r"\bexit\b\s*(?:\((?P<cond>.*)\))?", re.IGNORECASE)
+_LOOP_RE = re.compile(r"^loop(?:\s*:\s*|\s+)(?P<i>\d+)\s*(?:/\s*(?P<n>[^\s(]+))?\s*(?P<rest>.*)$", re.IGNORECASE)
+_EXIT_RE = re.compile(r"\bexit\b\s*(?:\((?P<cond>[^)]*)\))?", re.IGNORECASE)
 _BLOCK_RE = re.compile(r"^block\s*:\s*(?P<name>[^\s#]+)\s*(?:#(?P<id>\d+))?\s*(?P<rest>.*)$", re.IGNORECASE)
 _POP_RE = re.compile(r"^#(?P<id>\d+)\s*(?P<rest>.*)$")
 _POP_WORDS = re.compile(r"^(?:done|end(?:ed)?|complete[d]?|returned?|pop(?:ped)?)\b", re.IGNORECASE)
-_RETRY_RE = re.compile(r"^retry\s*:?\s*(?P<a>\d+)\s*(?:/\s*(?P<n>\d+))?\s*(?P<rest>.*)$", re.IGNORECASE)
+_RETRY_RE = re.compile(r"^retry(?:\s*:\s*|\s+)(?P<a>\d+)\s*(?:/\s*(?P<n>\d+))?\s*(?P<rest>.*)$", re.IGNORECASE)
 _IF_RE = re.compile(
-    r"^if\s*(?:\(\s*(?P<c1>[^)]*?)\s*\)|:\s*(?P<c2>[^\s(]+))\s*(?P<rest>.*)$", re.IGNORECASE
+    r"^if\s*(?:\((?P<c1>[^)]*)\)|:\s*(?P<c2>[^\s(]+))\s*(?P<rest>.*)$", re.IGNORECASE
 )
 _TAG_RE = re.compile(r"^\[(?P<tag>[^\]]*)\]\s*")
-_ANNOTATED_RE = re.compile(r"^(?P<name>.*?)\s*(?P<ann>\([^()]*\))?\s*$")
 _KEYWORD_RE = re.compile(r"^(?:let|const|output|input|exec)\s+(?P<rest>\S.*)$")
 _STATUS_WORD_RE = re.compile(r"^(?P<word>[A-Za-z][\w-]*)\s*(?P<rest>(?:\(.*)?)$")
 # A line without a step is taken as a statement only when its subject is one token.
 _STEPLESS_SUBJECT_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?[^\s()]+(?:\s*\([^()]*\))?$")
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Regexes here avoid adjacent overlapping quantifiers (``\s*.*?\s*$``): a pathological line
+# must cost linear time, not cubic (tests/test_eventlog.py, test_long_lines_are_fast).
 
 _TRUE_WORDS = {"true", "yes", "1", "met"}
 _FALSE_WORDS = {"false", "no", "0", "unmet"}
@@ -134,12 +136,44 @@ def _take_time(body: str, base: date | None) -> tuple[str, datetime | None]:
     A stamp is removed by its shape; its time is ``None`` when it does not parse (or is a
     bare clock time and there is no ``base`` date).
     """
-    for regex in (_BRACKETED_TIME_RE, _LEADING_ISO_RE, _TRAILING_ISO_RE):
-        match = regex.search(body)
-        if match:
-            when = parse_timestamp(match.group("t"), base)
-            return (body[: match.start()] + " " + body[match.end() :]).strip(), when
+    match = _BRACKETED_TIME_RE.search(body)
+    if match:
+        when = parse_timestamp(match.group("t"), base)
+        return (body[: match.start()] + " " + body[match.end() :]).strip(), when
+    tokens = body.split()
+    if len(tokens) < 2:
+        return body, None
+    for stamp, rest in (_stamp_at(tokens, 0), _stamp_at(tokens, -1)):
+        if stamp is not None:
+            return " ".join(rest), parse_timestamp(stamp)
     return body, None
+
+
+def _stamp_at(tokens: list[str], end: int) -> tuple[str | None, list[str]]:
+    """A bare ISO stamp at the start (``end=0``) or end (``-1``) of ``tokens``, and the rest.
+
+    The stamp is one token (``2026-01-01T10:00Z``) or a date token and a clock token; a
+    trailing stamp may be preceded by ``@``. Only stamps with a time count.
+    """
+    def is_date(t: str) -> bool:
+        return _STAMP_TOKEN_RE.fullmatch(t) is not None
+
+    if end == 0:
+        first = tokens[0]
+        if is_date(first) and "T" in first:
+            return first, tokens[1:]
+        if is_date(first) and len(tokens) > 2 and _CLOCK_TOKEN_RE.fullmatch(tokens[1]):
+            return f"{first} {tokens[1]}", tokens[2:]
+        return None, tokens
+    last = tokens[-1]
+    stamp, rest = None, tokens
+    if is_date(last) and "T" in last:
+        stamp, rest = last, tokens[:-1]
+    elif len(tokens) > 2 and _CLOCK_TOKEN_RE.fullmatch(last) and is_date(tokens[-2]):
+        stamp, rest = f"{tokens[-2]} {last}", tokens[:-2]
+    if stamp is not None and rest and rest[-1] == "@":
+        rest = rest[:-1]
+    return stamp, rest
 
 
 def _split_outside_parens(body: str) -> tuple[str, str, str] | None:
@@ -168,9 +202,11 @@ def _subject(text: str) -> tuple[str | None, str | None, str | None]:
     if match:
         tag = match.group("tag").strip() or None
         text = text[match.end() :]
-    match = _ANNOTATED_RE.match(text)
-    name, ann = (match.group("name"), match.group("ann")) if match else (text, None)
-    name = name.strip()
+    text = text.strip()
+    name, ann = text, None
+    opening = text.rfind("(")
+    if text.endswith(")") and opening != -1 and ")" not in text[opening + 1 : -1]:
+        name, ann = text[:opening].strip(), text[opening:]
     keyword = _KEYWORD_RE.match(name)
     if keyword:
         name = keyword.group("rest").strip()
@@ -198,7 +234,10 @@ def _one_line_parallel(body: str) -> list[Item] | None:
     """``a ✓ | b ✓ (parallel)``: PARALLEL_STARTED, one item per branch, PARALLEL_JOINED."""
     if "|" not in body.replace("||", ""):
         return None
-    text = re.sub(r"\s*\(\s*parallel\s*\)\s*$", "", body, flags=re.IGNORECASE).strip()
+    text = body.strip()
+    opening = text.rfind("(")
+    if text.endswith(")") and opening != -1 and text[opening + 1 : -1].strip().lower() == "parallel":
+        text = text[:opening].strip()
     parts = [p.strip() for p in re.split(r"(?<!\|)\|(?!\|)", text)]
     if len(parts) < 2 or not all(p and _split_outside_parens(p) for p in parts):
         return None
