@@ -8,8 +8,10 @@ from textual.app import App
 from textual.binding import Binding
 
 from .commands import ExplorerCommands
+from .mission.state import find_agent_state
 from .screens.explorer import ExplorerScreen
 from .screens.help import HelpScreen
+from .screens.mission_control import MissionControlCommands, MissionControlScreen
 from .sources.status import DEFAULT_STALE_AFTER
 from .widgets.binding_tree import BindingTree
 from .widgets.call_stack import CallStackView
@@ -33,9 +35,10 @@ class ProseTUI(App[None]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
+        Binding("m", "mission_control", "Mission Control"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]
-    COMMANDS = App.COMMANDS | {ExplorerCommands}
+    COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands}
 
     def __init__(
         self,
@@ -50,7 +53,8 @@ class ProseTUI(App[None]):
         self.path = path.resolve()
         self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock)
         self.live = watch
-        self.agent_state_path = agent_state
+        root = self.path if self.path.is_dir() else self.path.parent
+        self.agent_state_path = find_agent_state(root, agent_state)
 
     def get_default_screen(self) -> ExplorerScreen:
         initial = self.path if self.path.parent.name == "runs" else None
@@ -66,7 +70,12 @@ class ProseTUI(App[None]):
                   (ExplorerScreen.HELP_GROUP, list(ExplorerScreen.BINDINGS))]
         for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
+        groups.append(("Mission Control (m)", [b for b in MissionControlScreen.BINDINGS if isinstance(b, Binding)]))
         return groups
+
+    def action_mission_control(self) -> None:
+        if not isinstance(self.screen, MissionControlScreen):
+            self.push_screen(MissionControlScreen())
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
