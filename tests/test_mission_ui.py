@@ -331,3 +331,38 @@ async def test_ui_drives_an_agent_through_the_seed_state_machine(tmp_path):
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=15)
+
+
+def readable(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        return None
+
+
+@pytest.mark.slow
+async def test_ui_controls_win_against_an_agent_rewriting_in_a_tight_loop(tmp_path):
+    path = write(tmp_path / "agent_state.json", mission("pause", "pause", session_count=4))
+    record = tmp_path / "racer.json"
+    racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--race-window", "0.001",
+                              "--race-pause", "0.001", "--log", str(record), "--max-seconds", "30"])
+    try:
+        app = Host(path, watch=False, poll_interval=0.3, verify_window=0.1)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: "beat" in path.read_text(), "the racer to start")
+            for keys, desired in ((("s",), "continuous"), (("o",), "run_once"), (("x", "y"), "pause"),
+                                  (("c",), "run_cleanup"), (("s",), "continuous")):
+                panel_of(app).say("")
+                for key in keys:
+                    await pilot.press(key)
+                    await pilot.pause()
+                await until(pilot, lambda: f"desired_state set to {desired}." in shown(app), f"{desired} written")
+                seen = await until(pilot, lambda: readable(path), "a readable file")
+                assert seen["desired_state"] == desired
+    finally:
+        racer.send_signal(signal.SIGTERM)
+        racer.wait(timeout=10)
+    last = json.loads(record.read_text())
+    final = load(path)
+    assert (final["desired_state"], final["current_state"], final["beat"], final["session_count"]) == (
+        "continuous", last["current_state"], last["beat"], 4)
