@@ -170,6 +170,12 @@ def test_nested_open_frames_innermost_first():
     assert [(f.execution_id, f.parent_id) for f in log.call_stack] == [(2, 1), (1, None)]
 
 
+def test_pop_with_failure_mark():
+    log = parse_event_log(HEADER + "1→ block:job#7\n1→ #7 ✗ timeout\n")
+    assert (log.events[1].kind, log.events[1].name, log.events[1].status) == (K.FRAME_POPPED, "job", "timeout")
+    assert log.trace[1].state is S.FAILED and log.call_stack == []
+
+
 def test_pop_of_unknown_frame_warns():
     log = parse_event_log(HEADER + "5→ #99 done\n")
     assert kinds(log) == [K.FRAME_POPPED]
@@ -180,6 +186,7 @@ def test_retry_live_and_finished():
     live = parse_event_log(HEADER + "5→ fetch ✗ timeout\n5→ retry:2/3\n")
     assert kinds(live) == [K.STATEMENT_FAILED, K.RETRY]
     assert (live.trace[1].attempt, live.trace[1].max_attempts, live.trace[1].state) == (2, 3, S.RETRYING)
+    assert live.events[1].status == "2/3"
     done = parse_event_log(HEADER + "5→ fetch ✗ timeout\n5→ retry:2/3\n5→ fetch ✓\n")
     assert done.trace[1].state is None and done.trace[1].attempt == 2
 
@@ -374,6 +381,11 @@ def test_event_times():
     assert log.events[1].time == datetime(2026, 3, 1, 9, 2, tzinfo=timezone(timedelta(hours=1)))
     assert log.events[2].time is None
     assert [e.name for e in log.events] == ["a", "b", "c"]
+
+
+def test_one_digit_hour_clock_time():
+    log = parse_event_log(HEADER + "[9:05] 1→ a ✓\n")
+    assert log.events[0].time == datetime(2026, 3, 1, 9, 5)
 
 
 def test_clock_time_without_run_date_is_none():

@@ -41,6 +41,12 @@ Dialect decisions (documented here because the VM is not a program):
 * The last terminator wins: ``---end`` -> completed, ``---error`` -> failed, ``---resume``
   -> neither (running again). ``ended``/``errored`` are set only by the terminator that
   decided the status.
+* ``loop:i/n`` is LOOP_ITERATION, name ``"loop"``, status ``"exit"`` when ``exit(...)``
+  follows, else ``None``; ``retry:a/n`` is RETRY with status ``"a/n"`` and the trace line's
+  ``attempt``/``max_attempts``; ``#id done`` is FRAME_POPPED named after its block, status
+  ``"done"`` (or the outcome of a mark: ``#7 ✗ timeout`` -> ``"timeout"``, state failed).
+* Terminator synonyms: ``---done``/``---complete(d)`` end, ``---fail(ed)`` errors,
+  ``---resumed`` resumes; a bare ``---`` after the header is a NOTE.
 * ``status`` is never taken from a ``# VM Log`` ``- status:`` bullet; that is
   ``bullet_status``, as written, for the caller to weigh.
 * Blocks still open at the end stay in ``call_stack`` with status ``executing`` (no

@@ -123,8 +123,9 @@ def parse_timestamp(token: str, base: date | None = None) -> datetime | None:
     except (ValueError, TypeError):
         pass
     if base is not None and re.fullmatch(_CLOCK, token):
+        clock = token.zfill(len(token) + 1) if token.index(":") == 1 else token  # 9:01 -> 09:01
         try:
-            return datetime.fromisoformat(f"{base.isoformat()}T{token.zfill(8) if len(token) == 7 else token}")
+            return datetime.fromisoformat(f"{base.isoformat()}T{clock}")
         except (ValueError, TypeError):
             return None
     return None
@@ -271,12 +272,19 @@ def _keyword_event(body: str) -> Item | None:
                                        or m.group("rest")[0] in _MARK_CHARS):
         rest = m.group("rest")
         split = _split_outside_parens(rest)
-        status = MARKS[split[1]][1] if split else "done"
+        status = "done"
+        if split:
+            word = _STATUS_WORD_RE.match(split[2])
+            status = word.group("word") if word else MARKS[split[1]][1]
+            if MARKS[split[1]][0] is EventKind.STATEMENT_FAILED and not word:
+                status = "failed"
         return Item(EventKind.FRAME_POPPED, execution_id=int(m.group("id")), status=status,
-                    state=StatementState.FAILED if status == "failed" else StatementState.COMPLETE,
+                    state=StatementState.FAILED if split and MARKS[split[1]][0] is EventKind.STATEMENT_FAILED
+                    else StatementState.COMPLETE,
                     note=rest or None)
     if m := _RETRY_RE.match(body):
-        return Item(EventKind.RETRY, status="retry", attempt=int(m.group("a")),
+        of = f"{m.group('a')}/{m.group('n')}" if m.group("n") else m.group("a")
+        return Item(EventKind.RETRY, status=of, attempt=int(m.group("a")),
                     max_attempts=int(m.group("n")) if m.group("n") else None,
                     note=m.group("rest") or None)
     if m := _IF_RE.match(body):
