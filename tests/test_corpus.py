@@ -30,14 +30,15 @@ YPI = "rawwerks__ypi/.prose/runs"
 FLAT = "cankocakulak__mood-flicker2/.prose/runs"
 APOLLO = "apollostreetcompany__baseline/.prose/runs"
 
-ENCRYPTED = [
-    "20260213-115216-9afc66",  # state.md only; program.prose is plaintext
-    "20260213-115457-2e6299",
-    "20260213-120608-f0e627",
-    "20260213-120945-ebec26",
-    "20260213-121934-2a6fd3",
-    "20260213-123723-3ea75b",
-    "20260215-065027-48dfb7",
+ENCRYPTED = ["20260213-120608-f0e627", "20260213-121934-2a6fd3"]
+# SOPS-encrypted state.md followed by plain event lines the VM appended afterwards:
+# (run id, status, last plain event line) read from the files by hand.
+PARTLY_ENCRYPTED = [
+    ("20260213-115216-9afc66", "completed", "13→ summary ✓"),  # program.prose is plaintext
+    ("20260213-115457-2e6299", "interrupted", "7→ encrypt ✓"),  # no ---end after it
+    ("20260213-120945-ebec26", "completed", "19→ summary ✓"),
+    ("20260213-123723-3ea75b", "completed", "18→ summary ✓"),
+    ("20260215-065027-48dfb7", "completed", "16→ jj new ✓"),
 ]
 VM_LOG = ["1-kill-gate", "2-offer-smoke-test", "3-brand-to-landing", "4-anti-slop-cleanup", "5-landing-page-responsive"]
 
@@ -132,7 +133,8 @@ def test_cli_runs_json_lists_every_run(corpus, capsys):
     by_id = {r["id"]: r for r in rows}
     assert by_id["20260119-215202-51e737"]["status"] == "interrupted"
     assert by_id["20260213-114703-24e632"]["status"] == "failed"
-    assert by_id["20260213-115216-9afc66"]["format"] == "encrypted"
+    assert by_id["20260213-120608-f0e627"]["format"] == "encrypted"
+    assert by_id["20260213-115216-9afc66"]["format"] == "event-log"
 
 
 def test_cli_show_json_every_run(corpus, capsys):
@@ -417,6 +419,17 @@ def test_encrypted_runs_say_so_and_show_no_ciphertext(corpus, run_id):
     text = json.dumps(run_detail(run))
     assert "ENC[" not in text and "AES256_GCM" not in text
     assert all(b.encrypted and b.kind is None for b in run.bindings)
+
+
+@pytest.mark.parametrize(("run_id", "status", "last_line"), PARTLY_ENCRYPTED)
+def test_plain_events_after_an_encrypted_block_are_shown(corpus, run_id, status, last_line):
+    run = at(corpus, f"{YPI}/{run_id}")
+    assert run.format is RunFormat.EVENT_LOG
+    assert run.status.value == status
+    assert [t for t in run.trace if t.step][-1].text.strip() == last_line
+    assert any("SOPS-encrypted" in w for w in run.warnings)
+    text = json.dumps(run_detail(run))
+    assert "ENC[" not in text and "AES256_GCM" not in text
 
 
 def test_encrypted_run_bindings_listed(corpus):

@@ -101,7 +101,7 @@ def load_run(
             run.warnings.append(f"cannot read {state_file.name}: {exc.strerror or exc}")
         if cut:
             run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
-        if looks_encrypted(text[:4096]):
+        if looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):
             run.encrypted = True
             run.format = RunFormat.ENCRYPTED
         elif state_file.name == "vm.log.md" or looks_like_event_log(text):
@@ -156,6 +156,11 @@ def _apply_event_log(run: Run, text: str, source_name: str) -> None:
     run.trace = log.trace
     run.call_stack = log.call_stack
     run.warnings.extend(log.warnings)
+    if log.encrypted_lines:
+        run.warnings.append(
+            f"the first {log.encrypted_lines} lines of {source_name} are SOPS-encrypted; "
+            "the events the VM appended in plain text after them are shown"
+        )
     for event in log.events:
         if event.time is not None:
             run.updated = event.time
@@ -166,6 +171,14 @@ def _apply_event_log(run: Run, text: str, source_name: str) -> None:
         run.error_marker = f"---error {when} {log.error_message or ''}".strip()
     elif log.status == "completed":
         run.end_marker = f"---end {log.ended.isoformat() if log.ended else ''}".strip()
+
+
+def _plain_events_after_encryption(text: str) -> bool:
+    """A SOPS block followed by plain event lines the VM appended later (FORMATS.md, SOPS)."""
+    if not looks_like_event_log(text):
+        return False
+    log = parse_event_log(text)
+    return bool(log.encrypted_lines) and any(e.step is not None or e.kind.value.startswith("run_") for e in log.events)
 
 
 def _link_event_bindings(run: Run) -> None:
