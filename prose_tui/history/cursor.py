@@ -1,0 +1,502 @@
+"""A run as of a cursor on its history, and what a failure had around it (issue 3).
+
+``state_at`` builds a new :class:`~prose_tui.model.Run` as it stood right after event
+``cursor``; the views render it like any run. ``failure_context`` gathers what "jump to
+failure" shows. Neither changes the run or the history; neither imports Textual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..model import Agent, Binding, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from ..sources.eventlog import parse_event_log
+from ..sources.eventlog_lines import MARKS, classify_line
+from ..sources.snapshot import SnapshotState, parse_snapshot, parse_time
+from .stream import History, current_state, error_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .journal import Journal
+
+__all__ = ["FailureContext", "failure_context", "state_at"]
+
+K = EventKind
+S = StatementState
+_EVENT_LOGS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG)
+_STATE_OF = {
+    K.STATEMENT_STARTED: S.EXECUTING, K.PARALLEL_STARTED: S.EXECUTING, K.LOOP_ITERATION: S.EXECUTING,
+    K.RETRY: S.RETRYING, K.STATEMENT_COMPLETED: S.COMPLETE, K.PARALLEL_JOINED: S.COMPLETE,
+    K.STATEMENT_FAILED: S.FAILED, K.STATEMENT_SKIPPED: S.SKIPPED,
+}
+_DONE = (K.STATEMENT_COMPLETED, K.STATEMENT_FAILED, K.STATEMENT_SKIPPED, K.PARALLEL_JOINED)
+
+
+# -- copying ---------------------------------------------------------------------------------
+
+
+def _copy_line(t: TraceLine, **changes) -> TraceLine:
+    return dataclasses.replace(t, **changes)
+
+
+def copy_run(run: Run) -> Run:
+    """A copy of ``run`` whose lists, trace lines, frames and agents are new objects;
+    ``Binding``, ``Segment``, ``Event`` and import ``Run`` objects are shared (read-only)."""
+    return dataclasses.replace(
+        run,
+        trace=[_copy_line(t) for t in run.trace],
+        bindings=list(run.bindings),
+        agents=[dataclasses.replace(a, segments=list(a.segments), details=dict(a.details)) for a in run.agents],
+        call_stack=[dataclasses.replace(f) for f in run.call_stack],
+        constructs=list(run.constructs),
+        sections=list(run.sections),
+        imports=list(run.imports),
+        events=list(run.events),
+        header=dict(run.header),
+        warnings=list(run.warnings),
+    )
+
+
+# -- state_at --------------------------------------------------------------------------------
+
+
+def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None = None) -> Run:
+    """``run`` as it stood right after ``history.events[cursor]`` (inclusive), as a new Run.
+
+    ``cursor`` is 0-based; ``len(events) - 1`` (the end) gives a copy of the live run.
+    Raises ``IndexError`` for a cursor outside ``0..len-1`` (an empty history accepts only
+    the end, ``-1``, and gives the live run).
+
+    * Event logs: the log cut after the cursor's line and parsed again, so trace states,
+      open parallels and the call stack are what the file said then; lines after it are
+      dropped. (A line holding several events, ``a ✓ | b ✓``, is shown whole.)
+    * SQLite/narration: every trace line keeps its place; lines the events so far touched
+      take the state of their latest event, the others have state ``None``.
+    * Journal: the ``state.md`` revision current at the cursor, parsed with
+      ``parse_snapshot`` (trace, constructs, call stack, header).
+    * Reconstructed: statements whose events come later are ``next`` (the first) or
+      ``pending``; the cursor's statement is ``executing`` unless its event finished it.
+
+    In every case bindings are those written by then (the same ``Binding`` objects;
+    never-mentioned inputs count as present from the start; for snapshots, Index rows not
+    yet written stay as ``exists=False``), agents keep the segments written by then, events
+    are cut at the cursor, and the status is ``running`` unless an end/error came by then.
+    """
+    n = len(history.events)
+    if n == 0 and cursor in (-1, 0):
+        return copy_run(run)
+    if not 0 <= cursor < n:
+        raise IndexError(f"cursor {cursor} outside 0..{n - 1}")
+    if cursor == n - 1:
+        return copy_run(run)
+    out = copy_run(run)
+    out.events = history.events[: cursor + 1]
+    if history.origin == "journal":
+        _journal_state(out, run, history, cursor, journal)
+    elif history.origin == "reconstructed":
+        _reconstructed_state(out, run, history, cursor)
+    else:
+        _log_state(out, run, history, cursor)
+    _agents_at(out, history, cursor)
+    _status_at(out, history, cursor)
+    return out
+
+
+def _status_at(out: Run, history: History, cursor: int) -> None:
+    status, reason = RunStatus.RUNNING, f"as of event {cursor + 1} of {len(history.events)}"
+    out.end_marker = out.error_marker = None
+    for event in history.events[: cursor + 1]:
+        if event.kind is K.RUN_ENDED:
+            status, out.end_marker = RunStatus.COMPLETED, event.text
+        elif event.kind is K.RUN_ERRORED:
+            status, out.error_marker = RunStatus.FAILED, event.text
+        elif event.kind is K.RUN_RESUMED:
+            status, out.end_marker, out.error_marker = RunStatus.RUNNING, None, None
+    if history.origin == "journal" and out.header.get("status"):
+        word = out.header["status"].lower()
+        if word.startswith(("complete", "done", "success")):
+            status = RunStatus.COMPLETED
+        elif word.startswith(("fail", "error", "abort")):
+            status = RunStatus.FAILED
+    out.status, out.status_reason = status, reason
+    times = [e.time for e in history.events[: cursor + 1] if e.time is not None]
+    if times and history.origin != "journal":
+        out.updated = times[-1]
+
+
+def _rel(path: Path, run_dir: Path) -> str:
+    try:
+        return path.relative_to(run_dir).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(run_dir.resolve()).as_posix()
+        except (ValueError, OSError):
+            return path.as_posix()
+
+
+# event logs, sqlite, narration ----------------------------------------------------------------
+
+
+def _trace_index(run: Run, line: int | None) -> int | None:
+    if line is None:
+        return None
+    if 0 < line <= len(run.trace) and run.trace[line - 1].line == line:
+        return line - 1
+    return next((i for i, t in enumerate(run.trace) if t.line == line), None)
+
+
+def _log_state(out: Run, run: Run, history: History, cursor: int) -> None:
+    index = _trace_index(run, history.refs[cursor].trace_line)
+    if run.format in _EVENT_LOGS and index is not None:
+        head = f"# run:{run.id} {run.program or ''}\n"
+        if run.header.get("started"):
+            head += f"started: {run.header['started']}\n"
+        log = parse_event_log(head + "\n".join(t.text for t in run.trace[: index + 1]) + "\n")
+        if len(log.trace) == index + 1:
+            out.trace = [_copy_line(t, binding=run.trace[i].binding if t.state is not None else None)
+                         for i, t in enumerate(log.trace)]
+            out.call_stack = log.call_stack
+        else:  # pragma: no cover - the trace did not survive a round trip; fall back
+            _fold_trace(out, run, history, cursor)
+    else:
+        _fold_trace(out, run, history, cursor)
+    out.bindings = _log_bindings(run, history, cursor)
+
+
+def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
+    states: dict[int, S] = {}
+    for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
+        if ref.trace_line is not None and event.kind in _STATE_OF:
+            states[ref.trace_line] = _STATE_OF[event.kind]
+    out.trace = [_copy_line(t, state=states.get(t.line)) for t in run.trace]
+    out.call_stack = fold_frames(history.events[: cursor + 1])
+
+
+def fold_frames(events: list[Event]) -> list[Frame]:
+    """The call stack after ``events``: frames pushed and not popped, innermost first."""
+    open_frames: list[Frame] = []
+    for event in events:
+        if event.kind is K.FRAME_PUSHED:
+            parent = open_frames[-1].execution_id if open_frames else None
+            open_frames.append(Frame(event.execution_id, event.name or "?", depth=len(open_frames) + 1,
+                                     status="executing", parent_id=parent))
+        elif event.kind is K.FRAME_POPPED:
+            for i in range(len(open_frames) - 1, -1, -1):
+                if open_frames[i].execution_id == event.execution_id:
+                    del open_frames[i]
+                    break
+    for frame in open_frames[:-1]:
+        frame.status = "waiting"
+    return list(reversed(open_frames))
+
+
+_WRITES = (K.STATEMENT_COMPLETED, K.BINDING_WRITTEN)
+
+
+def _log_bindings(run: Run, history: History, cursor: int) -> list[Binding]:
+    mentioned = {e.name for e in history.events if e.kind in _WRITES and e.name}
+    so_far = {e.name for e in history.events[: cursor + 1] if e.kind in _WRITES and e.name}
+    return [b for b in run.bindings
+            if b.name in so_far or (b.name not in mentioned and (b.kind or "").lower() == "input")]
+
+
+# journal -----------------------------------------------------------------------------------
+
+
+def _written(history: History, cursor: int, run_dir: Path, kinds: tuple[EventKind, ...]) -> set[str]:
+    """Run-relative paths the events up to ``cursor`` wrote (and did not remove since)."""
+    paths: set[str] = set()
+    for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
+        if ref.path is None:
+            continue
+        rel = _rel(ref.path, run_dir)
+        if event.kind in kinds:
+            paths.add(rel)
+        elif event.kind is K.NOTE and event.text.startswith("removed "):
+            paths.discard(rel)
+    return paths
+
+
+def _revision(run: Run, sha: str | None, journal: Journal | None) -> str | None:
+    if sha is None:
+        return None
+    if journal is None:
+        from .journal import Journal
+
+        journal = Journal()
+    try:
+        text = journal.revision_text(run.path, sha)
+    except OSError:
+        text = None
+    if text is None:
+        current, current_sha = current_state(run)
+        text = current if current_sha == sha else None
+    return text
+
+
+def _journal_state(out: Run, run: Run, history: History, cursor: int, journal: Journal | None) -> None:
+    text = _revision(run, history.refs[cursor].revision, journal)
+    snap = parse_snapshot(text) if text is not None else SnapshotState()
+    if text is None and history.refs[cursor].revision is not None:
+        out.warnings.append("the journal has lost this state.md revision; its trace cannot be shown")
+    out.header = snap.header
+    out.program = snap.header.get("program") or run.program
+    out.started = parse_time(snap.header.get("started")) or run.started
+    out.updated = parse_time(snap.header.get("updated"))
+    out.trace = snap.trace
+    out.constructs = snap.constructs
+    out.call_stack = snap.call_stack
+    out.sections = snap.sections
+    written = _written(history, cursor, run.path, (K.BINDING_WRITTEN,))
+    kept = [b for b in run.bindings if b.exists and _rel(b.path, run.path) in written]
+    have = {_rel(b.path, run.path) for b in kept}
+    for row in snap.binding_rows:
+        name = row.get("name") or ""
+        rel = row.get("path") or f"bindings/{name}.md"
+        if rel.startswith("("):
+            rel = f"bindings/{name}.md"
+        rel = rel.removeprefix("./")
+        if rel in have or not name:
+            continue
+        have.add(rel)
+        eid = int(m.group(0)) if (m := re.search(r"\d+", row.get("execution id", "execution_id") or "")) else None
+        kept.append(Binding(name=name, path=run.path / rel, kind=(row.get("kind") or "").lower() or None,
+                            execution_id=eid, exists=False,
+                            warning="named in the Index but its file was not written yet"))
+    out.bindings = kept
+
+
+def _agents_at(out: Run, history: History, cursor: int) -> None:
+    """Keep the segments written by the cursor: by journal/reconstructed paths, else by
+    ``agent_segment`` events, else by time; segments no event speaks of are kept."""
+    events, refs = history.events, history.refs
+    if history.origin in ("journal", "reconstructed"):
+        seen = {_rel(r.path, out.path) for e, r in zip(events, refs) if e.kind is K.AGENT_SEGMENT and r.path}
+        written = _written(history, cursor, out.path, (K.AGENT_SEGMENT,))
+
+        def keep(agent: Agent, seg) -> bool:
+            rel = _rel(seg.path, out.path)
+            return rel not in seen or rel in written
+    else:
+        told = {(e.name, e.status) for e in events if e.kind is K.AGENT_SEGMENT}
+        so_far = {(e.name, e.status) for e in events[: cursor + 1] if e.kind is K.AGENT_SEGMENT}
+        when = next((e.time for e in reversed(events[: cursor + 1]) if e.time is not None), None)
+        stamp = when.timestamp() if when is not None and not told else None
+
+        def keep(agent: Agent, seg) -> bool:
+            key = (agent.name, f"{seg.number:03d}")
+            if told:
+                return key not in told or key in so_far
+            return stamp is None or seg.mtime is None or seg.mtime <= stamp
+    out.agents = [dataclasses.replace(a, segments=[s for s in a.segments if keep(a, s)]) for a in out.agents]
+
+
+# reconstructed ----------------------------------------------------------------------------
+
+
+def _reconstructed_state(out: Run, run: Run, history: History, cursor: int) -> None:
+    first: dict[int, int] = {}
+    last_done: dict[int, int] = {}
+    for i, (event, ref) in enumerate(zip(history.events, history.refs)):
+        if ref.trace_line is None:
+            continue
+        first.setdefault(ref.trace_line, i)
+        if i <= cursor and event.kind in _STATE_OF:
+            last_done[ref.trace_line] = i
+    current = history.refs[cursor].trace_line
+    future = sorted((line for line, i in first.items() if i > cursor), key=lambda line: first[line])
+    first_future = min(future, default=None)
+    trace: list[TraceLine] = []
+    for t in run.trace:
+        if t.line == current:
+            event = history.events[last_done.get(t.line, cursor)]
+            finished = history.events[cursor].kind in _DONE or event.kind in _DONE and last_done.get(t.line) == cursor
+            state = _STATE_OF.get(event.kind, S.EXECUTING) if finished else (
+                S.RETRYING if event.kind is K.RETRY else S.EXECUTING)
+            trace.append(_copy_line(t, state=state, note=t.note if finished else None,
+                                    binding=t.binding if finished else None))
+        elif t.line in first and first[t.line] > cursor:
+            state = S.NEXT if t.line == first_future else S.PENDING
+            trace.append(_copy_line(t, state=state, note=None, binding=None))
+        else:
+            trace.append(_copy_line(t))
+    out.trace = trace
+    out.call_stack = fold_frames(history.events[: cursor + 1])
+    written = _written(history, cursor, run.path, (K.BINDING_WRITTEN,))
+    mentioned = {_rel(r.path, run.path) for e, r in zip(history.events, history.refs)
+                 if e.kind is K.BINDING_WRITTEN and r.path is not None}
+    out.bindings = [b for b in run.bindings
+                    if _rel(b.path, run.path) in written
+                    or (_rel(b.path, run.path) not in mentioned and (b.kind or "").lower() == "input")]
+
+
+# -- failure context -------------------------------------------------------------------------
+
+
+@dataclass
+class FailureContext:
+    """What "jump to failure" shows for the failure at one event.
+
+    ``event`` is the failure event itself; ``statement`` the trace line of the statement
+    that failed (as of that moment; ``None`` when no line is known); ``error`` the error
+    text (the words after ``✗``, the ``---error`` message, a snapshot's ``## Error``
+    section, joined with " — " when there are several); ``retries`` the ``retry`` events of
+    the same statement before it; ``context_bindings`` the bindings it had as context.
+    """
+
+    event: Event
+    statement: TraceLine | None
+    error: str | None
+    retries: list[Event] = field(default_factory=list)
+    context_bindings: list[Binding] = field(default_factory=list)
+
+
+_FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
+_CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
+_IDENT = re.compile(r"[A-Za-z_][\w]*")
+
+
+def failure_context(run: Run, history: History, index: int) -> FailureContext:
+    """The failing statement, its error, the retries before it and the bindings it had.
+
+    ``index`` is an event index, usually one of ``history.failures()``. For a
+    ``run_errored`` event the statement is the last one that failed or was left started
+    before it. Context bindings come from the statement's ``context:``/``evidence:`` lines
+    (in a snapshot trace, else in the program file), resolved as the VM would
+    (``Run.binding_named`` on the run as of the failure, then on the live run); when
+    there are none, the bindings written before the failure. Raises ``IndexError`` for an
+    index outside the history.
+    """
+    if not 0 <= index < len(history.events):
+        raise IndexError(f"event {index} outside 0..{len(history.events) - 1}")
+    event = history.events[index]
+    at = state_at(run, history, index)
+    stmt_index = index
+    if event.kind is K.RUN_ERRORED:
+        for j in range(index - 1, -1, -1):
+            if history.events[j].kind in (K.STATEMENT_FAILED, K.STATEMENT_STARTED, K.RETRY):
+                stmt_index = j
+                break
+    statement = _line_at(at, history.refs[stmt_index].trace_line)
+    errors: list[str] = []
+    for j in dict.fromkeys((stmt_index, index)):
+        if (text := _error_words(history.events[j])) and text not in errors:
+            errors.append(text)
+    if run.format not in _EVENT_LOGS and (section := _error_section(at)) and section not in errors:
+        errors.append(section)
+    retries = _retries_before(history, stmt_index)
+    names = _context_names(run, at, history, stmt_index)
+    bindings: list[Binding] = []
+    eid = history.events[stmt_index].execution_id
+    for name in names:
+        b = at.binding_named(name, eid) or run.binding_named(name, eid)
+        if b is not None and b not in bindings:
+            bindings.append(b)
+    if not bindings:
+        before = state_at(run, history, stmt_index - 1) if stmt_index > 0 else None
+        bindings = [b for b in (before.bindings if before else []) if b.exists]
+    return FailureContext(event=event, statement=statement, error=" — ".join(errors) or None,
+                          retries=retries, context_bindings=bindings)
+
+
+def _line_at(run: Run, line: int | None) -> TraceLine | None:
+    index = _trace_index(run, line)
+    return run.trace[index] if index is not None else None
+
+
+def _error_words(event: Event) -> str | None:
+    if event.kind is K.RUN_ERRORED:
+        info = classify_line(event.text)
+        message = info.items[0].message if info.items else None
+        if message:
+            return message
+        return None if event.text.startswith("---") else event.text or None
+    if event.kind is K.STATEMENT_FAILED:
+        for i, ch in enumerate(event.text):
+            if ch in _FAIL_MARKS:
+                words = event.text[i + 1:].lstrip("\ufe0f").strip()
+                return words or event.status
+        if "#" in event.text:
+            return event.text.split("#", 1)[1].strip() or event.status
+        return event.status
+    return None
+
+
+def _error_section(run: Run) -> str | None:
+    for section in run.sections:
+        if section.title.strip().lower().startswith(("error", "failure")):
+            return section.text.strip() or None
+    return None
+
+
+def _retries_before(history: History, index: int) -> list[Event]:
+    out: list[Event] = []
+    for j in range(index - 1, -1, -1):
+        event = history.events[j]
+        if not history.same_statement(index, j):
+            continue
+        if event.kind is K.RETRY:
+            out.append(event)
+        elif event.kind is K.STATEMENT_COMPLETED:
+            break
+    if history.events[index].kind is K.RETRY:
+        out.insert(0, history.events[index])
+    return list(reversed(out))
+
+
+def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]:
+    """Names in the ``context:`` lines of the statement at ``index``."""
+    line = history.refs[index].trace_line
+    if run.format not in _EVENT_LOGS and (i := _trace_index(at, line)) is not None:
+        return _block_context([t.text for t in at.trace], i)
+    program = _program_lines(run)
+    if not program:
+        return []
+    event = history.events[index]
+    name = event.name or ""
+    start = None
+    if _IDENT.fullmatch(name):
+        pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
+        start = next((i for i, text in enumerate(program) if pattern.match(text)), None)
+    if start is None and name:
+        keyword = re.split(r"[:\s(]", name, maxsplit=1)[0]
+        after = _program_position_of_last_binding(program, history, index)
+        start = next((i for i in range(after, len(program)) if program[i].strip().startswith(keyword)), None)
+    return _block_context(program, start) if start is not None else []
+
+
+def _program_position_of_last_binding(program: list[str], history: History, index: int) -> int:
+    for j in range(index - 1, -1, -1):
+        name = history.events[j].name
+        if history.events[j].kind in _WRITES and name and _IDENT.fullmatch(name):
+            pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
+            found = next((i for i, text in enumerate(program) if pattern.match(text)), None)
+            if found is not None:
+                return found + 1
+    return 0
+
+
+def _block_context(lines: list[str], start: int) -> list[str]:
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    names: list[str] = []
+    for text in lines[start + 1:]:
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        if m := _CONTEXT.match(text):
+            for name in _IDENT.findall(m.group(1).split("#", 1)[0]):
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def _program_lines(run: Run) -> list[str]:
+    if run.program_path is None:
+        return []
+    try:
+        return run.program_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+

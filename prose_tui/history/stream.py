@@ -1,0 +1,393 @@
+"""The ordered event stream of a run, whatever wrote it (issue 3: "what happened, in order").
+
+Three origins (``History.origin``):
+
+* ``"log"``: the source already is a stream. Compact event logs (FORMATS.md, generations
+  2-4), SQLite ``execution`` rows (seeds/sqlite.md) and narration markers
+  (seeds/in-context.md) give ``Run.events``; they are taken as they are.
+* ``"journal"``: a snapshot ``state.md`` run (seeds/filesystem.md, generation 1) that
+  prose-tui watched. Each journaled ``state.md`` revision is diffed against the one before
+  (trace annotations, call stack, header status) and binding/segment writes become
+  ``binding_written``/``agent_segment`` events, in the order they were seen.
+* ``"reconstructed"``: a snapshot run never watched. See :mod:`.reconstruct`.
+
+No Textual, no writes. ``history_of`` reads the journal folder (user state dir) and, for
+reconstruction, file times of the run's own files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..model import Event, EventKind, Frame, Run, RunFormat, StatementState, TraceLine
+from ..sources.bindings import name_and_scope
+from ..sources.snapshot import SnapshotState, parse_snapshot
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .journal import Journal, JournalEntry
+
+__all__ = ["EventRef", "History", "events_json", "history_of", "snapshot_events"]
+
+K = EventKind
+S = StatementState
+LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SQLITE, RunFormat.NARRATION)
+_FAILED = (K.STATEMENT_FAILED, K.RUN_ERRORED)
+
+
+@dataclass(slots=True)
+class EventRef:
+    """Where one event of a :class:`History` points, beside the :class:`Event` itself.
+
+    ``trace_line`` is the 1-based ``TraceLine.line`` of the statement it concerns in the
+    run's trace (``None`` when none). ``path`` is the absolute binding or segment file a
+    ``binding_written``/``agent_segment``/``removed`` note concerns (journal and
+    reconstructed origins). ``revision`` is the sha256 (hex) of the ``state.md`` revision
+    current *after* this event (journal origin; ``None`` elsewhere).
+    """
+
+    trace_line: int | None = None
+    path: Path | None = None
+    revision: str | None = None
+
+
+@dataclass
+class History:
+    """A run's events in order, ``seq`` dense 0..n-1, and where they came from.
+
+    ``origin`` is ``"log"``, ``"journal"`` or ``"reconstructed"``; ``note`` one sentence
+    for the UI saying how far to trust the order. ``refs[i]`` says where ``events[i]``
+    points (same length as ``events``; see :class:`EventRef`).
+    """
+
+    events: list[Event]
+    origin: str
+    note: str
+    refs: list[EventRef] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.refs) < len(self.events):
+            self.refs = self.refs + [EventRef() for _ in range(len(self.events) - len(self.refs))]
+
+    def failures(self) -> list[int]:
+        """Indexes of events where the run went wrong: ``statement_failed`` and
+        ``run_errored``. A failed attempt that a later ``retry`` of the same statement
+        took up is part of that retry, not a failure (see :meth:`retries`)."""
+        out: list[int] = []
+        for i, event in enumerate(self.events):
+            if event.kind is K.RUN_ERRORED:
+                out.append(i)
+            elif event.kind is K.STATEMENT_FAILED and not self._retried(i):
+                out.append(i)
+        return out
+
+    def retries(self) -> list[int]:
+        """Indexes of ``retry`` events, in order."""
+        return [i for i, e in enumerate(self.events) if e.kind is K.RETRY]
+
+    def first_failure(self) -> int | None:
+        """The first index of :meth:`failures`, or ``None`` for a run that did not fail."""
+        failures = self.failures()
+        return failures[0] if failures else None
+
+    def same_statement(self, a: int, b: int) -> bool:
+        """True when events ``a`` and ``b`` concern the same statement (step label, else trace line)."""
+        ea, eb = self.events[a], self.events[b]
+        if ea.step is not None or eb.step is not None:
+            return ea.step == eb.step
+        ta, tb = self.refs[a].trace_line, self.refs[b].trace_line
+        return ta is not None and ta == tb
+
+    def _retried(self, index: int) -> bool:
+        for j in range(index + 1, len(self.events)):
+            kind = self.events[j].kind
+            if not self.same_statement(index, j):
+                continue
+            if kind is K.RETRY:
+                return True
+            if kind in (K.STATEMENT_COMPLETED, K.STATEMENT_FAILED, K.STATEMENT_STARTED):
+                return False
+        return False
+
+
+def history_of(run: Run, *, journal: Journal | None = None) -> History:
+    """The ordered history of ``run``.
+
+    Event-log, SQLite and narration runs: ``run.events`` as they are (origin ``"log"``).
+    Snapshot runs (and bare run folders): the journal's entries for ``run.path`` when it
+    has any (origin ``"journal"``), else a reconstruction from file times (origin
+    ``"reconstructed"``). ``journal`` defaults to ``Journal()`` (the user state folder).
+    Never raises for I/O: an unreadable journal falls back to reconstruction. The run is
+    not changed; events are copies.
+    """
+    if run.format in LOG_FORMATS or run.events:
+        return _log_history(run)
+    if run.format is RunFormat.ENCRYPTED:
+        return History([], "log", "the run's state is SOPS-encrypted; no events to show")
+    from .journal import Journal
+
+    journal = journal if journal is not None else Journal()
+    try:
+        entries = journal.entries(run.path) if journal.has(run.path) else []
+    except OSError:
+        entries = []
+    if entries:
+        return journal_history(run, entries)
+    from .reconstruct import reconstruct
+
+    return reconstruct(run)
+
+
+def events_json(history: History) -> list[dict[str, Any]]:
+    """One dict per event for ``prose-tui show --json``: ``{seq, time, kind, step, name,
+    status, text}``; ``time`` is ISO 8601 or ``None``, ``kind`` the ``EventKind`` value."""
+    return [
+        {
+            "seq": e.seq,
+            "time": e.time.isoformat() if e.time is not None else None,
+            "kind": e.kind.value,
+            "step": e.step,
+            "name": e.name,
+            "status": e.status,
+            "text": e.text,
+        }
+        for e in history.events
+    ]
+
+
+# -- log origin ------------------------------------------------------------------------------
+
+
+def _copy(event: Event, seq: int) -> Event:
+    return Event(seq=seq, kind=event.kind, text=event.text, time=event.time, step=event.step,
+                 name=event.name, status=event.status, line=event.line, execution_id=event.execution_id)
+
+
+def _log_history(run: Run) -> History:
+    events = [_copy(e, i) for i, e in enumerate(run.events)]
+    refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
+    if run.format is RunFormat.SQLITE:
+        note = "from the execution table; times as the database gave them"
+    elif run.format is RunFormat.NARRATION:
+        note = "from the narration markers, in the order they were written"
+    else:
+        note = "from the event log, in the order the VM wrote it"
+    if not events:
+        note = "the run recorded no events yet"
+    return History(events, "log", note, refs)
+
+
+def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
+    """The trace line each event belongs to.
+
+    Event logs: the k-th distinct ``Event.line`` is the k-th trace line (``eventlog``).
+    Other sources: the k-th ``statement_started`` of a step is the k-th trace line with
+    that step; the step's other events follow the latest start.
+    """
+    if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG):
+        distinct = sorted({e.line for e in events if e.line is not None})
+        if len(distinct) == len(run.trace) and all(e.line is not None for e in events):
+            rank = {line: run.trace[i].line for i, line in enumerate(distinct)}
+            return [rank[e.line] for e in events]  # type: ignore[index]
+    by_step: dict[str, list[int]] = {}
+    for t in run.trace:
+        if t.step is not None:
+            by_step.setdefault(t.step, []).append(t.line)
+    started: dict[str, int] = {}
+    out: list[int | None] = []
+    for e in events:
+        lines = by_step.get(e.step or "")
+        if not lines:
+            out.append(None)
+            continue
+        if e.kind is K.STATEMENT_STARTED:
+            started[e.step] = min(started.get(e.step, -1) + 1, len(lines) - 1)  # type: ignore[index]
+        out.append(lines[max(started.get(e.step, 0), 0)])  # type: ignore[arg-type]
+    return out
+
+
+# -- journal origin ---------------------------------------------------------------------------
+
+
+def sha256_of(data: bytes) -> str:
+    """The sha256 (hex) a journal keys a ``state.md`` revision by: of the file's bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+_PARALLEL = re.compile(r"^\s*(?:(?:let|const)\s+\w+\s*=\s*)?parallel\b", re.IGNORECASE)
+_LOOP = re.compile(r"^\s*(?:loop|repeat|for)\b", re.IGNORECASE)
+_NAME = re.compile(r"^\s*(?:(?:let|const|output|input)\s+)?([A-Za-z_][\w]*)\s*(?:=|:)")
+
+
+def statement_name(line: TraceLine) -> str:
+    """A short name for a trace line: the binding it assigns, else its first words."""
+    if m := _NAME.match(line.text):
+        return m.group(1)
+    return " ".join(line.text.split())[:60]
+
+
+def _transition(line: TraceLine, old: S | None, new: S | None) -> tuple[EventKind, str | None] | None:
+    """The event a change of annotation from ``old`` to ``new`` means, or ``None``."""
+    if new == old or new is None or new in (S.NEXT, S.PENDING):
+        return None
+    parallel, loop = _PARALLEL.match(line.text), _LOOP.match(line.text)
+    if new is S.EXECUTING:
+        if parallel:
+            return K.PARALLEL_STARTED, None
+        if loop:
+            return K.LOOP_ITERATION, None
+        return K.STATEMENT_STARTED, None
+    if new is S.RETRYING:
+        return K.RETRY, f"{line.attempt}/{line.max_attempts}" if line.attempt else None
+    if new is S.COMPLETE:
+        if parallel:
+            return K.PARALLEL_JOINED, "ok"
+        return K.STATEMENT_COMPLETED, "ok"
+    if new is S.FAILED:
+        return K.STATEMENT_FAILED, "failed"
+    if new is S.SKIPPED:
+        return K.STATEMENT_SKIPPED, "skip"
+    return None
+
+
+def _frame_key(f: Frame) -> tuple[int | None, str]:
+    return (f.execution_id, f.block)
+
+
+def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: datetime | None) -> list[tuple[Event, int | None]]:
+    """Events that turn snapshot ``before`` into ``after`` (``before=None``: from nothing).
+
+    Returned as ``(event, trace_line)`` pairs with ``seq`` 0 (the caller numbers them).
+    Frames popped come first (innermost first), then annotation changes in trace order
+    (a line retyped at the same position counts as changed), then frames pushed
+    (outermost first), then a ``run_ended``/``run_errored`` when ``status:`` turned
+    completed/failed. May be empty (only ``updated:`` changed).
+    """
+    out: list[tuple[Event, int | None]] = []
+    old_stack = [_frame_key(f) for f in (before.call_stack if before else [])]
+    new_stack = [_frame_key(f) for f in after.call_stack]
+    for f in (before.call_stack if before else []):
+        if _frame_key(f) not in new_stack:
+            out.append((Event(0, K.FRAME_POPPED, f"#{f.execution_id} {f.block} returned", time=when,
+                              name=f.block, status="done", execution_id=f.execution_id), None))
+    old_trace = before.trace if before else []
+    for i, line in enumerate(after.trace):
+        old_line = old_trace[i] if i < len(old_trace) and old_trace[i].text == line.text else None
+        old_state = old_line.state if old_line else None
+        change = _transition(line, old_state, line.state)
+        retried_again = (old_line is not None and line.state is S.RETRYING
+                         and (old_line.attempt, old_line.max_attempts) != (line.attempt, line.max_attempts))
+        if change is None and retried_again:
+            change = _transition(line, None, line.state)
+        rebound = (old_line is not None and old_state is S.COMPLETE and line.state is S.COMPLETE
+                   and old_line.note != line.note)
+        if change is None and rebound:
+            change = (K.STATEMENT_COMPLETED, "ok")
+        if change is None:
+            continue
+        kind, status = change
+        text = line.text.strip() + (f"  # {line.note}" if line.note else "")
+        out.append((Event(0, kind, text, time=when, name=statement_name(line), status=status), line.line))
+    for f in reversed(after.call_stack):
+        if _frame_key(f) not in old_stack:
+            out.append((Event(0, K.FRAME_PUSHED, f"#{f.execution_id} {f.block}", time=when, name=f.block,
+                              execution_id=f.execution_id), None))
+    old_status = (before.header.get("status") or "").lower() if before else ""
+    new_status = (after.header.get("status") or "").lower()
+    if new_status != old_status:
+        if new_status.startswith(("complete", "done", "success")):
+            out.append((Event(0, K.RUN_ENDED, f"status: {after.header.get('status')}", time=when,
+                              status="completed"), None))
+        elif new_status.startswith(("fail", "error", "abort")):
+            out.append((Event(0, K.RUN_ERRORED, error_text(after) or f"status: {after.header.get('status')}",
+                              time=when, status="failed"), None))
+    return out
+
+
+def error_text(snap: SnapshotState) -> str | None:
+    """The text of a snapshot's ``## Error`` section (a real-world extension), if any."""
+    for section in snap.sections:
+        if section.title.strip().lower().startswith(("error", "failure")):
+            return section.text.strip() or None
+    return None
+
+
+def journal_history(run: Run, entries: list[JournalEntry]) -> History:
+    """Replay journal ``entries`` (oldest first) of ``run`` into a :class:`History`.
+
+    When the run's current ``state.md`` is not the last journaled revision (it changed
+    while nobody watched), the difference is appended as if seen now, and the note says so.
+    """
+    events: list[Event] = []
+    refs: list[EventRef] = []
+    previous: SnapshotState | None = None
+    revision: str | None = None
+    run_dir = run.path
+
+    def add(event: Event, ref: EventRef) -> None:
+        event.seq = len(events)
+        events.append(event)
+        refs.append(ref)
+
+    for entry in entries:
+        rel = _rel(entry.path, run_dir)
+        if entry.kind == "state":
+            if entry.text is None:
+                continue
+            snap = parse_snapshot(entry.text)
+            revision = entry.sha256
+            changes = snapshot_events(previous, snap, entry.time)
+            if not changes:
+                changes = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=entry.time), None)]
+            for event, line in changes:
+                add(event, EventRef(trace_line=line, revision=revision))
+            previous = snap
+        elif entry.kind == "binding":
+            name, eid = name_and_scope(Path(rel).stem)
+            add(Event(0, K.BINDING_WRITTEN, f"wrote {rel}", time=entry.time, name=name, execution_id=eid),
+                EventRef(path=entry.path, revision=revision))
+        elif entry.kind == "segment":
+            agent = entry.path.parent.name
+            number = re.search(r"-(\d+)\.md$", entry.path.name)
+            add(Event(0, K.AGENT_SEGMENT, f"wrote {rel}", time=entry.time, name=agent,
+                      status=number.group(1) if number else None), EventRef(path=entry.path, revision=revision))
+        elif entry.kind == "removed":
+            add(Event(0, K.NOTE, f"removed {rel}", time=entry.time, name=Path(rel).stem),
+                EventRef(path=entry.path, revision=revision))
+    note = "replayed from the journal prose-tui kept while watching; times are when changes were seen"
+    current, current_sha = current_state(run)
+    if current is not None and previous is not None and current_sha != revision:
+        snap = parse_snapshot(current)
+        when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
+        tail = snapshot_events(previous, snap, when)
+        if not tail:
+            tail = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=when), None)]
+        for event, line in tail:
+            add(event, EventRef(trace_line=line, revision=current_sha))
+        note += "; state.md changed after the journal ends, the last step is the file as it is now"
+    return History(events, "journal", note, refs)
+
+
+def _rel(path: Path, run_dir: Path) -> str:
+    try:
+        return path.relative_to(run_dir).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(run_dir.resolve()).as_posix()
+        except (ValueError, OSError):
+            return path.as_posix()
+
+
+def current_state(run: Run) -> tuple[str | None, str | None]:
+    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``."""
+    if run.state_file is None:
+        return None, None
+    try:
+        data = run.state_file.read_bytes()
+    except OSError:
+        return None, None
+    return data.decode("utf-8", "replace"), sha256_of(data)

@@ -1,0 +1,232 @@
+"""Run history (issue 3): the event stream of every source, the run as of a cursor, jump to failure.
+
+Event-log runs of the real corpus are read in place; small logs and snapshot runs are written
+here the way a VM following FORMATS.md / seeds/filesystem.md would write them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from prose_tui.history import events_json, failure_context, history_of, state_at
+from prose_tui.model import EventKind, RunStatus, StatementState
+from prose_tui.sources import open_run
+
+K = EventKind
+S = StatementState
+HERE = Path(__file__).resolve().parent
+YPI = "rawwerks__ypi/.prose/runs"
+FAILED_RUN = f"{YPI}/20260213-114703-24e632"
+PARALLEL_RUN = f"{YPI}/20260213-113205-0fbf7c"
+NEVER_WATCHED = HERE / "fixtures/project/.prose/runs/20260228-090000-d4e5f6"
+
+
+def write_run(root: Path, log: str, program: str | None = None, bindings: dict[str, str] | None = None) -> Path:
+    run_dir = root / ".prose" / "runs" / "20260301-090000-c0ffee"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text(log, encoding="utf-8")
+    if program is not None:
+        (run_dir / "program.prose").write_text(program, encoding="utf-8")
+    for name, value in (bindings or {}).items():
+        (run_dir / "bindings" / f"{name}.md").write_text(
+            f"# {name}\n\nkind: let\n\nsource:\n```prose\nlet {name} = session\n```\n\n---\n\n{value}\n", encoding="utf-8")
+    return run_dir
+
+
+def trace_pairs(run) -> list[tuple[str, S | None]]:
+    return [(t.text, t.state) for t in run.trace]
+
+
+# --- event-log runs of the corpus ------------------------------------------------------------
+
+
+@pytest.mark.corpus
+def test_failed_corpus_run_points_at_the_rejected_gate(corpus):
+    run = open_run(corpus / FAILED_RUN)
+    history = history_of(run)
+    assert history.origin == "log"
+    assert [e.seq for e in history.events] == [0, 1, 2, 3]
+    assert history.failures() == [2, 3]
+    first = history.first_failure()
+    assert (history.events[first].kind, history.events[first].name, history.events[first].status) == (
+        K.STATEMENT_FAILED, "gate", "rejected")
+    assert history.events[3].kind is K.RUN_ERRORED
+    assert history.retries() == []
+
+
+@pytest.mark.corpus
+def test_failed_corpus_run_as_of_each_event(corpus):
+    run = open_run(corpus / FAILED_RUN)
+    history = history_of(run)
+    before = state_at(run, history, 1)
+    assert trace_pairs(before) == [("1→ fast ✓", S.COMPLETE), ("2→ e2e ✓", S.COMPLETE)]
+    assert before.status is RunStatus.RUNNING and before.error_marker is None
+    assert sorted(b.name for b in before.bindings) == ["e2e", "fast"]
+    first = state_at(run, history, 0)
+    assert [b.name for b in first.bindings] == ["fast"]
+    assert first.bindings[0] is next(b for b in run.bindings if b.name == "fast")
+    at_gate = state_at(run, history, 2)
+    assert at_gate.trace[-1].state is S.FAILED and at_gate.status is RunStatus.RUNNING
+    end = state_at(run, history, 3)
+    assert end.status is RunStatus.FAILED and trace_pairs(end) == trace_pairs(run)
+
+
+@pytest.mark.corpus
+def test_failure_context_of_the_corpus_gate(corpus):
+    run = open_run(corpus / FAILED_RUN)
+    history = history_of(run)
+    ctx = failure_context(run, history, history.first_failure())
+    assert ctx.statement is not None and ctx.statement.text == "2→ gate ✗ rejected"
+    assert ctx.error == "rejected"
+    assert ctx.retries == []
+    # the gate's program block says "evidence: e2e"
+    assert [b.name for b in ctx.context_bindings] == ["e2e"]
+    errored = failure_context(run, history, 3)
+    assert errored.statement is not None and errored.statement.text == "2→ gate ✗ rejected"
+    assert errored.error == "rejected — Fix failing e2e tests before landing."
+
+
+@pytest.mark.corpus
+def test_parallel_corpus_run_branches_started_not_joined(corpus):
+    run = open_run(corpus / PARALLEL_RUN)
+    history = history_of(run)
+    texts = [e.text for e in history.events]
+    cursor = texts.index("3b→ agents_md ✓")
+    at = state_at(run, history, cursor)
+    assert trace_pairs(at)[2:] == [
+        ("3→ ∥start system_prompt,agents_md,readme", S.EXECUTING),
+        ("3a→ system_prompt ✓", S.COMPLETE),
+        ("3b→ agents_md ✓", S.COMPLETE),
+    ]
+    assert "readme" not in {b.name for b in at.bindings}
+    joined = state_at(run, history, texts.index("3→ ∥done"))
+    assert joined.trace[2].state is S.COMPLETE and joined.trace[-1].text == "3→ ∥done"
+    assert "readme" in {b.name for b in joined.bindings}
+    # live: the end of the stream is the run as loaded, and the input never named in the log
+    # is there from the start
+    assert trace_pairs(state_at(run, history, len(texts) - 1)) == trace_pairs(run)
+    assert "insight" in {b.name for b in state_at(run, history, 0).bindings}
+
+
+@pytest.mark.corpus
+def test_every_event_log_run_of_the_corpus_scrubs_without_error(corpus):
+    runs = sorted({p.parent for p in [*corpus.rglob("state.md"), *corpus.rglob("vm.log.md")]})
+    seen = 0
+    for path in runs:
+        run = open_run(path)
+        if not run.events:
+            continue
+        history = history_of(run)
+        assert len(history.events) == len(run.events) and history.origin == "log"
+        assert [e.seq for e in history.events] == list(range(len(run.events)))
+        for cursor in range(len(history.events)):
+            at = state_at(run, history, cursor)
+            assert len(at.events) == cursor + 1
+            assert len(at.trace) <= len(run.trace)
+        seen += 1
+    assert seen >= 10
+
+
+def test_state_at_does_not_change_the_run(tmp_path):
+    run_dir = write_run(tmp_path, "# run:20260301-090000-c0ffee demo.prose\n1→ a ✓\n2→ b\n", bindings={"a": "A"})
+    run = open_run(run_dir)
+    before = (trace_pairs(run), [b.name for b in run.bindings], run.status, list(run.events))
+    history = history_of(run)
+    state_at(run, history, 0)
+    assert (trace_pairs(run), [b.name for b in run.bindings], run.status, list(run.events)) == before
+    with pytest.raises(IndexError):
+        state_at(run, history, 2)
+    with pytest.raises(IndexError):
+        state_at(run, history, -2)
+
+
+def test_call_stack_from_block_frames(tmp_path):
+    log = (
+        "# run:20260301-090000-c0ffee recurse.prose\n"
+        "1→ data ✓\n"
+        "2→ block:process#1\n"
+        "3→ parts ✓\n"
+        "4→ block:process#2\n"
+        "5→ result ✓\n"
+        "4→ #2 done\n"
+        "6→ result ✓\n"
+        "2→ #1 done\n"
+        "---end 2026-03-01T09:10:00Z\n"
+    )
+    run = open_run(write_run(tmp_path, log))
+    history = history_of(run)
+
+    def stack(cursor):
+        return [(f.execution_id, f.block, f.parent_id) for f in state_at(run, history, cursor).call_stack]
+
+    assert stack(0) == []
+    assert stack(1) == [(1, "process", None)]
+    assert stack(3) == [(2, "process", 1), (1, "process", None)]
+    assert stack(5) == [(1, "process", None)]  # #2 returned
+    assert stack(7) == []
+    assert state_at(run, history, 4).trace[-1].text == "5→ result ✓"
+    assert state_at(run, history, 3).status is RunStatus.RUNNING
+    assert state_at(run, history, 8).status is RunStatus.COMPLETED
+
+
+RETRY_LOG = (
+    "# run:20260301-090000-c0ffee report.prose\n"
+    "1→ research ✓\n"
+    "2→ outline ✓\n"
+    "3→ draft ✗ timeout\n"
+    "3→ retry:2/3\n"
+    "3→ draft ✗ timeout\n"
+    "3→ retry:3/3\n"
+    "3→ draft ✗ model refused\n"
+    "---error 2026-03-01T09:05:00Z draft failed after 3 attempts\n"
+)
+RETRY_PROGRAM = (
+    "let research = session \"Research the topic\"\n"
+    "let outline = session \"Outline the report\"\n"
+    "let draft = session \"Write the report\"\n"
+    "  retry: 3\n"
+    "  context: { research, outline }\n"
+    "output report = draft\n"
+)
+
+
+def test_retries_then_failure_with_context(tmp_path):
+    run = open_run(write_run(tmp_path, RETRY_LOG, RETRY_PROGRAM, {"research": "R", "outline": "O"}))
+    history = history_of(run)
+    # failed attempts that were retried count as retries, not failures
+    assert history.retries() == [3, 5]
+    assert history.failures() == [6, 7]
+    ctx = failure_context(run, history, history.first_failure())
+    assert ctx.statement is not None and ctx.statement.text == "3→ draft ✗ model refused"
+    assert ctx.error == "model refused"
+    assert [e.status for e in ctx.retries] == ["2/3", "3/3"]
+    assert [b.name for b in ctx.context_bindings] == ["research", "outline"]
+    assert all(b.exists for b in ctx.context_bindings)
+    final = failure_context(run, history, 7)
+    assert final.error == "model refused — draft failed after 3 attempts"
+    assert state_at(run, history, 3).trace[-1].state is S.RETRYING
+
+
+def test_failure_context_without_context_lines_uses_bindings_written_before(tmp_path):
+    program = "let a = session \"A\"\nlet b = session \"B\"\n"
+    log = "# run:20260301-090000-c0ffee ab.prose\n1→ a ✓\n2→ b ✗ crashed\n---error 2026-03-01T09:05:00Z boom\n"
+    run = open_run(write_run(tmp_path, log, program, {"a": "A"}))
+    history = history_of(run)
+    ctx = failure_context(run, history, history.first_failure())
+    assert [b.name for b in ctx.context_bindings] == ["a"]
+    assert ctx.error == "crashed"
+
+
+def test_events_json_shape(tmp_path):
+    run = open_run(write_run(tmp_path, RETRY_LOG))
+    rows = events_json(history_of(run))
+    assert [r["seq"] for r in rows] == list(range(8))
+    assert set(rows[0]) == {"seq", "time", "kind", "step", "name", "status", "text"}
+    assert rows[3] == {"seq": 3, "time": None, "kind": "retry", "step": "3", "name": None, "status": "2/3",
+                       "text": "3→ retry:2/3"}
+    assert rows[-1]["kind"] == "run_errored" and rows[-1]["time"] == "2026-03-01T09:05:00+00:00"
