@@ -59,7 +59,7 @@ def _json_entry(raw: bytes | str) -> tuple[str | None, datetime | None, bool]:
     """``(assistant_text, time, ok)`` for one transcript line; ``ok`` is False for broken JSON."""
     try:
         obj = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than json can decode
         return None, None, False
     if not isinstance(obj, dict):
         return None, None, True
@@ -101,7 +101,7 @@ def _looks_jsonl(head: bytes) -> bool:
             return False
         try:
             return isinstance(json.loads(raw), dict)
-        except ValueError:
+        except (ValueError, RecursionError):
             if i == len(lines) - 1:
                 return raw.startswith(b'{"')
             continue  # one broken line

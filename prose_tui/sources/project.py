@@ -24,7 +24,7 @@ def read_state_json(path: Path) -> dict[str, str]:
     """A flat view of ``.prose/state.json`` whatever its shape; ``{}`` when unreadable."""
     try:
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting too deep to decode
         return {}
     if not isinstance(data, dict):
         return {"value": json.dumps(data)}

@@ -119,7 +119,7 @@ def fetch_rows(conn: sqlite3.Connection, cols: list[str], tail_sql: str, params:
             try:
                 parsed = json.loads(meta_raw)
                 meta = parsed if isinstance(parsed, dict) else {"value": parsed}
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nesting too deep to decode
                 meta = {}
         out.append(
             ExecutionRow(
