@@ -36,7 +36,7 @@ class ProseTUI(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("m", "mission_control", "Mission Control"),
-        Binding("ctrl+p", "command_palette", "Commands", show=False),
+        Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ]
     COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands}
 
@@ -66,7 +66,7 @@ class ProseTUI(App[None]):
 
     def help_groups(self):
         """Key bindings grouped by where they work, for the help screen."""
-        groups = [("Everywhere", [*self.BINDINGS, Binding("ctrl+p", "", "Command palette")]),
+        groups = [("Everywhere", list(self.BINDINGS)),
                   (ExplorerScreen.HELP_GROUP, list(ExplorerScreen.BINDINGS))]
         for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))

@@ -14,9 +14,10 @@ from typing import Literal
 
 from .model import Backend, Binding, Run
 from .sources.narration_markers import binding_value
+from .sources.sqlite_tables import read_table_page
 from .sources.sqlite_values import read_sqlite_binding_value
 
-TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "env"]
+TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,7 @@ class Target:
     @property
     def markdown(self) -> bool:
         """Rendered as Markdown by default (program text and raw state files are not)."""
-        return self.kind in ("binding", "memory", "segment", "section")
+        return self.kind in ("binding", "memory", "segment", "section", "table")
 
 
 def binding_target(binding: Binding, run: Run | None = None) -> Target:
@@ -67,3 +68,26 @@ def resolve_trace_binding(run: Run, rel_path: str | None, text: str) -> Binding 
         frame = run.call_stack[0].execution_id if run.call_stack else None
         return run.binding_named(m.group(1), frame)
     return None
+
+
+TABLE_ROWS = 200
+
+
+def table_target(run: Run, table: str) -> Target:
+    """An SQLite extension table, read as a Markdown table of its first ``TABLE_ROWS`` rows."""
+    run_dir = run.path
+
+    def read() -> str:
+        columns, rows = read_table_page(run_dir, table, 0, TABLE_ROWS)
+        if not columns:
+            return f"{table} has no columns or could not be read."
+
+        def cell(value: object) -> str:
+            return ("" if value is None else str(value)).replace("|", "\\|").replace("\n", " ")[:80]
+
+        lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+        lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+        more = f"\n\nFirst {TABLE_ROWS} rows shown." if len(rows) >= TABLE_ROWS else ""
+        return "\n".join(lines) + more
+
+    return Target("table", table, run.path / "state.db", read=read)

@@ -24,6 +24,9 @@ from .sources.narration import NarrationTail, sniff_narration
 from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status
 
 
+PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
+
+
 class Part(StrEnum):
     """Which part of a run a changed path belongs to."""
 
@@ -75,21 +78,27 @@ class Workspace:
         self.tails: dict[Path, NarrationTail] = {}
 
     # -- reading -------------------------------------------------------------------------
-    def scan(self, progress=None) -> list[Run]:
-        """Discover and read every run; ``progress(done, total)`` is called as runs are read."""
+    def scan(self, progress=None, *, partial=None) -> list[Run]:
+        """Discover and read every run.
+
+        ``progress(done, total, unit)`` is called as runs are read (``unit`` ``"runs"``) and,
+        for a large narration file, as its bytes are read (``unit`` ``"bytes"``);
+        ``partial(run)`` receives such a run as parsed so far, so a first screen can show
+        before the whole file is read.
+        """
         refs = find_runs(self.root)
         self.refs = {ref.path: ref for ref in refs}
         for path in [p for p in self.runs if p not in self.refs]:
             self.runs.pop(path, None)
         for done, ref in enumerate(refs, start=1):
-            self._read(ref.path)
+            self._read(ref.path, progress=progress, partial=partial)
             if progress is not None:
-                progress(done, len(refs))
+                progress(done, len(refs), "runs")
         return self.sorted_runs()
 
-    def _read(self, path: Path) -> Run | None:
+    def _read(self, path: Path, *, progress=None, partial=None) -> Run | None:
         if path.is_file() and path.name not in STATE_FILES and path in self.refs and self.refs[path].flat:
-            return self._read_narration(path)
+            return self._read_narration(path, progress=progress, partial=partial)
         try:
             run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
         except (NotARunError, OSError) as exc:
@@ -100,7 +109,7 @@ class Workspace:
         self.runs[path] = run
         return run
 
-    def _read_narration(self, path: Path) -> Run | None:
+    def _read_narration(self, path: Path, *, progress=None, partial=None) -> Run | None:
         """Narration files are tailed: each read parses only the bytes appended since the last."""
         tail = self.tails.get(path)
         if tail is None:
@@ -108,7 +117,16 @@ class Workspace:
                 self.errors[path] = f"{path}: not an OpenProse narration"
                 return None
             tail = self.tails[path] = NarrationTail(path)
-        tail.poll()
+        shown = [0]
+
+        def report(done: int, total: int) -> None:
+            if progress is not None:
+                progress(done, total, "bytes")
+            if partial is not None and done - shown[0] >= PARTIAL_EVERY and done < total:
+                shown[0] = done
+                partial(tail.run)
+
+        tail.poll(progress=report)
         run = tail.run
         apply_staleness(run, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
         self.runs[path] = run

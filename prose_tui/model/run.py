@@ -99,6 +99,8 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     encrypted: bool = False
     import_handle: str | None = None
+    tables: list[str] = field(default_factory=list)  # SQLite x_* extension tables, viewable as tables
+    metrics: dict[str, float] = field(default_factory=dict)  # token/cost totals (SQLite x_metrics-style)
     end_marker: str | None = None  # an event log's closing "---end ts" line
     error_marker: str | None = None  # an event log's closing "---error ts message" line
 

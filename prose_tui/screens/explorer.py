@@ -147,15 +147,27 @@ class ExplorerScreen(Screen[None]):
     def _scan(self) -> None:
         runs_pane = self.query_one("#runs-pane")
 
-        def progress(done: int, total: int) -> None:
-            self.app.call_from_thread(setattr, runs_pane, "border_title", f"Runs · reading {done}/{total}")
+        def progress(done: int, total: int, unit: str) -> None:
+            text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
+            self.app.call_from_thread(setattr, runs_pane, "border_title", text)
+
+        def partial(run: Run) -> None:
+            self.app.call_from_thread(self._partial, run)
 
         try:
-            runs = self.workspace.scan(progress)
+            runs = self.workspace.scan(progress, partial=partial)
         except OSError as exc:
             self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error")
             runs = []
         self.app.call_from_thread(self._scanned, runs)
+
+    def _partial(self, run: Run) -> None:
+        """A first screen of a large narration file while the rest is still being read."""
+        run_list = self.query_one(RunList)
+        if not run_list.runs:
+            run_list.set_runs([run], clock=self.workspace.clock)
+            self.activate(1)
+        self.show_run(run)
 
     def _scanned(self, runs: list[Run]) -> None:
         run_list = self.query_one(RunList)
@@ -264,6 +276,8 @@ class ExplorerScreen(Screen[None]):
             head.append(f" {run.id}", "bold")
             head.append(f"  {program_name(run.program)}  {run.format.value}", "dim")
             head.append(f"\n{run.status_reason}", "italic")
+            if run.metrics:
+                head.append("\n" + " · ".join(f"{k} {v:,.4g}" for k, v in sorted(run.metrics.items())), "cyan")
             for warning in run.warnings[:2]:
                 head.append(f"\n⚠ {warning}", "yellow")
             if self._banner:

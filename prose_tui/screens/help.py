@@ -10,15 +10,32 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
+_KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",
+              "shift+tab": "Shift+Tab", "pagedown": "PgDn", "pageup": "PgUp", "home": "Home", "end": "End",
+              "left": "←", "right": "→", "up": "↑", "down": "↓", "space": "Space", "exclamation_mark": "!",
+              "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
+              "right_curly_bracket": "}", "less_than_sign": "<", "greater_than_sign": ">"}
+
+
+def key_name(key: str) -> str:
+    """A key as a user types it: ``question_mark`` -> ``?``, ``ctrl+d`` -> ``Ctrl+D``."""
+    key = key.strip()
+    if key in _KEY_NAMES:
+        return _KEY_NAMES[key]
+    if key.startswith("ctrl+"):
+        return "Ctrl+" + key_name(key[5:]).upper()
+    return key
+
+
 def describe_key(key: str) -> str:
-    """``ctrl+d,pagedown`` -> ``ctrl+d / pagedown``."""
-    return " / ".join(k.strip() for k in key.split(","))
+    """``ctrl+d,pagedown`` -> ``Ctrl+D / PgDn``."""
+    return " / ".join(key_name(k) for k in key.split(","))
 
 
 def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, expand=True)
-    table.add_column("key", style="bold", no_wrap=True, min_width=14)
-    table.add_column("what")
+    table.add_column("key", style="bold", no_wrap=True, min_width=14, ratio=1)
+    table.add_column("what", ratio=3)
     for title, bindings in groups:
         if not bindings:
             continue

@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ..model import Run
+from ..model import Run, Section
 from .filesystem import STATE_FILES, is_run_dir, load_run, state_file_of
 from .narration import load_narration, sniff_narration
 from .sqlite import is_sqlite_run, load_sqlite_run
 from .sqlite_open import is_sqlite_file
+from .sqlite_tables import list_extension_tables, metrics_summary
 from .status import DEFAULT_STALE_AFTER, apply_staleness
 
 
@@ -48,12 +49,12 @@ def open_run(
         if path.name in STATE_FILES:
             return load_run(path.parent, now=now, stale_after=stale_after, observed=observed)
         if is_sqlite_file(path):
-            return _stale_checked(load_sqlite_run(path.parent, now=now), now, stale_after, observed)
+            return _sqlite(path.parent, now, stale_after, observed)
         if sniff_narration(path):
             return _stale_checked(load_narration(path), now, stale_after, observed)
         raise NotARunError(f"{path}: not a run state file, state.db or OpenProse narration")
     if state_file_of(path) is None and is_sqlite_run(path):
-        return _stale_checked(load_sqlite_run(path, now=now), now, stale_after, observed)
+        return _sqlite(path, now, stale_after, observed)
     if not is_run_dir(path):
         raise NotARunError(f"{path}: not a run folder (no state.md, vm.log.md, state.db, program or bindings)")
     return load_run(path, now=now, stale_after=stale_after, observed=observed)
@@ -61,4 +62,24 @@ def open_run(
 
 def _stale_checked(run: Run, now: datetime | None, stale_after: float, observed: datetime | None) -> Run:
     apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+    return run
+
+
+def _sqlite(run_dir: Path, now: datetime | None, stale_after: float, observed: datetime | None) -> Run:
+    """An SQLite run with its x_* tables listed and token/cost metrics summed (seeds/sqlite.md,
+    Flexibility Encouragement)."""
+    run = _stale_checked(load_sqlite_run(run_dir, now=now), now, stale_after, observed)
+    run.tables = list_extension_tables(run_dir)
+    summary = metrics_summary(run_dir)
+    run.metrics = dict(summary["run"])
+    rows = [(eid, figures) for eid, figures in summary["by_execution"].items() if eid is not None]
+    if rows:
+        names = sorted({name for _, figures in rows for name in figures})
+        lines = ["| execution | statement | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+        for eid, figures in sorted(rows):
+            statement = summary["statements"].get(eid, "").replace("|", "\\|").replace("\n", " ")[:60]
+            cells = " | ".join(f"{figures.get(n, 0):g}" for n in names)
+            lines.append(f"| {eid} | {statement} | {cells} |")
+        totals = ", ".join(f"{k} {v:g}" for k, v in sorted(run.metrics.items()))
+        run.sections.append(Section("Metrics", f"Run totals: {totals}\n\n" + "\n".join(lines)))
     return run

@@ -356,7 +356,9 @@ class NarrationTail:
     def run(self) -> Run:
         return self.parser.run()
 
-    def poll(self) -> list[Event]:
+    def poll(self, progress: Progress | None = None) -> list[Event]:
+        """Read what was appended; ``progress(bytes_done, bytes_total)`` is called per chunk,
+        so a first read of a large transcript can show how far it got."""
         try:
             with open(self.path, "rb") as fh:
                 st = os.fstat(fh.fileno())
@@ -379,6 +381,8 @@ class NarrationTail:
                         break
                     self.offset += len(data)
                     self._consume(data)
+                    if progress is not None:
+                        progress(self.offset, st.st_size)
         except OSError:
             return []
         return self.parser.events[start:]

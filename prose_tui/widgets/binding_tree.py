@@ -9,7 +9,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ..model import Run
-from ..targets import Target, binding_target
+from ..targets import Target, binding_target, table_target
 
 _KIND_STYLE = {"input": "cyan", "output": "bold green", "let": "", "const": "blue"}
 
@@ -47,7 +47,7 @@ class BindingTree(Tree[Target]):
             tuple((b.path, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
             tuple((a.name, a.scope, a.memory, tuple((s.path, s.timestamp) for s in a.segments)) for a in run.agents),
             tuple((i.import_handle, i.status, BindingTree.shape_of(i)) for i in run.imports),
-            run.program_path, run.state_file, tuple(sec.title for sec in run.sections),
+            run.program_path, run.state_file, tuple(sec.title for sec in run.sections), tuple(run.tables),
         )
 
     def set_run(self, run: Run | None) -> None:
@@ -108,6 +108,10 @@ class BindingTree(Tree[Target]):
                 label.append(f"  {child.status.value}", "dim")
                 node = imports.add(label, expand=False)
                 self._fill(node, child, expanded)
+        if run.tables:
+            tables = parent.add(Text(f"Tables ({len(run.tables)})", "bold"), expand=False)
+            for table in run.tables:
+                tables.add_leaf(table, table_target(run, table))
         files = parent.add(Text("Files", "bold"), expand=False)
         if run.program_path is not None:
             files.add_leaf(run.program_path.name, Target("program", run.program_path.name, run.program_path))

@@ -27,7 +27,7 @@ def run_prompt(run: Run, now: datetime | None = None) -> Text:
         text.append(f" ({run.import_handle})", "dim")
     text.append("\n  ")
     text.append(program_name(run.program), "italic")
-    text.append(f"  {run.status.value} · {age(run.updated, now)}", "dim")
+    text.append(f"  {run.format.value} · {run.status.value} · {age(run.updated, now)}", "dim")
     return text
 
 
