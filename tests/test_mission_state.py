@@ -58,7 +58,9 @@ def test_badge_follows_the_seed_status_mapping_plus_terminated(tmp_path, current
 def test_terminated_agent_is_named_in_the_headline(tmp_path):
     state = read_state(write(tmp_path / "agent_state.json", mission("pause", "terminated")), now=clock)
     assert state.message == "Agent is terminated."
-    assert "only when restarted" in state.pending.description
+    assert state.pending is None
+    state = read_state(write(tmp_path / "agent_state.json", mission("continuous", "terminated")), now=clock)
+    assert state.pending.description == "the agent has terminated; it will act on continuous only when restarted"
 
 
 def test_stop_requested_while_running_shows_pending_transition_and_its_age(tmp_path):

@@ -78,7 +78,8 @@ async def until(pilot, predicate, what: str, timeout: float = 10.0):
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            seen = shown(pilot.app) if pilot.app.query(MissionPanel) or len(pilot.app.screen_stack) > 1 else ""
+            raise AssertionError(f"timed out waiting for {what}; the panel shows:\n{seen}")
         await pilot.pause(0.02)
 
 
@@ -182,12 +183,28 @@ async def test_keys_write_desired_state_and_stop_asks_first(tmp_path):
         assert (final["current_state"], final["setBy"], final["session_count"]) == ("pause", "human", 3)
 
 
+async def test_quick_presses_end_with_the_last_choice(tmp_path):
+    """Writes queue up in order; they never take each other for the agent overwriting them."""
+    path = write(tmp_path / "agent_state.json", mission("pause", "pause"))
+    app = Host(path, watch=False, verify_window=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s", "o", "c")
+        await until(pilot, lambda: "Run cleanup session: desired_state set to run_cleanup." in shown(app),
+                    "the last write")
+        assert "overwrote" not in shown(app)
+        assert load(path)["desired_state"] == "run_cleanup"
+
+
 async def test_buttons_and_escape_on_the_confirmation(tmp_path):
     path = write(tmp_path / "agent_state.json", mission("continuous", "continuous"))
     app = Host(path, watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.click("#mission-once")
-        await until(pilot, lambda: load(path)["desired_state"] == "run_once", "Run once to be written")
+        await until(pilot, lambda: "desired_state set to run_once." in shown(app), "Run once to be written")
+        assert load(path)["desired_state"] == "run_once"
+        # The new Pending row moves the buttons down: click only once it is there.
+        await until(pilot, lambda: "switching to run_once after the current session" in shown(app), "Pending")
+        await pilot.pause()
         await pilot.click("#mission-stop")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the stop confirmation")
         await pilot.press("escape")

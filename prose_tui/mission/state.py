@@ -170,6 +170,8 @@ class MissionState:
             return None
         if self.desired_state == self.current_state:
             return None
+        if self.desired_state == "pause" and self.current_state == TERMINATED:
+            return None  # nothing runs either way
         return Pending(
             self.desired_state,
             self.current_state,

@@ -157,6 +157,7 @@ class MissionPanel(Vertical):
         self._pending_key: tuple[str, str | None] | None = None
         self._pending_since: datetime | None = None
         self._stop_watching = asyncio.Event()
+        self._write_lock = asyncio.Lock()  # one write at a time, in the order asked
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="mission-head"):
@@ -328,26 +329,32 @@ class MissionPanel(Vertical):
 
     @work(group="mission-write")
     async def _write(self, action: str, note: str | None, overwrite: bool) -> None:
-        self.say(f"{ACTION_LABELS[action]}: writing desired_state = {ACTIONS[action]}…")
-        try:
-            result = await asyncio.to_thread(
-                apply_action, self.path, action, note=note, overwrite_malformed=overwrite,
-                now=self.now, verify_window=self.verify_window,
-            )
-        except StateFileMalformed as error:
-            self._ask_overwrite(action, note, error.message, error.lost)
-            return
-        except ControlError as error:
-            self._refuse(action, f"{ACTION_LABELS[action]}: {error.message}")
-            return
-        except Exception as error:  # never a traceback in the UI
-            self._refuse(action, f"{ACTION_LABELS[action]} failed: {error}")
+        # Serialised: two writes verifying at once would each take the other for the agent.
+        async with self._write_lock:
+            self.say(f"{ACTION_LABELS[action]}: writing desired_state = {ACTIONS[action]}…")
+            try:
+                result = await asyncio.to_thread(
+                    apply_action, self.path, action, note=note, overwrite_malformed=overwrite,
+                    now=self.now, verify_window=self.verify_window,
+                )
+            except Exception as error:  # noqa: BLE001 - reported below, never a traceback
+                result = error
+        if isinstance(result, Exception):
+            self._report_failure(action, note, result)
             return
         self.say(f"{ACTION_LABELS[action]}: {result.message}")
         self.post_message(self.DesiredStateSet(action, result))
         if result.reapplied:
             self.post_message(self.DesiredStateReapplied(action, result))
         await self.reload()
+
+    def _report_failure(self, action: str, note: str | None, error: Exception) -> None:
+        if isinstance(error, StateFileMalformed):
+            self._ask_overwrite(action, note, error.message, error.lost)
+        elif isinstance(error, ControlError):
+            self._refuse(action, f"{ACTION_LABELS[action]}: {error.message}")
+        else:
+            self._refuse(action, f"{ACTION_LABELS[action]} failed: {error}")
 
     @work(group="mission-write")
     async def _create(self) -> None:
