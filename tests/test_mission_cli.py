@@ -135,6 +135,13 @@ def test_control_on_malformed_file_shows_what_would_be_lost(tmp_path):
                           "The agent already reports pause.")
 
 
+def test_control_on_unrecognised_object_says_its_keys_are_kept(tmp_path):
+    write(tmp_path / "agent_state.json", {"mode": "on"})
+    code, _, err = run("start", str(tmp_path))
+    assert code == 1
+    assert err.rstrip().endswith("Add --overwrite-malformed to add desired_state to it (its other keys are kept).")
+
+
 def test_control_on_heartbeat_file_is_refused_in_json_too(tmp_path):
     write(tmp_path / "agent_state.json", {"session_id": "s", "last_heartbeat": STAMP})
     code, out, _ = run("cleanup", str(tmp_path), "--json")

@@ -252,6 +252,20 @@ async def test_malformed_file_is_overwritten_only_after_showing_what_is_lost(tmp
         assert (load(path)["desired_state"], load(path)["current_state"]) == ("continuous", "pause")
 
 
+async def test_unrecognised_object_is_extended_not_replaced_after_confirmation(tmp_path):
+    path = write(tmp_path / "agent_state.json", {"mode": "on"})
+    app = Host(path, watch=False, poll_interval=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("o")
+        confirm = await until(pilot, lambda: app.screen if isinstance(app.screen, ConfirmScreen) else None,
+                              "the confirmation")
+        assert confirm.body_text.endswith(
+            "Run single session will add desired_state, timestamp and setBy to it; its other keys are kept.")
+        await pilot.press("y")
+        await until(pilot, lambda: "desired_state set to run_once." in shown(app), "the write")
+        assert (load(path)["mode"], load(path)["desired_state"]) == ("on", "run_once")
+
+
 async def test_command_palette_offers_the_controls(tmp_path):
     path = write(tmp_path / "agent_state.json", mission("pause", "pause"))
     app = Host(path, open_screen=False, watch=False)

@@ -305,10 +305,16 @@ class MissionPanel(Vertical):
             self._write(action, note, False)
 
     def _ask_overwrite(self, action: str, note: str | None, problem: str, lost: str) -> None:
-        body = (
-            f"{problem}\n\n{ACTION_LABELS[action]} will replace the file. "
-            f"This content will be lost:\n\n{malformed_preview(lost)}"
-        )
+        if read_state(self.path, now=self.now, retries=0).kind is Kind.UNRECOGNISED:
+            body = (
+                f"{problem}\n\n{ACTION_LABELS[action]} will add desired_state, timestamp and setBy "
+                "to it; its other keys are kept."
+            )
+        else:
+            body = (
+                f"{problem}\n\n{ACTION_LABELS[action]} will replace the file. "
+                f"This content will be lost:\n\n{malformed_preview(lost)}"
+            )
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -316,7 +322,7 @@ class MissionPanel(Vertical):
             else:
                 self._refuse(action, "Kept the unreadable file; nothing was written.")
 
-        screen = ConfirmScreen("Overwrite the unreadable agent_state.json?", body, yes_label="Overwrite", danger=True)
+        screen = ConfirmScreen(f"Overwrite the unreadable {self.path.name}?", body, yes_label="Overwrite", danger=True)
         self.app.push_screen(screen, answered)
 
     def request_create(self) -> None:
