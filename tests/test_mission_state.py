@@ -255,3 +255,14 @@ def test_any_json_object_is_classified_and_described_without_raising(data):
     state = classify(Path("agent_state.json"), json.dumps(data), now=clock)
     assert state.message
     status_rows(state, NOW)
+
+
+def test_the_core_runs_without_textual():
+    """state, control and cli must work over SSH scripts without loading the UI toolkit."""
+    import subprocess
+    import sys
+
+    code = ("import sys, prose_tui.mission, prose_tui.mission.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.stdout.strip() == "[]", result.stderr
