@@ -230,3 +230,89 @@ def test_events_json_shape(tmp_path):
     assert rows[3] == {"seq": 3, "time": None, "kind": "retry", "step": "3", "name": None, "status": "2/3",
                        "text": "3→ retry:2/3"}
     assert rows[-1]["kind"] == "run_errored" and rows[-1]["time"] == "2026-03-01T09:05:00+00:00"
+
+
+# --- snapshot runs never watched: reconstructed ---------------------------------------------
+
+
+def copy_never_watched(tmp_path: Path, order: list[str]) -> Path:
+    """The fixture run, with binding files timed one minute apart in ``order``."""
+    run_dir = tmp_path / ".prose" / "runs" / NEVER_WATCHED.name
+    shutil.copytree(NEVER_WATCHED, run_dir)
+    base = datetime(2026, 2, 28, 9, 0, tzinfo=timezone.utc).timestamp()
+    for i, name in enumerate(order):
+        os.utime(run_dir / "bindings" / f"{name}.md", (base + 60 * i, base + 60 * i))
+    return run_dir
+
+
+def test_never_watched_snapshot_run_is_reconstructed_in_binding_time_order(tmp_path):
+    # tone was written before facts although the trace lists facts first
+    order = ["topic", "draft", "tone", "facts", "guide", "anon_001"]
+    run = open_run(copy_never_watched(tmp_path, order))
+    history = history_of(run)
+    assert history.origin == "reconstructed"
+    assert "reconstructed" in history.note and "approximate" in history.note
+    written = [e.name for e in history.events if e.kind is K.BINDING_WRITTEN]
+    assert written == order
+    times = [e.time for e in history.events if e.kind is K.BINDING_WRITTEN]
+    assert times == sorted(times) and times[0] == datetime(2026, 2, 28, 9, 0, tzinfo=timezone.utc)
+    kinds = [e.kind for e in history.events]
+    # the parallel joins after both branches, the run ends last
+    assert kinds.index(K.PARALLEL_JOINED) > max(i for i, e in enumerate(history.events) if e.name in ("facts", "tone"))
+    assert kinds[-1] is K.RUN_ENDED
+    assert history.failures() == []
+
+
+def test_reconstructed_state_shows_later_statements_as_not_yet_run(tmp_path):
+    order = ["topic", "draft", "tone", "facts", "guide", "anon_001"]
+    run = open_run(copy_never_watched(tmp_path, order))
+    history = history_of(run)
+    tone_written = next(i for i, e in enumerate(history.events) if e.kind is K.BINDING_WRITTEN and e.name == "tone")
+    at = state_at(run, history, tone_written)
+    by_text = {t.text.strip().split(" = ")[0]: t.state for t in at.trace if t.state is not None}
+    assert by_text["input topic: \"kelp forests\""] is S.COMPLETE
+    assert by_text["let draft"] is S.COMPLETE
+    assert by_text["tone"] is S.EXECUTING  # its output is being written
+    assert by_text["parallel:"] is S.EXECUTING  # a branch has begun
+    assert by_text["facts"] is S.NEXT
+    assert by_text["output guide"] is S.PENDING
+    assert sorted(b.name for b in at.bindings) == ["draft", "tone", "topic"]
+    assert at.status is RunStatus.RUNNING
+    done = state_at(run, history, tone_written + 1)
+    assert {t.text.strip().split(" = ")[0]: t.state for t in done.trace}["tone"] is S.COMPLETE
+    assert trace_pairs(state_at(run, history, len(history.events) - 1)) == trace_pairs(run)
+
+
+def test_reconstructed_frames_from_scoped_bindings_and_failure_at_a_retry(tmp_path):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-100000-beef00"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text(
+        "# Execution State\n\nrun: 20260301-100000-beef00\nprogram: split.prose\nstatus: failed\n\n"
+        "## Execution Trace\n\n```prose\n"
+        "block process(chunk):\n"
+        "  let parts = session \"Split\"                # --> bindings/parts__1.md\n"
+        "let notes = session \"Gather notes\"            # --> bindings/notes.md\n"
+        "let draft = do process(notes)                  # (complete)\n"
+        "session \"Publish\"                            # <-- RETRYING (attempt 3/3)\n"
+        "  context: { draft, notes }\n"
+        "```\n\n## Error\n\nthe bucket refused the upload (403)\n",
+        encoding="utf-8")
+    base = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc).timestamp()
+    for i, name in enumerate(["notes", "parts__1", "parts__2", "draft"]):
+        path = run_dir / "bindings" / f"{name}.md"
+        path.write_text(f"# {name}\nkind: let\n---\nvalue {i}\n", encoding="utf-8")
+        os.utime(path, (base + 60 * i, base + 60 * i))
+    run = open_run(run_dir)
+    history = history_of(run)
+    assert history.origin == "reconstructed"
+    kinds = [(e.kind, e.execution_id) for e in history.events if e.kind in (K.FRAME_PUSHED, K.FRAME_POPPED)]
+    assert kinds == [(K.FRAME_PUSHED, 1), (K.FRAME_POPPED, 1), (K.FRAME_PUSHED, 2), (K.FRAME_POPPED, 2)]
+    inside = next(i for i, e in enumerate(history.events) if e.kind is K.BINDING_WRITTEN and e.name == "parts"
+                  and e.execution_id == 2)
+    assert [(f.execution_id, f.block) for f in state_at(run, history, inside).call_stack] == [(2, "process")]
+    assert history.failures() == [len(history.events) - 1]
+    ctx = failure_context(run, history, history.first_failure())
+    assert ctx.statement is not None and ctx.statement.text.strip() == 'session "Publish"'
+    assert ctx.error == "the bucket refused the upload (403)"
+    assert [e.status for e in ctx.retries] == ["3/3"]
+    assert [b.name for b in ctx.context_bindings] == ["draft", "notes"]

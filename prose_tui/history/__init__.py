@@ -8,6 +8,20 @@ gives the run as of one event; ``failure_context`` what a failure had around it;
 """
 
 from .cursor import FailureContext, failure_context, state_at
+from .journal import Journal, JournalEntry
+from .record import main_record, record
 from .stream import EventRef, History, events_json, history_of
 
-__all__ = ["EventRef", "FailureContext", "History", "events_json", "failure_context", "history_of", "state_at"]
+__all__ = [
+    "EventRef",
+    "FailureContext",
+    "History",
+    "Journal",
+    "JournalEntry",
+    "events_json",
+    "failure_context",
+    "history_of",
+    "main_record",
+    "record",
+    "state_at",
+]

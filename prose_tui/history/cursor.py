@@ -17,7 +17,7 @@ from ..model import Agent, Binding, Event, EventKind, Frame, Run, RunFormat, Run
 from ..sources.eventlog import parse_event_log
 from ..sources.eventlog_lines import MARKS, classify_line
 from ..sources.snapshot import SnapshotState, parse_snapshot, parse_time
-from .stream import History, current_state, error_text
+from .stream import History, current_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from .journal import Journal
@@ -307,8 +307,9 @@ def _reconstructed_state(out: Run, run: Run, history: History, cursor: int) -> N
         if i <= cursor and event.kind in _STATE_OF:
             last_done[ref.trace_line] = i
     current = history.refs[cursor].trace_line
-    future = sorted((line for line, i in first.items() if i > cursor), key=lambda line: first[line])
-    first_future = min(future, default=None)
+    entered = _entered_blocks(run.trace, {line for line, i in first.items() if i <= cursor})
+    future = sorted((line for line, i in first.items() if i > cursor and line not in entered), key=lambda line: first[line])
+    first_future = future[0] if future else None
     trace: list[TraceLine] = []
     for t in run.trace:
         if t.line == current:
@@ -318,6 +319,8 @@ def _reconstructed_state(out: Run, run: Run, history: History, cursor: int) -> N
                 S.RETRYING if event.kind is K.RETRY else S.EXECUTING)
             trace.append(_copy_line(t, state=state, note=t.note if finished else None,
                                     binding=t.binding if finished else None))
+        elif t.line in first and first[t.line] > cursor and t.line in entered:
+            trace.append(_copy_line(t, state=S.EXECUTING, note=None, binding=None))  # its body has begun
         elif t.line in first and first[t.line] > cursor:
             state = S.NEXT if t.line == first_future else S.PENDING
             trace.append(_copy_line(t, state=state, note=None, binding=None))
@@ -331,6 +334,19 @@ def _reconstructed_state(out: Run, run: Run, history: History, cursor: int) -> N
     out.bindings = [b for b in run.bindings
                     if _rel(b.path, run.path) in written
                     or (_rel(b.path, run.path) not in mentioned and (b.kind or "").lower() == "input")]
+
+
+def _entered_blocks(trace: list[TraceLine], begun: set[int]) -> set[int]:
+    """Trace lines heading a block (``parallel:``, ``loop``...) some line of whose body has begun."""
+    out: set[int] = set()
+    for i, t in enumerate(trace):
+        for inner in trace[i + 1:]:
+            if inner.text.strip() and inner.indent <= t.indent:
+                break
+            if inner.line in begun:
+                out.add(t.line)
+                break
+    return out
 
 
 # -- failure context -------------------------------------------------------------------------

@@ -94,6 +94,21 @@ class History:
         failures = self.failures()
         return failures[0] if failures else None
 
+    def revision_cursors(self) -> list[tuple[str, int]]:
+        """Journal origin: ``(sha256, index)`` for each ``state.md`` revision in order, where
+        ``index`` is the last event that revision's changes produced: the cursor at which
+        :func:`~prose_tui.history.state_at` shows that revision exactly as it was seen.
+        Empty for other origins."""
+        out: list[tuple[str, int]] = []
+        for i, ref in enumerate(self.refs):
+            if ref.revision is None or ref.path is not None:
+                continue
+            if out and out[-1][0] == ref.revision and out[-1][1] == i - 1:
+                out[-1] = (ref.revision, i)
+            else:
+                out.append((ref.revision, i))
+        return out
+
     def same_statement(self, a: int, b: int) -> bool:
         """True when events ``a`` and ``b`` concern the same statement (step label, else trace line)."""
         ea, eb = self.events[a], self.events[b]
@@ -232,9 +247,11 @@ def statement_name(line: TraceLine) -> str:
 
 def _transition(line: TraceLine, old: S | None, new: S | None) -> tuple[EventKind, str | None] | None:
     """The event a change of annotation from ``old`` to ``new`` means, or ``None``."""
+    parallel, loop = _PARALLEL.match(line.text), _LOOP.match(line.text)
+    if parallel and old in (S.NEXT, S.PENDING) and new not in (S.NEXT, S.PENDING, S.COMPLETE):
+        return K.PARALLEL_STARTED, None  # the header lost its "next" mark: its branches began
     if new == old or new is None or new in (S.NEXT, S.PENDING):
         return None
-    parallel, loop = _PARALLEL.match(line.text), _LOOP.match(line.text)
     if new is S.EXECUTING:
         if parallel:
             return K.PARALLEL_STARTED, None
@@ -263,7 +280,7 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
 
     Returned as ``(event, trace_line)`` pairs with ``seq`` 0 (the caller numbers them).
     Frames popped come first (innermost first), then annotation changes in trace order
-    (a line retyped at the same position counts as changed), then frames pushed
+    (a line retyped at the same position counts as changed; parallels joining last), then frames pushed
     (outermost first), then a ``run_ended``/``run_errored`` when ``status:`` turned
     completed/failed. May be empty (only ``updated:`` changed).
     """
@@ -275,6 +292,7 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
             out.append((Event(0, K.FRAME_POPPED, f"#{f.execution_id} {f.block} returned", time=when,
                               name=f.block, status="done", execution_id=f.execution_id), None))
     old_trace = before.trace if before else []
+    joins: list[tuple[Event, int | None]] = []  # a parallel joins after its branches complete
     for i, line in enumerate(after.trace):
         old_line = old_trace[i] if i < len(old_trace) and old_trace[i].text == line.text else None
         old_state = old_line.state if old_line else None
@@ -283,15 +301,14 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
                          and (old_line.attempt, old_line.max_attempts) != (line.attempt, line.max_attempts))
         if change is None and retried_again:
             change = _transition(line, None, line.state)
-        rebound = (old_line is not None and old_state is S.COMPLETE and line.state is S.COMPLETE
-                   and old_line.note != line.note)
-        if change is None and rebound:
-            change = (K.STATEMENT_COMPLETED, "ok")
         if change is None:
             continue
         kind, status = change
         text = line.text.strip() + (f"  # {line.note}" if line.note else "")
-        out.append((Event(0, kind, text, time=when, name=statement_name(line), status=status), line.line))
+        name = name_and_scope(Path(line.binding).stem)[0] if line.binding else statement_name(line)
+        event = (Event(0, kind, text, time=when, name=name, status=status), line.line)
+        (joins if kind is K.PARALLEL_JOINED else out).append(event)
+    out.extend(joins)
     for f in reversed(after.call_stack):
         if _frame_key(f) not in old_stack:
             out.append((Event(0, K.FRAME_PUSHED, f"#{f.execution_id} {f.block}", time=when, name=f.block,

@@ -1,0 +1,372 @@
+"""The journal: what prose-tui saw of a snapshot run while it watched (issue 3).
+
+A snapshot ``state.md`` (seeds/filesystem.md, generation 1) is rewritten after every
+statement, so its history is lost unless somebody keeps the revisions. While prose-tui
+watches a run, :meth:`Journal.record` keeps each distinct revision of ``state.md`` and each
+binding/segment write it saw, with the time it saw it. Nothing is ever written inside the
+run folder.
+
+Layout, under ``platformdirs.user_state_dir("prose-tui")`` (or ``root``)::
+
+    journals/<sha1 of the resolved run path>/
+        run.json              {"run": "/abs/path/of/run"}  (for humans and clean-up tools)
+        index.jsonl           one JSON object per line, append-only:
+                              {"t": ISO time, "k": "state"|"binding"|"segment"|"removed",
+                               "p": run-relative path, "sha": sha256 hex (state only),
+                               "size": bytes, "mtime": seconds since the epoch}
+        revisions/<sha256>.md the text of one state.md revision, stored once
+
+Robustness: a line that is not complete JSON (a write cut short by a crash) is skipped
+without error, and the next append starts on a fresh line. Revision files are written to a
+temporary name and renamed, so a reader never sees half of one.
+
+Bounded growth: a ``state.md`` revision is indexed only when its sha256 differs from the
+last indexed one and its text is stored only once per distinct content (content-addressed);
+a binding or segment is indexed only when its size or mtime changed; revisions larger than
+``MAX_REVISION_BYTES`` are indexed without their text; event-log, encrypted and SQLite state
+is not journaled at all (those files are their own history). So a journal grows by one
+short line per change seen plus one file per distinct ``state.md`` text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import platformdirs
+
+from ..sources.agents import segment_number
+from ..sources.bindings import is_binding_path
+from ..sources.encryption import looks_encrypted
+from ..sources.eventlog import looks_like_event_log
+from ..sources.text import decode
+
+__all__ = ["Journal", "JournalEntry", "MAX_REVISION_BYTES", "run_files"]
+
+MAX_REVISION_BYTES = 8 * 1024 * 1024
+KINDS = ("state", "binding", "segment", "removed")
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One journaled observation.
+
+    ``time`` is when it was seen (the ``now`` given to ``record``). ``kind`` is ``"state"``
+    (a ``state.md`` revision), ``"binding"``, ``"segment"`` (an agent's ``{name}-NNN.md``) or
+    ``"removed"`` (a journaled file disappeared). ``path`` is absolute (the resolved run
+    folder joined with the stored run-relative path). ``sha256`` is the revision's key
+    (state only); ``text`` its text when stored (state only, else ``None``); ``size``
+    (bytes) and ``mtime`` (seconds since the epoch) are the file's at that time.
+    """
+
+    time: datetime
+    kind: str
+    path: Path
+    sha256: str | None = None
+    text: str | None = None
+    size: int | None = None
+    mtime: float | None = None
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What the index already says about one run: the last state sha and file stats."""
+
+    state: str | None
+    files: dict[str, tuple[int, int]]
+    entries: int
+
+
+def run_files(run_dir: Path) -> set[Path]:
+    """The files of a run the journal cares about: ``state.md``, binding files, segments,
+    and the same below ``imports/*/``. Missing folders give an empty set; never raises."""
+    out: set[Path] = set()
+    state = run_dir / "state.md"
+    if state.is_file():
+        out.add(state)
+    for sub in ("bindings", "agents", "imports"):
+        root = run_dir / sub
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in filenames:
+                if not name.startswith("."):
+                    out.add(Path(dirpath) / name)
+    return out
+
+
+class Journal:
+    """The journals of every watched run, under ``root/journals/`` (see module doc).
+
+    ``root`` defaults to ``platformdirs.user_state_dir("prose-tui")``. One instance may be
+    shared by threads (``record`` holds a lock). Raises ``ValueError`` from ``record`` when
+    the journal folder would be inside the run folder (it never writes into a run).
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else Path(platformdirs.user_state_dir("prose-tui"))
+        self._lock = threading.Lock()
+        self._seen: dict[Path, _Seen] = {}
+
+    # -- places --------------------------------------------------------------------------------
+    def folder(self, run_dir: Path) -> Path:
+        """The journal folder of ``run_dir``: ``root/journals/<sha1 of its resolved path>``."""
+        key = hashlib.sha1(str(Path(run_dir).resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+        return self.root / "journals" / key
+
+    def has(self, run_dir: Path) -> bool:
+        """True when the journal of ``run_dir`` has an index with at least one byte."""
+        try:
+            return (self.folder(run_dir) / "index.jsonl").stat().st_size > 0
+        except OSError:
+            return False
+
+    # -- reading -------------------------------------------------------------------------------
+    def entries(self, run_dir: Path) -> list[JournalEntry]:
+        """Every entry for ``run_dir``, oldest first, state texts filled in.
+
+        Lines that are not complete JSON objects of a known kind (a half-written last
+        line) are skipped. An empty list when there is no journal. Raises ``OSError`` only
+        when the index exists but cannot be read.
+        """
+        run_dir = Path(run_dir).resolve()
+        index = self.folder(run_dir) / "index.jsonl"
+        try:
+            data = index.read_bytes()
+        except FileNotFoundError:
+            return []
+        texts: dict[str, str | None] = {}
+        out: list[JournalEntry] = []
+        for raw in data.split(b"\n"):
+            row = _row(raw)
+            if row is None:
+                continue
+            sha = row.get("sha")
+            text = None
+            if row["k"] == "state" and isinstance(sha, str):
+                if sha not in texts:
+                    texts[sha] = self.revision_text(run_dir, sha)
+                text = texts[sha]
+            out.append(JournalEntry(
+                time=row["time"], kind=row["k"], path=run_dir / row["p"], sha256=sha if isinstance(sha, str) else None,
+                text=text, size=row.get("size") if isinstance(row.get("size"), int) else None,
+                mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
+            ))
+        return out
+
+    def revision_text(self, run_dir: Path, sha256: str) -> str | None:
+        """The stored text of the ``state.md`` revision ``sha256`` (UTF-8, bad bytes
+        replaced), or ``None`` when it was not stored or the key is not a sha256."""
+        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+            return None
+        try:
+            return decode((self.folder(run_dir) / "revisions" / f"{sha256}.md").read_bytes())
+        except OSError:
+            return None
+
+    # -- writing -------------------------------------------------------------------------------
+    def record(self, run_dir: Path, changed: set[Path], now: datetime) -> int:
+        """Journal what changed in ``run_dir``; returns the number of entries added.
+
+        ``changed`` holds absolute paths (others and paths outside the run are ignored);
+        the first call for a run also takes in every file already there (see
+        :func:`run_files`), so a run first seen midway starts from what existed. Paths
+        below ``imports/{handle}/`` go to that import's own journal. Within one call
+        binding and segment writes come first (by mtime) and the ``state.md`` revision
+        last, the order the VM Update Protocol of seeds/filesystem.md writes them in.
+        ``now`` is stored as the time of each entry. Never writes inside ``run_dir``.
+        """
+        return len(self.record_entries(run_dir, changed, now))
+
+    def record_entries(self, run_dir: Path, changed: set[Path], now: datetime) -> list[JournalEntry]:
+        """Like :meth:`record`, returning the entries added (this run's and its imports')."""
+        run_dir = Path(run_dir).resolve()
+        folder = self.folder(run_dir)
+        if folder.resolve() == run_dir or run_dir in folder.resolve().parents:
+            raise ValueError(f"journal folder {folder} is inside the run {run_dir}; refusing to write there")
+        with self._lock:
+            return self._record(run_dir, folder, set(changed), now)
+
+    def _record(self, run_dir: Path, folder: Path, changed: set[Path], now: datetime) -> list[JournalEntry]:
+        seen = self._load_seen(run_dir, folder)
+        if seen.entries == 0:
+            changed |= run_files(run_dir)
+        files: list[tuple[float, str, str, Path]] = []  # (mtime, rel, kind, path)
+        state: Path | None = None
+        imports: dict[str, set[Path]] = {}
+        for path in changed:
+            rel = _relative(Path(path), run_dir)
+            if rel is None or not rel.parts:
+                continue
+            head = rel.parts[0]
+            if head == "imports" and len(rel.parts) >= 3:
+                imports.setdefault(rel.parts[1], set()).add(run_dir / rel)
+            elif rel.parts == ("state.md",):
+                state = run_dir / rel
+            elif head == "bindings" and is_binding_path(run_dir / rel, run_dir):
+                files.append((_mtime(run_dir / rel), rel.as_posix(), "binding", run_dir / rel))
+            elif head == "agents" and len(rel.parts) == 3 and segment_number(rel) is not None:
+                files.append((_mtime(run_dir / rel), rel.as_posix(), "segment", run_dir / rel))
+        rows: list[dict] = []
+        added: list[JournalEntry] = []
+        stamp = now.isoformat()
+        for _mtime_key, rel, kind, path in sorted(files):
+            try:
+                st = path.stat()
+            except OSError:
+                if rel in seen.files:
+                    del seen.files[rel]
+                    rows.append({"t": stamp, "k": "removed", "p": rel})
+                    added.append(JournalEntry(now, "removed", path))
+                continue
+            key = (st.st_size, st.st_mtime_ns)
+            if seen.files.get(rel) == key:
+                continue
+            seen.files[rel] = key
+            rows.append({"t": stamp, "k": kind, "p": rel, "size": st.st_size, "mtime": st.st_mtime})
+            added.append(JournalEntry(now, kind, path, size=st.st_size, mtime=st.st_mtime))
+        if state is not None:
+            entry = self._state_entry(state, folder, seen, now)
+            if entry is not None:
+                row = {"t": stamp, "k": entry.kind, "p": "state.md"}
+                if entry.kind == "state":
+                    row.update(sha=entry.sha256, size=entry.size, mtime=entry.mtime)
+                rows.append(row)
+                added.append(entry)
+        if rows:
+            self._append(folder, run_dir, rows)
+            seen.entries += len(rows)
+        for handle, paths in sorted(imports.items()):
+            child = run_dir / "imports" / handle
+            if child.is_dir():
+                added.extend(self._record(child, self.folder(child), paths, now))
+        return added
+
+    def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime) -> JournalEntry | None:
+        try:
+            st = path.stat()
+            data = path.read_bytes()
+        except OSError:
+            if seen.state is not None:
+                seen.state = None
+                return JournalEntry(now, "removed", path)
+            return None
+        head = decode(data[:4096])
+        if looks_encrypted(head) or looks_like_event_log(decode(data[:65536])):
+            return None  # an event log is its own history; encrypted text tells nothing
+        sha = hashlib.sha256(data).hexdigest()
+        if sha == seen.state:
+            return None
+        seen.state = sha
+        text = decode(data)
+        if len(data) <= MAX_REVISION_BYTES:
+            _store(folder / "revisions" / f"{sha}.md", data)
+        else:
+            text = None
+        return JournalEntry(now, "state", path, sha256=sha, text=text, size=st.st_size, mtime=st.st_mtime)
+
+    def _append(self, folder: Path, run_dir: Path, rows: list[dict]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = folder / "run.json"
+        if not meta.exists():
+            _store(meta, json.dumps({"run": str(run_dir)}).encode("utf-8"))
+        index = folder / "index.jsonl"
+        payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+        with open(index, "ab") as fh:
+            if fh.tell() > 0 and not _ends_with_newline(index):
+                payload = b"\n" + payload  # a half-written line before us stays on its own
+            fh.write(payload)
+
+    def _load_seen(self, run_dir: Path, folder: Path) -> _Seen:
+        seen = self._seen.get(run_dir)
+        if seen is not None:
+            return seen
+        seen = _Seen(state=None, files={}, entries=0)
+        try:
+            data = (folder / "index.jsonl").read_bytes()
+        except OSError:
+            data = b""
+        for raw in data.split(b"\n"):
+            row = _row(raw)
+            if row is None:
+                continue
+            seen.entries += 1
+            rel = row["p"]
+            if row["k"] == "state":
+                seen.state = row.get("sha")
+            elif row["k"] == "removed":
+                if rel == "state.md":
+                    seen.state = None
+                seen.files.pop(rel, None)
+            elif isinstance(row.get("size"), int) and isinstance(row.get("mtime"), (int, float)):
+                seen.files[rel] = (row["size"], int(round(row["mtime"] * 1e9)))
+        # mtimes round-trip through floats; re-stat so an unchanged file is not indexed again
+        for rel, (size, mtime_ns) in list(seen.files.items()):
+            try:
+                st = (run_dir / rel).stat()
+            except OSError:
+                continue
+            if st.st_size == size and abs(st.st_mtime_ns - mtime_ns) < 2_000:
+                seen.files[rel] = (st.st_size, st.st_mtime_ns)
+        self._seen[run_dir] = seen
+        return seen
+
+
+def _row(raw: bytes) -> dict | None:
+    """One index line as a dict with ``time`` parsed, or ``None`` when it is not a whole entry."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        row = json.loads(raw)
+        row["time"] = datetime.fromisoformat(row["t"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(row, dict) or row.get("k") not in KINDS or not isinstance(row.get("p"), str):
+        return None
+    if row["p"].startswith("/") or ".." in Path(row["p"]).parts:
+        return None
+    return row
+
+
+def _relative(path: Path, run_dir: Path) -> Path | None:
+    try:
+        return path.relative_to(run_dir)
+    except ValueError:
+        pass
+    try:
+        return path.parent.resolve().joinpath(path.name).relative_to(run_dir)
+    except (ValueError, OSError):
+        return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _ends_with_newline(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) == b"\n"
+    except OSError:
+        return True
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Write ``path`` atomically (temporary name, then rename); keep an existing file."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

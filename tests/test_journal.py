@@ -1,0 +1,303 @@
+"""The journal of watched snapshot runs and the headless recorder (issue 3).
+
+The demo VM writes a seed-format run step by step (seeds/filesystem.md); the journal taken
+while it runs must replay to exactly what a user saw live, and must never touch the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from prose_tui.demo.simulator import DemoVM
+from prose_tui.history import Journal, history_of, record, state_at
+from prose_tui.history.journal import run_files
+from prose_tui.sources import open_run
+
+START = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    """A fixed clock that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+def tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def live_view(run) -> tuple:
+    return (
+        [(t.text, t.state) for t in run.trace],
+        run.executing.line if run.executing else None,
+        [(f.execution_id, f.block, f.depth, f.status) for f in run.call_stack],
+        sorted((b.name, b.execution_id, b.exists) for b in run.bindings),
+    )
+
+
+def journal_demo(tmp_path: Path, steps: int | None = None):
+    """Run the demo VM, journaling after each step; returns (vm, journal, live views, hashes ok)."""
+    clock = Clock()
+    vm = DemoVM(tmp_path / "project", clock=clock)
+    journal = Journal(tmp_path / "state")
+    live: list[tuple[str, tuple]] = []
+    untouched = True
+    for n, step in enumerate(vm.steps()):
+        if steps is not None and n >= steps:
+            continue  # the VM goes on; nobody watches
+        before = tree_hash(tmp_path / "project")
+        journal.record(vm.run_dir, set(step.paths), clock())
+        untouched &= tree_hash(tmp_path / "project") == before
+        sha = hashlib.sha256((vm.run_dir / "state.md").read_bytes()).hexdigest()
+        live.append((sha, live_view(open_run(vm.run_dir))))
+    return vm, journal, live, untouched
+
+
+def test_demo_journal_replays_exactly_what_was_seen_live(tmp_path):
+    vm, journal, live, untouched = journal_demo(tmp_path)
+    assert untouched, "journaling changed the run folder"
+    assert not (journal.root.resolve()).is_relative_to((tmp_path / "project").resolve())
+    run = open_run(vm.run_dir)
+    history = history_of(run, journal=journal)
+    assert history.origin == "journal" and "journal" in history.note
+    cursors = history.revision_cursors()
+    assert [sha for sha, _ in cursors] == [sha for sha, _ in live]
+    assert len(live) == 31
+    for (sha, seen), (_, cursor) in zip(live, cursors):
+        assert live_view(state_at(run, history, cursor, journal=journal)) == seen, cursor
+    # the views move: the stack grows three deep and unwinds, bindings accumulate
+    depths = [len(seen[2]) for _, seen in live]
+    assert max(depths) == 3 and depths[-1] == 0
+    assert len(live[0][1][3]) == 0 < len(live[-1][1][3])
+    assert [e.seq for e in history.events] == list(range(len(history.events)))
+
+
+def test_journal_events_say_what_happened(tmp_path):
+    vm, journal, _, _ = journal_demo(tmp_path)
+    run = open_run(vm.run_dir)
+    history = history_of(run, journal=journal)
+    kinds = [e.kind.value for e in history.events]
+    pushed = [e.execution_id for e in history.events if e.kind.value == "frame_pushed"]
+    popped = [e.execution_id for e in history.events if e.kind.value == "frame_popped"]
+    assert pushed == [1, 2, 3] and popped == [3, 2, 1]
+    assert kinds.count("parallel_started") == 1 and kinds.count("parallel_joined") == 1
+    assert kinds.index("parallel_started") < kinds.index("parallel_joined")
+    assert [history.events[i].status for i in history.retries()] == ["2/3"]
+    assert history.failures() == []
+    assert kinds[-1] == "run_ended"
+    segments = [e.status for e in history.events if e.kind.value == "agent_segment" and e.name == "captain"]
+    assert segments == ["001", "002", "003"]
+    # bindings are the same objects the live run holds, so the viewer can read them
+    cursor = history.revision_cursors()[10][1]
+    at = state_at(run, history, cursor, journal=journal)
+    live_objects = {id(b) for b in run.bindings}
+    assert at.bindings and all(id(b) in live_objects for b in at.bindings if b.exists)
+    captain = next(a for a in at.agents if a.name == "captain")
+    assert [s.number for s in captain.segments] == [1]
+
+
+def test_default_journal_lives_in_the_user_state_folder(tmp_path, _isolated_user_dirs):
+    vm = DemoVM(tmp_path / "project", clock=Clock())
+    journal = Journal()
+    steps = vm.steps()
+    for _ in range(4):
+        journal.record(vm.run_dir, set(next(steps).paths), START)
+    assert journal.root.is_relative_to(_isolated_user_dirs)
+    assert journal.folder(vm.run_dir).parent.name == "journals"
+    history = history_of(open_run(vm.run_dir))  # no journal given: the default one
+    assert history.origin == "journal"
+
+
+def test_identical_revisions_and_unchanged_files_are_not_stored_twice(tmp_path):
+    vm = DemoVM(tmp_path / "project", clock=Clock())
+    journal = Journal(tmp_path / "state")
+    steps = vm.steps()
+    for _ in range(3):
+        journal.record(vm.run_dir, set(next(steps).paths), START)
+    folder = journal.folder(vm.run_dir)
+    revisions = sorted((folder / "revisions").iterdir())
+    assert len(revisions) == 3
+    everything = run_files(vm.run_dir)
+    assert journal.record(vm.run_dir, everything, START) == 0
+    state = vm.run_dir / "state.md"
+    state.write_bytes(state.read_bytes())  # rewritten, same text
+    assert journal.record(vm.run_dir, {state}, START) == 0
+    # a fresh Journal (another process) reads the index and agrees nothing changed
+    assert Journal(tmp_path / "state").record(vm.run_dir, everything, START) == 0
+    assert sorted((folder / "revisions").iterdir()) == revisions
+    binding = vm.run_dir / "bindings" / "repo.md"
+    binding.write_text(binding.read_text() + "more\n")
+    assert journal.record(vm.run_dir, {binding}, START) == 1
+    binding.unlink()
+    assert journal.record(vm.run_dir, {binding}, START) == 1
+    assert [e.kind for e in journal.entries(vm.run_dir)][-2:] == ["binding", "removed"]
+
+
+def test_half_written_last_line_is_skipped(tmp_path):
+    vm = DemoVM(tmp_path / "project", clock=Clock())
+    journal = Journal(tmp_path / "state")
+    steps = vm.steps()
+    journal.record(vm.run_dir, set(next(steps).paths), START)
+    index = journal.folder(vm.run_dir) / "index.jsonl"
+    good = journal.entries(vm.run_dir)
+    with open(index, "ab") as fh:
+        fh.write(b'{"t": "2026-03-01T09:00:05+00:00", "k": "bind')
+    assert [(e.kind, e.path) for e in journal.entries(vm.run_dir)] == [(e.kind, e.path) for e in good]
+    added = journal.record(vm.run_dir, set(next(steps).paths), START + timedelta(seconds=9))
+    assert added == 2  # the repo binding and the new state.md revision
+    after = journal.entries(vm.run_dir)
+    assert len(after) == len(good) + 2
+    assert after[-1].kind == "state" and after[-1].text == (vm.run_dir / "state.md").read_text(encoding="utf-8")
+    assert all(json.loads(line) for line in index.read_text().splitlines()[-2:])
+
+
+def test_no_journal_for_unknown_runs_and_never_inside_a_run(tmp_path):
+    vm = DemoVM(tmp_path / "project", clock=Clock())
+    next(vm.steps())
+    journal = Journal(tmp_path / "state")
+    assert not journal.has(vm.run_dir) and journal.entries(vm.run_dir) == []
+    assert journal.revision_text(vm.run_dir, "0" * 64) is None
+    before = tree_hash(vm.run_dir)
+    with pytest.raises(ValueError, match="inside the run"):
+        Journal(vm.run_dir / ".journal").record(vm.run_dir, set(), START)
+    assert tree_hash(vm.run_dir) == before
+
+
+def test_event_log_state_is_not_journaled(tmp_path):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-090000-c0ffee"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text("# run:20260301-090000-c0ffee x.prose\n1→ a ✓\n", encoding="utf-8")
+    (run_dir / "bindings" / "a.md").write_text("# a\nkind: let\n---\nA\n", encoding="utf-8")
+    journal = Journal(tmp_path / "state")
+    assert journal.record(run_dir, {run_dir / "state.md"}, START) == 1  # the binding only
+    assert [e.kind for e in journal.entries(run_dir)] == ["binding"]
+    assert history_of(open_run(run_dir), journal=journal).origin == "log"
+
+
+def test_journal_that_stopped_early_still_ends_live(tmp_path):
+    vm, journal, live, _ = journal_demo(tmp_path, steps=5)
+    run = open_run(vm.run_dir)
+    history = history_of(run, journal=journal)
+    assert history.origin == "journal" and "after the journal ends" in history.note
+    cursors = history.revision_cursors()
+    assert len(cursors) == 6  # five seen, and the file as it is now
+    for (sha, seen), (_, cursor) in zip(live, cursors):
+        assert live_view(state_at(run, history, cursor, journal=journal)) == seen
+    assert live_view(state_at(run, history, len(history.events) - 1, journal=journal)) == live_view(run)
+
+
+def test_imports_get_their_own_journal(tmp_path):
+    vm, journal, _, _ = journal_demo(tmp_path)
+    child = open_run(vm.run_dir).imports[0]
+    assert journal.has(child.path)
+    history = history_of(child, journal=journal)
+    assert history.origin == "journal"
+    assert history.events[-1].kind.value == "run_ended"
+
+
+# --- the headless recorder --------------------------------------------------------------------
+
+
+def wait_for(predicate, deadline: float = 15.0) -> bool:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_record_thread_journals_a_running_demo_and_stops(tmp_path):
+    project = tmp_path / "project"
+    (project / ".prose" / "runs").mkdir(parents=True)
+    journal = Journal(tmp_path / "state")
+    stop = threading.Event()
+    seen: list[str] = []
+    result: list[int] = []
+    worker = threading.Thread(target=lambda: result.append(record(
+        project, stop=stop, journal=journal, on_change=lambda d, es: seen.extend(e.kind for e in es))))
+    worker.start()
+    try:
+        time.sleep(0.3)  # let the watcher start; anything earlier is caught by rediscovery anyway
+        vm = DemoVM(project, clock=Clock())
+        steps = vm.steps()
+        for _ in range(6):
+            next(steps)
+            time.sleep(0.05)
+        final = hashlib.sha256((vm.run_dir / "state.md").read_bytes()).hexdigest()
+
+        def caught_up() -> bool:
+            states = [e.sha256 for e in journal.entries(vm.run_dir) if e.kind == "state"]
+            return bool(states) and states[-1] == final
+
+        assert wait_for(caught_up), "the recorder never journaled the last state.md"
+    finally:
+        stop.set()
+        worker.join(15)
+    assert not worker.is_alive()
+    entries = journal.entries(vm.run_dir)
+    assert result and result[0] >= len(entries) > 0
+    assert {"state", "binding"} <= set(seen)
+    assert history_of(open_run(vm.run_dir), journal=journal).origin == "journal"
+
+
+RECORDER = ("import sys; from pathlib import Path; from prose_tui.history.record import main_record; "
+            "sys.exit(main_record(Path(sys.argv[1])))")
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_main_record_stops_cleanly_on_signals(tmp_path, signame):
+    project = tmp_path / "project"
+    vm = DemoVM(project, clock=Clock())
+    steps = vm.steps()
+    next(steps), next(steps)
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-c", RECORDER, str(project)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    watchdog = threading.Timer(30, proc.kill)  # a hung recorder fails the test instead of the run
+    watchdog.start()
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("recording 1 run below"), first
+        # what the run holds already: the repo binding, then the state.md revision
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert [line.split(": ", 1)[0] for line in lines] == [vm.run_id, vm.run_id], lines
+        assert "binding bindings/repo.md" in lines[0] and "state.md revision" in lines[1]
+        proc.send_signal(getattr(signal, signame))
+        out, err = proc.communicate(timeout=20)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.strip().splitlines()[-1].startswith("stopped: ")
+    assert "Traceback" not in err
+
+
+def test_main_record_missing_path(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", RECORDER, str(tmp_path / "nowhere")], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [f"prose-tui record: {tmp_path / 'nowhere'}: no such file or folder"]
