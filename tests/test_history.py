@@ -316,3 +316,55 @@ def test_reconstructed_frames_from_scoped_bindings_and_failure_at_a_retry(tmp_pa
     assert ctx.error == "the bucket refused the upload (403)"
     assert [e.status for e in ctx.retries] == ["3/3"]
     assert [b.name for b in ctx.context_bindings] == ["draft", "notes"]
+
+
+# --- other sources: SQLite and narration ------------------------------------------------------
+
+
+def test_sqlite_run_history_and_cursor(tmp_path):
+    import sqlite_fixture
+
+    run = open_run(sqlite_fixture.build_sqlite_run(tmp_path, failed=True))
+    history = history_of(run)
+    assert history.origin == "log" and len(history.events) == len(run.events)
+    # the flaky statement failed once and was retried to success: a retry, not a failure
+    assert len(history.retries()) == 2
+    failures = history.failures()
+    assert len(failures) == 1 and history.events[failures[0]].kind is K.STATEMENT_FAILED
+    ctx = failure_context(run, history, failures[0])
+    assert ctx.statement is not None and "Process chunk" in ctx.statement.text
+    assert ctx.error == "Context window exceeded"
+    pushes = [i for i, e in enumerate(history.events) if e.kind is K.FRAME_PUSHED]
+    outer = state_at(run, history, pushes[0])
+    assert [f.block for f in outer.call_stack] == ["process"]
+    inner = state_at(run, history, pushes[1])
+    assert [(f.execution_id, f.parent_id) for f in inner.call_stack] == [(12, 10), (10, None)]
+    first = state_at(run, history, 0)
+    assert first.trace[0].state is S.EXECUTING and all(t.state is None for t in first.trace[1:])
+
+
+def test_narration_failure_context(tmp_path):
+    run = open_run(HERE / "fixtures" / "narration" / "bracket.md")
+    history = history_of(run)
+    assert history.origin == "log"
+    index = history.first_failure()
+    ctx = failure_context(run, history, index)
+    assert ctx.statement is not None and ctx.statement.text == 'session "Run the test suite"'
+    assert ctx.statement.state is S.FAILED
+    assert ctx.error == "Session failed: test runner timed out"
+    at = state_at(run, history, index)
+    assert [t.state for t in at.trace[index_of(at, ctx.statement.line) + 1:]] == [None] * (
+        len(at.trace) - index_of(at, ctx.statement.line) - 1)
+
+
+def index_of(run, line: int) -> int:
+    return next(i for i, t in enumerate(run.trace) if t.line == line)
+
+
+def test_history_package_does_not_import_textual():
+    import subprocess
+    import sys
+
+    code = "import sys, prose_tui.history; print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

@@ -171,7 +171,20 @@ def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
     for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
         if ref.trace_line is not None and event.kind in _STATE_OF:
             states[ref.trace_line] = _STATE_OF[event.kind]
-    out.trace = [_copy_line(t, state=states.get(t.line)) for t in run.trace]
+    # A line still "executing" when a later line at its own depth or shallower has
+    # started was finished by then (sources rarely report a container's completion).
+    shallowest_after: list[float] = [float("inf")] * (len(run.trace) + 1)
+    for i in range(len(run.trace) - 1, -1, -1):
+        t = run.trace[i]
+        shallowest_after[i] = min(shallowest_after[i + 1], t.indent if t.line in states else float("inf"))
+    lines = []
+    for i, t in enumerate(run.trace):
+        state = states.get(t.line)
+        if state is S.EXECUTING and shallowest_after[i + 1] <= t.indent:
+            live = t.state if t.state in (S.COMPLETE, S.FAILED, S.SKIPPED) else S.COMPLETE
+            state = live
+        lines.append(_copy_line(t, state=state))
+    out.trace = lines
     out.call_stack = fold_frames(history.events[: cursor + 1])
 
 
@@ -373,6 +386,8 @@ class FailureContext:
 _FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
 _CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w]*")
+# "[Warning] ", "⚠️ ", "- " before a narration line's words
+_LEADING_MARKER = re.compile(r"^[^\w\[]*(?:\[[^\]]*\][*`_]*\s*:?)?[^\w\"']*")
 
 
 def failure_context(run: Run, history: History, index: int) -> FailureContext:
@@ -437,7 +452,8 @@ def _error_words(event: Event) -> str | None:
                 return words or event.status
         if "#" in event.text:
             return event.text.split("#", 1)[1].strip() or event.status
-        return event.status
+        words = _LEADING_MARKER.sub("", event.text).strip()
+        return words or event.status
     return None
 
 
@@ -495,9 +511,16 @@ def _program_position_of_last_binding(program: list[str], history: History, inde
     return 0
 
 
+_INLINE_CONTEXT = re.compile(r"\bcontext\s*:\s*(.*)$", re.IGNORECASE)
+
+
 def _block_context(lines: list[str], start: int) -> list[str]:
+    """Names in ``context:`` lines of the block starting at ``lines[start]`` (and in a
+    ``... with context: {a, b}`` on that line itself, as narrations write it)."""
     indent = len(lines[start]) - len(lines[start].lstrip())
     names: list[str] = []
+    if m := _INLINE_CONTEXT.search(lines[start].split("#", 1)[0]):
+        names.extend(dict.fromkeys(_IDENT.findall(m.group(1))))
     for text in lines[start + 1:]:
         if text.strip() and len(text) - len(text.lstrip()) <= indent:
             break

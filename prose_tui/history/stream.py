@@ -75,8 +75,9 @@ class History:
 
     def failures(self) -> list[int]:
         """Indexes of events where the run went wrong: ``statement_failed`` and
-        ``run_errored``. A failed attempt that a later ``retry`` of the same statement
-        took up is part of that retry, not a failure (see :meth:`retries`)."""
+        ``run_errored``. A failed attempt that the same statement got past later (a
+        ``retry``, a new start, a completion, a later failure) is part of that retry, not a
+        failure (see :meth:`retries`)."""
         out: list[int] = []
         for i, event in enumerate(self.events):
             if event.kind is K.RUN_ERRORED:
@@ -110,23 +111,21 @@ class History:
         return out
 
     def same_statement(self, a: int, b: int) -> bool:
-        """True when events ``a`` and ``b`` concern the same statement (step label, else trace line)."""
+        """True when events ``a`` and ``b`` concern the same statement: the same step label
+        and, where both name one, the same name (VMs reuse step numbers); without step
+        labels, the same trace line."""
         ea, eb = self.events[a], self.events[b]
         if ea.step is not None or eb.step is not None:
-            return ea.step == eb.step
+            return ea.step == eb.step and (ea.name is None or eb.name is None or ea.name == eb.name)
         ta, tb = self.refs[a].trace_line, self.refs[b].trace_line
         return ta is not None and ta == tb
 
     def _retried(self, index: int) -> bool:
-        for j in range(index + 1, len(self.events)):
-            kind = self.events[j].kind
-            if not self.same_statement(index, j):
-                continue
-            if kind is K.RETRY:
-                return True
-            if kind in (K.STATEMENT_COMPLETED, K.STATEMENT_FAILED, K.STATEMENT_STARTED):
-                return False
-        return False
+        """A failed attempt is not final when the same statement is retried, started
+        again, completes or fails again later."""
+        again = (K.RETRY, K.STATEMENT_STARTED, K.STATEMENT_COMPLETED, K.STATEMENT_FAILED)
+        return any(self.events[j].kind in again and self.same_statement(index, j)
+                   for j in range(index + 1, len(self.events)))
 
 
 def history_of(run: Run, *, journal: Journal | None = None) -> History:
@@ -200,14 +199,18 @@ def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
     """The trace line each event belongs to.
 
     Event logs: the k-th distinct ``Event.line`` is the k-th trace line (``eventlog``).
-    Other sources: the k-th ``statement_started`` of a step is the k-th trace line with
-    that step; the step's other events follow the latest start.
+    Narration: the k-th ``statement_started`` is the k-th trace line (the parser adds a
+    line per position marker). SQLite: the k-th ``statement_started`` of a step is the
+    k-th trace line with that step; the step's other events follow the latest start.
     """
     if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG):
         distinct = sorted({e.line for e in events if e.line is not None})
         if len(distinct) == len(run.trace) and all(e.line is not None for e in events):
             rank = {line: run.trace[i].line for i, line in enumerate(distinct)}
             return [rank[e.line] for e in events]  # type: ignore[index]
+    starts = [i for i, e in enumerate(events) if e.kind is K.STATEMENT_STARTED]
+    if run.format is RunFormat.NARRATION and run.trace and len(starts) == len(run.trace):
+        return _ordinal_trace_lines(run, events)
     by_step: dict[str, list[int]] = {}
     for t in run.trace:
         if t.step is not None:
@@ -222,6 +225,23 @@ def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
         if e.kind is K.STATEMENT_STARTED:
             started[e.step] = min(started.get(e.step, -1) + 1, len(lines) - 1)  # type: ignore[index]
         out.append(lines[max(started.get(e.step, 0), 0)])  # type: ignore[arg-type]
+    return out
+
+
+_OWN_STATEMENT = (K.STATEMENT_STARTED, K.STATEMENT_COMPLETED, K.STATEMENT_FAILED, K.STATEMENT_SKIPPED, K.RETRY)
+
+
+def _ordinal_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
+    """Narration: the k-th ``statement_started`` is the k-th trace line; a statement's
+    outcome and retries belong to the latest start; other events to no line."""
+    out: list[int | None] = []
+    current: int | None = None
+    k = 0
+    for e in events:
+        if e.kind is K.STATEMENT_STARTED:
+            current = run.trace[k].line
+            k += 1
+        out.append(current if e.kind in _OWN_STATEMENT else None)
     return out
 
 
@@ -353,8 +373,8 @@ def journal_history(run: Run, entries: list[JournalEntry]) -> History:
     for entry in entries:
         rel = _rel(entry.path, run_dir)
         if entry.kind == "state":
-            if entry.text is None:
-                continue
+            if entry.text is None or entry.sha256 == revision:
+                continue  # a revision too large to keep, or the same one journaled twice
             snap = parse_snapshot(entry.text)
             revision = entry.sha256
             changes = snapshot_events(previous, snap, entry.time)
