@@ -154,6 +154,27 @@ def test_identical_revisions_and_unchanged_files_are_not_stored_twice(tmp_path):
     assert [e.kind for e in journal.entries(vm.run_dir)][-2:] == ["binding", "removed"]
 
 
+def test_journal_keeps_no_more_texts_past_its_cap(tmp_path, monkeypatch):
+    import prose_tui.history.journal as journal_module
+
+    vm = DemoVM(tmp_path / "project", clock=Clock())
+    journal = Journal(tmp_path / "state")
+    steps = vm.steps()
+    journal.record(vm.run_dir, set(next(steps).paths), START)
+    first = (vm.run_dir / "state.md").stat().st_size
+    monkeypatch.setattr(journal_module, "MAX_JOURNAL_BYTES", 2 * first + 100)
+    for _ in range(4):
+        journal.record(vm.run_dir, set(next(steps).paths), START)
+    states = [e for e in journal.entries(vm.run_dir) if e.kind == "state"]
+    assert len(states) == 5  # every revision is still indexed...
+    assert [e.text is not None for e in states] == [True, True, False, False, False]  # ...texts up to the cap
+    assert len(list((journal.folder(vm.run_dir) / "revisions").iterdir())) == 2
+    run = open_run(vm.run_dir)
+    history = history_of(run, journal=journal)
+    assert history.origin == "journal"
+    assert live_view(state_at(run, history, len(history.events) - 1, journal=journal)) == live_view(run)
+
+
 def test_half_written_last_line_is_skipped(tmp_path):
     vm = DemoVM(tmp_path / "project", clock=Clock())
     journal = Journal(tmp_path / "state")

@@ -23,9 +23,11 @@ temporary name and renamed, so a reader never sees half of one.
 Bounded growth: a ``state.md`` revision is indexed only when its sha256 differs from the
 last indexed one and its text is stored only once per distinct content (content-addressed);
 a binding or segment is indexed only when its size or mtime changed; revisions larger than
-``MAX_REVISION_BYTES`` are indexed without their text; event-log, encrypted and SQLite state
-is not journaled at all (those files are their own history). So a journal grows by one
-short line per change seen plus one file per distinct ``state.md`` text.
+``MAX_REVISION_BYTES``, and any revision once a run's stored texts pass
+``MAX_JOURNAL_BYTES``, are indexed without their text (a replay skips them); event-log,
+encrypted and SQLite state is not journaled at all (those files are their own history). So
+a journal grows by one short line per change seen plus one file per distinct ``state.md``
+text, up to the cap.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ from ..sources.encryption import looks_encrypted
 from ..sources.eventlog import looks_like_event_log
 from ..sources.text import decode
 
-__all__ = ["Journal", "JournalEntry", "MAX_REVISION_BYTES", "run_files"]
+__all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "run_files"]
 
 MAX_REVISION_BYTES = 8 * 1024 * 1024
+MAX_JOURNAL_BYTES = 256 * 1024 * 1024  # stored revision texts per run; past it, revisions are indexed only
 KINDS = ("state", "binding", "segment", "removed")
 
 
@@ -80,6 +83,7 @@ class _Seen:
     state: str | None
     files: dict[str, tuple[int, int]]
     entries: int
+    stored: int = 0  # bytes of revision texts kept for this run
 
 
 def run_files(run_dir: Path) -> set[Path]:
@@ -202,8 +206,8 @@ class Journal:
         imports: dict[str, set[Path]] = {}
         for path in changed:
             rel = _relative(Path(path), run_dir)
-            if rel is None or not rel.parts:
-                continue
+            if rel is None or not rel.parts or rel.name.startswith("."):
+                continue  # outside the run, or a VM's temporary file
             head = rel.parts[0]
             if head == "imports" and len(rel.parts) >= 3:
                 imports.setdefault(rel.parts[1], set()).add(run_dir / rel)
@@ -264,9 +268,13 @@ class Journal:
         if sha == seen.state:
             return None
         seen.state = sha
-        text = decode(data)
-        if len(data) <= MAX_REVISION_BYTES:
-            _store(folder / "revisions" / f"{sha}.md", data)
+        text: str | None = decode(data)
+        target = folder / "revisions" / f"{sha}.md"
+        if target.exists():
+            pass
+        elif len(data) <= MAX_REVISION_BYTES and seen.stored + len(data) <= MAX_JOURNAL_BYTES:
+            _store(target, data)
+            seen.stored += len(data)
         else:
             text = None
         return JournalEntry(now, "state", path, sha256=sha, text=text, size=st.st_size, mtime=st.st_mtime)
@@ -306,6 +314,10 @@ class Journal:
                 seen.files.pop(rel, None)
             elif isinstance(row.get("size"), int) and isinstance(row.get("mtime"), (int, float)):
                 seen.files[rel] = (row["size"], int(round(row["mtime"] * 1e9)))
+        try:
+            seen.stored = sum(p.stat().st_size for p in (folder / "revisions").iterdir())
+        except OSError:
+            seen.stored = 0
         # mtimes round-trip through floats; re-stat so an unchanged file is not indexed again
         for rel, (size, mtime_ns) in list(seen.files.items()):
             try:
