@@ -450,8 +450,8 @@ def _error_words(event: Event) -> str | None:
             if ch in _FAIL_MARKS:
                 words = event.text[i + 1:].lstrip("\ufe0f").strip()
                 return words or event.status
-        if "#" in event.text:
-            return event.text.split("#", 1)[1].strip() or event.status
+        if "#" in event.text:  # a snapshot line: its annotation, "<-- FAILED: reason"
+            return event.text.split("#", 1)[1].strip().removeprefix("<--").strip() or event.status
         words = _LEADING_MARKER.sub("", event.text).strip()
         return words or event.status
     return None
