@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from prose_tui.demo.simulator import DemoVM
-from prose_tui.history import Journal, history_of, record, state_at
+from prose_tui.history import Journal, failure_context, history_of, record, state_at
 from prose_tui.history.journal import run_files
 from prose_tui.sources import open_run
 
@@ -322,3 +322,48 @@ def test_main_record_missing_path(tmp_path):
                           text=True, timeout=30)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [f"prose-tui record: {tmp_path / 'nowhere'}: no such file or folder"]
+
+
+SNAPSHOT = """# Execution State
+
+run: 20260301-110000-f00d00
+program: publish.prose
+{status}
+## Execution Trace
+
+```prose
+let site = session "Build the site"              # --> bindings/site.md
+session "Publish the site"                      # {mark}
+  context: site
+```
+{error}"""
+
+
+def test_journaled_failure_has_its_retries_and_context(tmp_path):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-110000-f00d00"
+    (run_dir / "bindings").mkdir(parents=True)
+    journal = Journal(tmp_path / "state")
+    state = run_dir / "state.md"
+    clock = Clock()
+    (run_dir / "bindings" / "site.md").write_text("# site\nkind: let\n---\nhtml\n", encoding="utf-8")
+    for mark, status, error in [
+        ("<-- EXECUTING", "", ""),
+        ("<-- RETRYING (attempt 2/3)", "", ""),
+        ("<-- RETRYING (attempt 3/3)", "", ""),
+        ("<-- RETRYING (attempt 3/3)", "status: failed\n", "\n## Error\n\n403 Forbidden: credentials expired\n"),
+    ]:
+        state.write_text(SNAPSHOT.format(mark=mark, status=status, error=error), encoding="utf-8")
+        journal.record(run_dir, {state}, clock())
+    run = open_run(run_dir)
+    history = history_of(run, journal=journal)
+    assert history.origin == "journal"
+    assert [history.events[i].status for i in history.retries()] == ["2/3", "3/3"]
+    assert history.failures() == [len(history.events) - 1]
+    ctx = failure_context(run, history, history.first_failure())
+    assert ctx.error == "403 Forbidden: credentials expired"
+    assert ctx.statement is not None and ctx.statement.text.strip() == 'session "Publish the site"'
+    assert [e.status for e in ctx.retries] == ["2/3", "3/3"]
+    assert [b.name for b in ctx.context_bindings] == ["site"]
+    # as of the first retry the run was still running, at attempt 2 of 3
+    at = state_at(run, history, history.retries()[0], journal=journal)
+    assert at.status.value == "running" and at.executing is not None and at.executing.attempt == 2
