@@ -8,6 +8,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from .commands import ExplorerCommands
+from .history import Journal
 from .mission.state import find_agent_state
 from .screens.explorer import ExplorerScreen
 from .screens.help import HelpScreen
@@ -15,6 +16,7 @@ from .screens.mission_control import MissionControlCommands, MissionControlScree
 from .sources.status import DEFAULT_STALE_AFTER
 from .widgets.binding_tree import BindingTree
 from .widgets.call_stack import CallStackView
+from .widgets.timeline import Timeline
 from .widgets.run_list import RunList
 from .widgets.trace_view import TraceView
 from .widgets.value_viewer import ValueViewer
@@ -48,17 +50,19 @@ class ProseTUI(App[None]):
         watch: bool = True,
         clock=None,
         agent_state: Path | None = None,
+        journal: Journal | None = None,
     ) -> None:
         super().__init__()
         self.path = path.resolve()
         self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock)
         self.live = watch
+        self.journal = journal if journal is not None else Journal()
         root = self.path if self.path.is_dir() else self.path.parent
         self.agent_state_path = find_agent_state(root, agent_state)
 
     def get_default_screen(self) -> ExplorerScreen:
         initial = self.path if self.path.parent.name == "runs" else None
-        return ExplorerScreen(self.workspace, watch=self.live, initial=initial)
+        return ExplorerScreen(self.workspace, watch=self.live, initial=initial, journal=self.journal)
 
     @property
     def explorer(self) -> ExplorerScreen:
@@ -68,7 +72,7 @@ class ProseTUI(App[None]):
         """Key bindings grouped by where they work, for the help screen."""
         groups = [("Everywhere", list(self.BINDINGS)),
                   (ExplorerScreen.HELP_GROUP, list(ExplorerScreen.BINDINGS))]
-        for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer):
+        for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer, Timeline):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
         groups.append(("Mission Control (m)", [b for b in MissionControlScreen.BINDINGS if isinstance(b, Binding)]))
         return groups

@@ -2,7 +2,8 @@
 
     prose-tui [PATH] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
     prose-tui runs [PATH] [--json]
-    prose-tui show RUN_PATH [--json]
+    prose-tui show RUN_PATH [--json] [--at N]
+    prose-tui record PATH
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
@@ -22,7 +23,7 @@ from .model import Run
 from .sources import NotARunError, find_runs, open_run
 from .sources.status import DEFAULT_STALE_AFTER
 
-SUBCOMMANDS = ("runs", "show", "agent")
+SUBCOMMANDS = ("runs", "show", "agent", "record")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +64,10 @@ def _sub_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print one parsed run")
     show.add_argument("path", type=Path, metavar="RUN_PATH", help="run folder, state file, state.db, narration file, or - for stdin")
     show.add_argument("--json", action="store_true", help="the parsed run as one JSON object")
+    show.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see the events list)")
     _common(show)
+    record = sub.add_parser("record", help="journal the runs below PATH without a UI, until Ctrl+C/SIGTERM/SIGHUP")
+    record.add_argument("path", nargs="?", default=".", type=Path)
     try:
         from .mission.cli import add_agent_parser
     except ImportError:  # pragma: no cover - mission control is part of the package
@@ -98,13 +102,34 @@ def _print_runs(runs: list[Run], as_json: bool) -> None:
     runs_table(runs)
 
 
-def _print_run(run: Run, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(run_detail(run), indent=2, ensure_ascii=False))
-        return
+def _show(args: argparse.Namespace) -> int:
+    """``show``: the parsed run, its history's events, or its state as of event ``--at``."""
+    from .history import Journal, events_json, history_of, state_at
+
+    if str(args.path) == "-":
+        from .sources.narration import parse_narration_text
+
+        run = parse_narration_text(sys.stdin.read())
+    else:
+        run = open_run(args.path, stale_after=args.stale_after)
+    history = history_of(run, journal=Journal())
+    if args.at is not None:
+        if not 0 <= args.at < len(history.events):
+            return _fail(f"--at {args.at}: this run has {len(history.events)} events (0-{len(history.events) - 1})")
+        run = state_at(run, history, args.at)
+    if args.json:
+        detail = run_detail(run)
+        detail["events"] = events_json(history)
+        detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
+        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        return 0
     from .render import run_report
 
     run_report(run)
+    if args.at is not None:
+        event = history.events[args.at]
+        print(f"as of event {args.at}/{len(history.events) - 1}: {event.text}")
+    return 0
 
 
 def _fail(message: str) -> int:
@@ -121,14 +146,11 @@ def main(argv: list[str] | None = None) -> int:
                 _print_runs(load_runs(args.path, args.stale_after), args.json)
                 return 0
             if args.command == "show":
-                if str(args.path) == "-":
-                    from .sources.narration import parse_narration_text
+                return _show(args)
+            if args.command == "record":
+                from .history import main_record
 
-                    run = parse_narration_text(sys.stdin.read())
-                else:
-                    run = open_run(args.path, stale_after=args.stale_after)
-                _print_run(run, args.json)
-                return 0
+                return main_record(args.path)
             from .mission.cli import run_agent_command
 
             return run_agent_command(args)

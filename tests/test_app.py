@@ -121,10 +121,10 @@ async def test_tab_cycles_panes_and_help_lists_every_binding():
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         seen = []
-        for _ in range(5):
+        for _ in range(6):
             await pilot.press("tab")
             seen.append(app.explorer.active)
-        assert seen == [1, 2, 3, 4, 0]
+        assert seen == [1, 2, 3, 4, 5, 0]
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.groups

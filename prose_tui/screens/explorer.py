@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..glyphs import STATUS_BADGE
-from ..model import Run
+from ..model import Run, RunFormat
 from ..render import age, program_name
 from ..sources.filesystem import fallback_trace
 from ..targets import Target, binding_target, resolve_trace_binding
@@ -33,14 +33,18 @@ from ..widgets.status_line import StatusLine
 from ..widgets.trace_view import TraceView
 from ..widgets.value_viewer import ValueViewer
 from ..workspace import Applied, Part, Workspace
+from ..history import Journal
+from ..navigator import HistoryNavigator
+from ..widgets.timeline import Timeline
+from .history_keys import HISTORY_BINDINGS, HistoryActions
 
 NARROW_WIDTH = 110
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
-         ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer)]
+         ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 STATUS_TICK = 5.0
 
 
-class ExplorerScreen(Screen[None]):
+class ExplorerScreen(HistoryActions, Screen[None]):
     """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on."""
 
     BINDINGS = [
@@ -52,11 +56,13 @@ class ExplorerScreen(Screen[None]):
         Binding("n", "search_again(False)", "Next match", show=False),
         Binding("N", "search_again(True)", "Previous match", show=False),
         Binding("ctrl+r", "rescan", "Rescan runs", show=False),
+        *HISTORY_BINDINGS,
     ]
     HELP_GROUP = "Panes & live"
     AUTO_FOCUS = None
 
-    def __init__(self, workspace: Workspace, *, watch: bool = True, initial: Path | None = None) -> None:
+    def __init__(self, workspace: Workspace, *, watch: bool = True, initial: Path | None = None,
+                 journal: Journal | None = None) -> None:
         super().__init__()
         self.workspace = workspace
         self.live = watch
@@ -66,7 +72,8 @@ class ExplorerScreen(Screen[None]):
         self.watcher_state = "watch off" if not watch else "starting watcher"
         self.search_term = ""
         self._stop = asyncio.Event()
-        self._pending = 0
+        self.journal = journal
+        self.nav = HistoryNavigator(journal)
         self.viewer_follows_writes = True  # until the user picks something to read
         self._head_text: Text | None = None
         self._banner: str | None = None
@@ -77,9 +84,12 @@ class ExplorerScreen(Screen[None]):
         with Horizontal(id="main"):
             with Vertical(id="runs-pane", classes="pane"):
                 yield RunList(id="runs")
-            with Vertical(id="trace-pane", classes="pane"):
-                yield Static(id="run-head")
-                yield TraceView(id="trace")
+            with Vertical(id="center"):
+                with Vertical(id="trace-pane", classes="pane"):
+                    yield Static(id="run-head")
+                    yield TraceView(id="trace")
+                with Vertical(id="history-pane", classes="pane"):
+                    yield Timeline(id="timeline")
             with Vertical(id="side"):
                 with Vertical(id="stack-pane", classes="pane"):
                     yield CallStackView(id="stack")
@@ -96,7 +106,7 @@ class ExplorerScreen(Screen[None]):
         self.call_after_refresh(self._start)
 
     def _start(self) -> None:
-        titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents", "value-pane": "Value"}
+        titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents", "value-pane": "Value", "history-pane": "History"}
         for pane_id, title in titles.items():
             self.query_one(f"#{pane_id}").border_title = title
         self._layout()
@@ -118,7 +128,8 @@ class ExplorerScreen(Screen[None]):
             pane = self.query_one(f"#{pane_id}")
             pane.set_class(i == self.active, "-active")
             pane.display = (not self.narrow) or i == self.active
-        self.query_one("#side").display = (not self.narrow) or self.active >= 2
+        self.query_one("#side").display = (not self.narrow) or self.active in (2, 3, 4)
+        self.query_one("#center").display = (not self.narrow) or self.active in (1, 5)
         self.query_one(PaneBar).set_active(self.active)
 
     def _pane_widget(self, index: int):
@@ -208,13 +219,24 @@ class ExplorerScreen(Screen[None]):
             run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
             self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
         for path, change in applied.changed.items():
+            self._journal(change.run, change.paths)
             run_list.update_run(change.run, clock=self.workspace.clock)
             if self.current_run is not None and path == self.current_run.path:
                 self.show_run(change.run, changed=change.paths)
         if self.current_run is not None and self.current_run.path in applied.runs_removed:
-            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning")
+            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
             self.show_run(None)
         return applied
+
+    def _journal(self, run: Run, paths: set[Path]) -> None:
+        """Journal what a watched snapshot run wrote (its history for later replay)."""
+        if self.journal is None or run.format is not RunFormat.SNAPSHOT or not run.path.is_dir():
+            return
+        try:
+            self.journal.record(run.path, paths, self.workspace.clock())
+        except (OSError, ValueError) as exc:
+            self.notify(f"could not journal {run.id}: {exc}", severity="warning", markup=False)
+            self.journal = None
 
     def _tick(self) -> None:
         if self.live and not self.workspace.watch_roots():
@@ -234,39 +256,71 @@ class ExplorerScreen(Screen[None]):
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
         same = run is not None and self.current_run is not None and run.path == self.current_run.path
         self.current_run = run
-        trace = self.query_one(TraceView)
+        self.nav.load(run)
         viewer = self.query_one(ValueViewer)
         if run is None:
-            trace.set_lines([])
-            self.query_one(CallStackView).set_frames([])
-            self.query_one(BindingTree).set_run(None)
+            self.refresh_view()
             viewer.show_target(None)
-            self._show_head(None)
             return
-        if not same or changed is None or any(self.workspace.part_of(run.path, p) is not Part.BINDING for p in changed):
-            lines, banner = (run.trace, None) if run.trace else fallback_trace(run)
-            self._banner = banner
-            if lines != trace.lines:
-                trace.set_lines(lines)
-            stack = self.query_one(CallStackView)
-            if not same or run.call_stack != stack.frames:
-                stack.set_frames(run.call_stack)
-        tree = self.query_one(BindingTree)
-        if not same or tree.shape_of(run) != tree.shape:
-            tree.set_run(run)
         if not same:
             self.viewer_follows_writes = True
+            self.query_one(TraceView).set_following(True)
+        self.refresh_view(only_bindings=same and changed is not None
+                          and all(self.workspace.part_of(run.path, p) is Part.BINDING for p in changed))
+        if not same:
             viewer.show_target(_newest_binding(run, None))
-            trace.set_following(True)
-        else:
-            if not trace.following:
-                self._pending += 1
+        elif self.nav.live:
             newest = _newest_binding(run, changed) if self.viewer_follows_writes else None
             if newest is not None and (viewer.target is None or viewer.target.path != newest.path):
                 viewer.show_target(newest)
             elif viewer.target is not None and viewer.target.path is not None and changed and viewer.target.path in changed:
-                viewer.reload()
+                fresh = next((b for b in run.bindings if b.path == viewer.target.path), None)
+                # The header may have changed length: read the value with the new binding's offset.
+                viewer.reload(target=binding_target(fresh, run) if fresh is not None and viewer.target.binding else None)
+
+    def refresh_view(self, *, only_bindings: bool = False) -> None:
+        """Render the current run as of the history cursor (the run itself when live)."""
+        run = self.current_run
+        trace = self.query_one(TraceView)
+        if run is None:
+            trace.set_lines([])
+            self.query_one(CallStackView).set_frames([])
+            self.query_one(BindingTree).set_run(None)
+            self.query_one(Timeline).set_events([], 0)
+            self._show_head(None)
+            return
+        view = self.nav.view(run)
+        if not only_bindings:
+            lines, self._banner = (view.trace, None) if view.trace else fallback_trace(run)
+            if lines != trace.lines:
+                trace.set_lines(lines)
+            stack = self.query_one(CallStackView)
+            if view.call_stack != stack.frames or not stack.frames:
+                stack.set_frames(view.call_stack)
+        tree = self.query_one(BindingTree)
+        if tree.shape_of(view) != tree.shape:
+            tree.set_run(view)
+        timeline = self.query_one(Timeline)
+        if timeline.events is not self.nav.events or timeline.cursor != self.nav.position:
+            timeline.set_events(self.nav.events, self.nav.position)
         self._show_head(run)
+
+    def show_target(self, target) -> None:
+        self.query_one(ValueViewer).show_target(target)
+
+    def show_trace_line(self, line: int) -> None:
+        """Put the trace cursor on trace line ``line`` (stops following)."""
+        trace = self.query_one(TraceView)
+        for i, t in enumerate(trace.lines):
+            if t.line == line:
+                trace.set_following(False)
+                trace.move_cursor(i)
+                return
+
+    def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
+        self.nav.move_to(event.index)
+        self.refresh_view()
+        self._show_failure_if_any()
 
     def _show_head(self, run: Run | None) -> None:
         head = Text(no_wrap=False)
@@ -285,14 +339,25 @@ class ExplorerScreen(Screen[None]):
         if head != self._head_text:
             self._head_text = head
             self.query_one("#run-head", Static).update(head)
-        self._update_trace_title()
+        self._update_titles()
         self._update_status()
 
-    def _update_trace_title(self) -> None:
+    def _update_titles(self) -> None:
         trace = self.query_one(TraceView)
         pane = self.query_one("#trace-pane")
-        pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
-        pane.border_subtitle = f"{self._pending} new · f to follow" if self._pending and not trace.following else None
+        nav = self.nav
+        if not nav.live:
+            event = nav.events[nav.position]
+            when = f" {event.time:%H:%M:%S}" if event.time else ""
+            pane.border_title = f"Trace · at event {nav.position + 1}/{len(nav.events)}{when}"
+            pane.border_subtitle = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
+        else:
+            pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
+            pane.border_subtitle = None
+        history = self.query_one("#history-pane")
+        note = f" · {nav.history.origin}" if nav.history and nav.events else ""
+        history.border_title = f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen")
+        history.border_subtitle = nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None
 
     def _update_status(self) -> None:
         run = self.current_run
@@ -301,7 +366,7 @@ class ExplorerScreen(Screen[None]):
             observed = self.workspace.observed.get(run.path)
             changed = age(observed or run.updated, self.workspace.clock())
         self.query_one(StatusLine).show(run, last_change=changed, watcher=self.watcher_state,
-                                        following=self.query_one(TraceView).following, pending=self._pending)
+                                        following=self.query_one(TraceView).following, pending=self.nav.pending)
 
     # -- trace and value ---------------------------------------------------------------------------
     def on_trace_view_binding_requested(self, event: TraceView.BindingRequested) -> None:
@@ -310,7 +375,7 @@ class ExplorerScreen(Screen[None]):
         binding = resolve_trace_binding(self.current_run, event.path, event.line.text)
         if binding is None:
             what = f"'{event.line.note}' names no binding file" if event.line.note else f"line {event.line.line} wrote no binding"
-            self.notify(what, severity="information")
+            self.notify(what, severity="information", markup=False)
             return
         self.viewer_follows_writes = False
         self.query_one(BindingTree).select_binding_path(binding.path)
@@ -319,9 +384,7 @@ class ExplorerScreen(Screen[None]):
             self.activate(4)
 
     def on_trace_view_follow_changed(self, event: TraceView.FollowChanged) -> None:
-        if event.following:
-            self._pending = 0
-        self._update_trace_title()
+        self._update_titles()
         self._update_status()
 
     def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
@@ -339,7 +402,7 @@ class ExplorerScreen(Screen[None]):
     def action_toggle_follow(self) -> None:
         trace = self.query_one(TraceView)
         trace.set_following(not trace.following)
-        self.notify("Following the executing statement" if trace.following else "Follow off: the trace stays where you are")
+        self.notify("Following the executing statement" if trace.following else "Follow off: the trace stays where you are", markup=False)
 
     def action_search(self) -> None:
         self.query_one(SearchBar).open(PANES[self.active][0])
@@ -357,7 +420,7 @@ class ExplorerScreen(Screen[None]):
             self.action_search()
             return
         if not self._pane_widget(self.active).search(self.search_term, backwards=backwards):
-            self.notify(f"no match for '{self.search_term}' in {PANES[self.active][0]}", severity="warning")
+            self.notify(f"no match for '{self.search_term}' in {PANES[self.active][0]}", severity="warning", markup=False)
 
     def action_rescan(self) -> None:
         self._scan()

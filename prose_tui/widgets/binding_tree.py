@@ -93,7 +93,7 @@ class BindingTree(Tree[Target]):
             label.append(f"  {a.scope or '—'}", "dim")
             node = agents.add(label, expand=self._label_key_text(label) in expanded)
             if a.memory is not None:
-                node.add_leaf("memory.md", Target("memory", f"{a.name} memory", a.memory))
+                node.add_leaf(Text("memory.md"), Target("memory", f"{a.name} memory", a.memory))
             for s in a.segments:
                 seg = Text(f"{s.number:03d}")
                 if s.timestamp:
@@ -111,12 +111,12 @@ class BindingTree(Tree[Target]):
         if run.tables:
             tables = parent.add(Text(f"Tables ({len(run.tables)})", "bold"), expand=False)
             for table in run.tables:
-                tables.add_leaf(table, table_target(run, table))
+                tables.add_leaf(Text(table), table_target(run, table))
         files = parent.add(Text("Files", "bold"), expand=False)
         if run.program_path is not None:
-            files.add_leaf(run.program_path.name, Target("program", run.program_path.name, run.program_path))
+            files.add_leaf(Text(run.program_path.name), Target("program", run.program_path.name, run.program_path))
         if run.state_file is not None:
-            files.add_leaf(run.state_file.name, Target("state", run.state_file.name, run.state_file))
+            files.add_leaf(Text(run.state_file.name), Target("state", run.state_file.name, run.state_file))
         for section in run.sections:
             files.add_leaf(Text(f"§ {section.title}"), Target("section", section.title, text=section.text))
 

@@ -126,6 +126,10 @@ class TraceView(ScrollView, can_focus=True):
         self._moving_programmatically = False
         self.scroll_to_cursor(center=center)
 
+    def move_cursor(self, index: int) -> None:
+        """Put the cursor on line index ``index`` and bring it into view."""
+        self._move(index, center=True)
+
     def scroll_to_cursor(self, *, center: bool = False) -> None:
         height = self.scrollable_content_region.height or 1
         top = self.scroll_offset.y
@@ -172,7 +176,7 @@ class TraceView(ScrollView, can_focus=True):
             self._user_moved()
             self._move(index, center=True)
         else:
-            self.notify("No statement is executing", severity="information")
+            self.notify("No statement is executing", severity="information", markup=False)
 
     def action_open(self) -> None:
         if not self.lines:

@@ -93,8 +93,12 @@ class ValueViewer(Vertical, can_focus=True):
         self._render_all()
         self.scroll_home(animate=False)
 
-    def reload(self, *, now: datetime | None = None) -> None:
-        """Re-read the shown file after it changed; keep position, mark what is new."""
+    def reload(self, *, now: datetime | None = None, target: Target | None = None) -> None:
+        """Re-read the shown file after it changed; keep position, mark what is new.
+
+        ``target`` replaces the shown target (the same file, re-read binding metadata)."""
+        if target is not None:
+            self.target = target
         if self.target is None:
             return
         body = self.body
@@ -222,7 +226,8 @@ class ValueViewer(Vertical, can_focus=True):
         t = self.target
         text = self.text
         if t is None or not text:
-            return Text("(empty)" if t is not None and not self._warning() else "", "dim")
+            encrypted = t is not None and t.binding is not None and t.binding.encrypted
+            return Text("(empty)" if t is not None and not encrypted else "", "dim")
         if t.binding is not None and t.binding.source and not self.raw:
             source = Text("source:\n", "dim")
             for line in highlight_lines(t.binding.source.splitlines()):

@@ -1,0 +1,106 @@
+"""Pilot tests for moving through a run's history: step, jump to failure, live cursor."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from app_helpers import make_app, ready, wait_until
+from conftest import FIXTURES
+from prose_tui.demo import DemoVM
+from prose_tui.widgets.call_stack import CallStackView
+from prose_tui.widgets.status_line import StatusLine
+from prose_tui.widgets.timeline import Timeline
+from prose_tui.widgets.trace_view import TraceView
+from prose_tui.widgets.value_viewer import ValueViewer
+
+FAILED_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
+
+
+def trace_texts(app) -> list[str]:
+    return [t.text for t in app.explorer.query_one(TraceView).lines]
+
+
+async def test_bang_jumps_to_the_first_failure_and_shows_its_context():
+    app = make_app(FAILED_RUN)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("exclamation_mark")
+        timeline = app.explorer.query_one(Timeline)
+        assert timeline.events[timeline.cursor].text == "4→ draft ✗ rate limited"
+        viewer = app.explorer.query_one(ValueViewer)
+        assert viewer.target.title.startswith("Failure at event")
+        for expected in ("rate limited", "4→ retry:2/3", "4→ retry:3/3", "security", "perf"):
+            assert expected in viewer.text
+        trace = app.explorer.query_one(TraceView)
+        assert trace.lines[trace.cursor].text == "4→ draft ✗ rate limited"
+        # Frozen at the failure: the later gate and the ---error line are not in the trace yet.
+        assert not any("gate:ship" in t for t in trace_texts(app))
+        assert app.explorer.query_one(CallStackView).frames[0].block == "review"
+        assert "at event" in app.explorer.query_one("#trace-pane").border_title
+
+
+async def test_brackets_step_and_braces_go_to_start_and_live():
+    app = make_app(FAILED_RUN)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        total = len(app.explorer.nav.events)
+        assert app.explorer.nav.live and len(trace_texts(app)) == 14
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        assert app.explorer.nav.position == total - 3
+        assert "2 new events" in app.explorer.query_one("#trace-pane").border_subtitle
+        assert "---error" not in " ".join(trace_texts(app))
+        await pilot.press("left_curly_bracket")
+        assert app.explorer.nav.position == 0
+        assert [t for t in trace_texts(app) if t.strip()] == ["1→ fetch ✓"]
+        await pilot.press("right_square_bracket")
+        assert app.explorer.nav.position == 1
+        await pilot.press("x")  # next failure or retry
+        assert app.explorer.nav.events[app.explorer.nav.position].text == "4→ draft ✗ timeout"
+        await pilot.press("right_curly_bracket")
+        assert app.explorer.nav.live and len(trace_texts(app)) == 14
+
+
+async def test_the_history_pane_moves_the_cursor_with_keys():
+    app = make_app(FAILED_RUN)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("6")
+        timeline = app.explorer.query_one(Timeline)
+        assert timeline.has_focus and timeline.cursor == len(timeline.events) - 1
+        await pilot.press("g")
+        assert app.explorer.nav.position == 0
+        await pilot.press("j", "j")
+        assert app.explorer.nav.position == 2
+        await pilot.press("G")
+        assert app.explorer.nav.live
+
+
+async def test_a_frozen_cursor_counts_new_events_while_the_run_goes_on(tmp_path):
+    ticks = [datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)]
+
+    def clock():
+        ticks[0] += timedelta(seconds=1)
+        return ticks[0]
+
+    vm = DemoVM(tmp_path, clock=clock)
+    steps = vm.steps()
+    for _ in range(6):
+        next(steps)
+    app = make_app(tmp_path, watch=True, now=ticks[0] + timedelta(minutes=1))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.explorer.current_run is not None, what="the run")
+        await wait_until(pilot, lambda: app.explorer.watcher_state.startswith("watching"), what="the watcher")
+        next(steps)  # the first change seen live starts the journal
+        await wait_until(pilot, lambda: len(app.explorer.nav.events) > 1, what="journaled events")
+        await pilot.press("left_square_bracket")
+        assert not app.explorer.nav.live
+        frozen = trace_texts(app)
+        frozen_position = app.explorer.nav.position
+        for _ in range(3):
+            next(steps)
+        await wait_until(pilot, lambda: app.explorer.nav.pending >= 2, what="new events to be counted")
+        assert app.explorer.nav.position == frozen_position
+        assert trace_texts(app) == frozen
+        assert "new" in str(app.explorer.query_one(StatusLine).render())
+        await pilot.press("right_curly_bracket")
+        assert app.explorer.nav.live and app.explorer.nav.pending == 0
