@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from ..model import Agent, Segment
-from .text import decode
+from .text import decode, open_regular
 
 _SEGMENT = re.compile(r"^(?P<name>.+)-(?P<num>\d{3,})\.md$")
 _FIELD = re.compile(r"^\s*(timestamp|prompt)\s*:\s*(.*)$", re.IGNORECASE)
@@ -24,7 +24,7 @@ def read_segment(path: Path, number: int) -> Segment:
     try:
         st = path.stat()
         seg.bytes, seg.mtime = st.st_size, st.st_mtime
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = decode(fh.read(_SEGMENT_HEAD))
     except OSError:
         return seg

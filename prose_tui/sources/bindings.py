@@ -19,7 +19,7 @@ import frontmatter
 
 from ..model import Binding
 from .encryption import looks_encrypted
-from .text import visible
+from .text import open_regular, visible
 
 HEAD_BYTES = 16 * 1024
 _SCOPED = re.compile(r"^(?P<name>.+?)__(?P<eid>\d+)$")
@@ -36,7 +36,7 @@ def name_and_scope(stem: str) -> tuple[str, int | None]:
 
 
 def _read_head(path: Path) -> bytes:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         return fh.read(HEAD_BYTES)
 
 
@@ -108,10 +108,14 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
     binding = Binding(name=name, path=path, execution_id=eid, service=service)
     try:
         st = path.stat()
-        binding.bytes, binding.mtime = st.st_size, st.st_mtime
-        raw = _read_head(path)
     except OSError as exc:
         binding.exists = False
+        binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
+        return binding
+    binding.bytes, binding.mtime = st.st_size, st.st_mtime
+    try:
+        raw = _read_head(path)
+    except OSError as exc:  # there but unreadable (permissions, a named pipe): say why
         binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
         return binding
     head = raw.decode("utf-8", errors="replace")  # offsets must stay byte-true; sanitised on display

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from .text import open_regular
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 500
 """How long a read waits for a committing writer before giving up, in milliseconds."""
@@ -51,7 +53,7 @@ def db_path_for(run_dir: Path) -> Path:
 def is_sqlite_file(path: Path) -> bool:
     """True when ``path`` starts with the 16-byte SQLite header. Never raises."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(16) == SQLITE_MAGIC
     except OSError:
         return False
@@ -60,7 +62,7 @@ def is_sqlite_file(path: Path) -> bool:
 def _journal_kind(path: Path) -> str:
     """``"wal"`` or ``"rollback"`` from header byte 18 (file format write version)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             header = fh.read(20)
     except OSError:
         return "rollback"

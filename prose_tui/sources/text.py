@@ -8,9 +8,12 @@ from a file can reach the terminal.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
@@ -34,13 +37,32 @@ def decode(data: bytes) -> str:
     return visible(data.decode("utf-8", errors="replace"))
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for binary reading only if it is a regular file (after symlinks).
+
+    A named pipe, socket or device in a run folder would block ``open`` (a FIFO with no
+    writer) or never end (``/dev/zero``); it is refused with ``OSError`` ("not a regular
+    file") without blocking: the file is opened non-blocking and checked with ``fstat``.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_window(path: Path, *, offset: int = 0, max_bytes: int = 256 * 1024, tail: bool = False) -> tuple[str, int, bool]:
     """Read at most ``max_bytes`` of ``path`` from ``offset`` (or its last ``max_bytes`` with ``tail``).
 
     Returns ``(text, size_in_bytes, truncated)``. Never reads the whole of a large file.
     Raises ``OSError`` when the file cannot be opened.
     """
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         start = offset if 0 <= offset <= size else 0
         length = size - start
