@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..model import Agent, Backend, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState
 from .narration_compact import CompactNarration
+from .text import visible
 from .narration_state import (  # noqa: F401 - BRACKET, EMOJI, STEP are re-exported for narration.py
     _AGENT,
     _ANNOT,
@@ -119,7 +120,7 @@ class NarrationParser(CompactNarration):
             self.started = self.started or time
             self.updated = time
         try:
-            self._dispatch(text.rstrip("\r\n"))
+            self._dispatch(visible(text.rstrip("\r\n")))  # no escape sequence reaches the screen
         except Exception as exc:  # noqa: BLE001 - narration is free text; never stop reading
             self._warn(f"line {line_no} could not be understood ({type(exc).__name__}: {exc}); kept as a note.")
             self._event(EventKind.NOTE, text.strip())

@@ -36,6 +36,7 @@ from .sqlite_rows import (
     row_trace_line,
 )
 from .sqlite_values import read_sqlite_binding_value, resolve_binding_scope
+from .text import visible
 from .sqlite_tables import (
     SqliteWatch,
     list_extension_tables,
@@ -184,14 +185,14 @@ def _load_run_table(conn, schema: dict[str, list[str]], run: Run, run_dir: Path)
     data = dict(zip(cols, row))
     for k, v in data.items():
         if v is not None and k != "program_source":
-            run.header[k] = str(v)
+            run.header[k] = visible(str(v))
     if data.get("program_source"):
         run.header["program_source_chars"] = str(len(str(data["program_source"])))
     if data.get("id"):
-        run.id = str(data["id"])
+        run.id = visible(str(data["id"]))
     prog = data.get("program_path")
     if prog:
-        run.program = str(prog)
+        run.program = visible(str(prog))
         cand = Path(str(prog))
         cand = cand if cand.is_absolute() else run_dir / cand.name
         run.program_path = cand if cand.exists() else None

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from ..model import Event, EventKind, StatementState, TraceLine
 from .sqlite_open import quote_ident
+from .text import visible
 
 EXECUTION_COLUMNS = [
     "id",
@@ -93,11 +94,12 @@ def _int(value: object) -> int | None:
 
 
 def _str(value: object) -> str | None:
+    """A cell as display text: bytes decoded with replacement, control characters made visible."""
     if value is None:
         return None
     if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
+        return visible(value.decode("utf-8", "replace"))
+    return visible(str(value))
 
 
 def fetch_rows(conn: sqlite3.Connection, cols: list[str], tail_sql: str, params: tuple = ()) -> list[ExecutionRow]:

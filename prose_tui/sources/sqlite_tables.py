@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..model import Agent, Binding, Segment
 from .sqlite_open import choose_mode, db_path_for, open_readonly, quiet, quote_ident, read_schema
+from .text import visible
 
 BINDING_COLUMNS = ["name", "execution_id", "kind", "value", "source_statement", "created_at", "updated_at", "attachment_path"]
 MAX_BINDINGS = 20_000
@@ -18,9 +19,10 @@ MAX_BINDINGS = 20_000
 
 
 def _s(value: object) -> str:
+    """A cell as display text: bytes decoded with replacement, control characters made visible."""
     if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
+        return visible(value.decode("utf-8", "replace"))
+    return visible(str(value))
 
 
 def load_bindings(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: Path, warnings: list[str]) -> list[Binding]:
