@@ -278,6 +278,9 @@ def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run
         sub = load_run(child, now=now, stale_after=stale_after, home=home, _depth=depth + 1, _seen=seen)
         sub.import_handle = child.name
         out.append(sub)
+        capped = f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown"
+        if capped in sub.warnings and capped not in warnings:
+            warnings.append(capped)  # said on every run above the cap, so the top run's header shows it
     return out
 
 
