@@ -377,10 +377,12 @@ async def test_100_nested_imports_load_to_the_depth_cap_with_a_warning(tmp_path)
         chain.append(chain[-1].imports[0])
     assert len(chain) == 33  # the run and 32 levels of imports
     assert any("deeper than 32 levels" in w for w in chain[-1].warnings)
+    assert "imports nested deeper than 32 levels are not shown" in run.warnings  # said at the top too
     before = tree_digest(tmp_path)
     app = make_app(run_dir)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        assert "imports nested deeper than 32 levels" in str(app.explorer.query_one("#run-head").render())
         await pilot.press("4", "slash", *"lib31", "enter")
         await pilot.pause()
         tree = app.explorer.query_one(BindingTree)
@@ -442,6 +444,7 @@ def tree_digest_links(root: Path) -> dict[str, str]:
 async def test_a_named_pipe_for_a_binding_or_state_db_does_not_hang(tmp_path):
     run_dir = make_run(tmp_path, ['let a = session "x"  # --> bindings/a.md (complete)', 'session "y"  # <-- EXECUTING'])
     os.mkfifo(run_dir / "bindings" / "a.md")
+    os.symlink("/dev/zero", run_dir / "bindings" / "zero.md")  # a device: never ends
     other = run_dir.parent / "20260301-090000-pipe00"
     other.mkdir()
     os.mkfifo(other / "state.db")
@@ -453,6 +456,8 @@ async def test_a_named_pipe_for_a_binding_or_state_db_does_not_hang(tmp_path):
         await show_binding(pilot, run_dir / "bindings" / "a.md")
         assert "cannot read a.md: not a regular file" in screen_text(app)
         assert "does not exist" not in screen_text(app)
+        await show_binding(pilot, run_dir / "bindings" / "zero.md")
+        assert "cannot read zero.md: not a regular file" in screen_text(app)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="permissions")
