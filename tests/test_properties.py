@@ -441,3 +441,78 @@ def test_corpus_runs_open_after_random_mutations(tmp_path, corpus_state_files, d
     (run_dir / state.name).write_bytes(raw)
     run = open_run(run_dir)
     _assert_run_shape(run)
+
+
+# -- the live path: Workspace.apply after any sequence of file operations ------------------------------------
+def _run_summary(run: Run) -> tuple:
+    return (
+        [(t.line, t.text, t.note, t.state) for t in run.trace],
+        sorted((str(b.path), b.bytes, b.exists, b.kind, b.value_offset) for b in run.bindings),
+        sorted((a.name, [(s.number, s.bytes, s.timestamp) for s in a.segments]) for a in run.agents),
+        sorted((i.import_handle, len(i.trace), len(i.bindings)) for i in run.imports),
+        run.status,
+    )
+
+
+file_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("state"), st.sampled_from(FRAGMENTS[:40]), st.integers(0, 5)),
+        st.tuples(st.just("binding"), st.sampled_from(["a", "b__3", "svc/c"]), blobs),
+        st.tuples(st.just("append"), st.sampled_from(["a", "b__3"]), st.binary(max_size=40)),
+        st.tuples(st.just("delete"), st.sampled_from(["bindings/a.md", "bindings/b__3.md", "state.md",
+                                                       "agents/cap/cap-001.md", "imports/lib"]), st.none()),
+        st.tuples(st.just("segment"), st.integers(1, 3), blobs),
+        st.tuples(st.just("import"), st.sampled_from(FRAGMENTS[:40]), st.none()),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@FILES
+@given(ops=file_ops, batch=st.integers(1, 4))
+def test_workspace_apply_ends_where_a_fresh_read_does(tmp_path, ops, batch):
+    from prose_tui.workspace import Workspace
+
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    run_dir = root / ".prose" / "runs" / "20260101-120000-abc123"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text("## Execution Trace\n```prose\nx  # <-- EXECUTING\n```\n")
+    fixed = lambda: __import__("datetime").datetime(2026, 1, 1, 12, 30, tzinfo=__import__("datetime").timezone.utc)  # noqa: E731
+    ws = Workspace(root, clock=fixed)
+    ws.scan()
+    pending: set[Path] = set()
+    for n, (op, what, data) in enumerate(ops, start=1):
+        if op == "state":
+            path = run_dir / "state.md"
+            lines = [f"s{i}  # (complete)" for i in range(data)] + [f"{what}  # <-- EXECUTING"]
+            tmp = run_dir / ".state.tmp"
+            tmp.write_text("## Execution Trace\n```prose\n" + "\n".join(lines) + "\n```\n")
+            os.replace(tmp, path)
+        elif op in ("binding", "append"):
+            path = run_dir / "bindings" / f"{what}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb" if op == "binding" else "ab") as fh:
+                fh.write(data)
+        elif op == "delete":
+            path = run_dir / what
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        elif op == "segment":
+            path = run_dir / "agents" / "cap" / f"cap-{what:03d}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        else:
+            path = run_dir / "imports" / "lib" / "state.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"## Execution Trace\n```prose\n{what}  # (complete)\n```\n")
+        pending.add(path)
+        if n % batch == 0 or n == len(ops):
+            ws.apply(pending)  # the watcher hands over the changed paths, batched
+            pending = set()
+    if not run_dir.exists():
+        return
+    expected = open_run(run_dir, now=fixed(), observed=ws.observed.get(run_dir))
+    assert _run_summary(ws.runs[run_dir]) == _run_summary(expected)
