@@ -12,12 +12,13 @@ from .history import Journal
 from .mission.state import find_agent_state
 from .screens.explorer import ExplorerScreen
 from .screens.help import HelpScreen
+from .screens.history_keys import HISTORY_BINDINGS
 from .screens.mission_control import MissionControlCommands, MissionControlScreen
 from .sources.status import DEFAULT_STALE_AFTER
 from .widgets.binding_tree import BindingTree
 from .widgets.call_stack import CallStackView
-from .widgets.timeline import Timeline
 from .widgets.run_list import RunList
+from .widgets.timeline import Timeline
 from .widgets.trace_view import TraceView
 from .widgets.value_viewer import ValueViewer
 from .workspace import Workspace
@@ -70,8 +71,10 @@ class ProseTUI(App[None]):
 
     def help_groups(self):
         """Key bindings grouped by where they work, for the help screen."""
+        history_keys = set(id(b) for b in HISTORY_BINDINGS)
         groups = [("Everywhere", list(self.BINDINGS)),
-                  (ExplorerScreen.HELP_GROUP, list(ExplorerScreen.BINDINGS))]
+                  (ExplorerScreen.HELP_GROUP, [b for b in ExplorerScreen.BINDINGS if id(b) not in history_keys]),
+                  ("History (everywhere)", list(HISTORY_BINDINGS))]
         for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer, Timeline):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
         groups.append(("Mission Control (m)", [b for b in MissionControlScreen.BINDINGS if isinstance(b, Binding)]))

@@ -7,7 +7,14 @@ implement the keys (step, start, live, next/previous failure or retry, first fai
 
 from __future__ import annotations
 
-from .history import FailureContext, History, Journal, failure_context, history_of, state_at
+from .history import (
+    FailureContext,
+    History,
+    Journal,
+    failure_context,
+    history_of,
+    state_at,
+)
 from .model import EventKind, Run
 
 PROBLEMS = (EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED, EventKind.RETRY)

@@ -35,6 +35,11 @@ class Target:
     read: Callable[[], str] | None = None
 
     @property
+    def key(self) -> tuple:
+        """What item this is, whatever its metadata: the same file seen twice has one key."""
+        return (self.kind, self.path, self.title, self.text if self.path is None else None)
+
+    @property
     def markdown(self) -> bool:
         """Rendered as Markdown by default (program text and raw state files are not)."""
         return self.kind in ("binding", "memory", "segment", "section", "table")

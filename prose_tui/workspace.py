@@ -23,7 +23,6 @@ from .sources.filesystem import STATE_FILES, load_run
 from .sources.narration import NarrationTail, sniff_narration
 from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status
 
-
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
 
 

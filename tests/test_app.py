@@ -173,3 +173,19 @@ async def test_pointing_at_one_run_opens_it_in_the_trace(path):
         await ready(pilot)
         assert app.explorer.current_run.id == "20260301-100000-a1b2c3"
         assert app.explorer.active == 1
+
+
+async def test_no_color_keeps_every_state_readable_by_shape(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(PROJECT)
+    assert app.no_color
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        screen = app.export_screenshot()
+        # Colour is gone, the glyphs and words that carry the state are not.
+        for shown in ("↻", "✓", "RUNNING", "RETRYING"):
+            assert shown in screen
+        text_svg_colors = {c for c in ("#98c379", "#c678dd") if c in screen}
+        assert not text_svg_colors  # the highlighter's colours were filtered out

@@ -11,7 +11,6 @@ import asyncio
 from pathlib import Path
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -19,24 +18,24 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..glyphs import STATUS_BADGE
-from ..model import Run, RunFormat
+from ..history import Journal
+from ..model import Run
+from ..navigator import HistoryNavigator
 from ..render import age, program_name
 from ..sources.filesystem import fallback_trace
 from ..targets import Target, binding_target, resolve_trace_binding
-from ..watch import watch_paths
 from ..widgets.binding_tree import BindingTree
 from ..widgets.call_stack import CallStackView
 from ..widgets.pane_bar import PaneBar
 from ..widgets.run_list import RunList
 from ..widgets.search_bar import SearchBar
 from ..widgets.status_line import StatusLine
+from ..widgets.timeline import Timeline
 from ..widgets.trace_view import TraceView
 from ..widgets.value_viewer import ValueViewer
-from ..workspace import Applied, Part, Workspace
-from ..history import Journal
-from ..navigator import HistoryNavigator
-from ..widgets.timeline import Timeline
+from ..workspace import Part, Workspace
 from .history_keys import HISTORY_BINDINGS, HistoryActions
+from .live_updates import LiveUpdates
 
 NARROW_WIDTH = 110
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
@@ -44,7 +43,7 @@ PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("S
 STATUS_TICK = 5.0
 
 
-class ExplorerScreen(HistoryActions, Screen[None]):
+class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
     """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on."""
 
     BINDINGS = [
@@ -152,101 +151,6 @@ class ExplorerScreen(HistoryActions, Screen[None]):
 
     def on_pane_bar_pane_clicked(self, event: PaneBar.PaneClicked) -> None:
         self.activate(event.index)
-
-    # -- loading -------------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="scan")
-    def _scan(self) -> None:
-        runs_pane = self.query_one("#runs-pane")
-
-        def progress(done: int, total: int, unit: str) -> None:
-            text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
-            self.app.call_from_thread(setattr, runs_pane, "border_title", text)
-
-        def partial(run: Run) -> None:
-            self.app.call_from_thread(self._partial, run)
-
-        try:
-            runs = self.workspace.scan(progress, partial=partial)
-        except OSError as exc:
-            self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error")
-            runs = []
-        self.app.call_from_thread(self._scanned, runs)
-
-    def _partial(self, run: Run) -> None:
-        """A first screen of a large narration file while the rest is still being read."""
-        run_list = self.query_one(RunList)
-        if not run_list.runs:
-            run_list.set_runs([run], clock=self.workspace.clock)
-            self.activate(1)
-        self.show_run(run)
-
-    def _scanned(self, runs: list[Run]) -> None:
-        run_list = self.query_one(RunList)
-        self.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
-        run_list.set_runs(runs, clock=self.workspace.clock)
-        if not runs:
-            self.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
-        elif self.initial is not None and self.initial in self.workspace.runs:
-            run_list.select_path(self.initial)
-        # One run: watch its trace. Several: start in the run list.
-        self.activate(1 if len(runs) == 1 else 0)
-        if self.live:
-            self._watch()
-
-    @work(exclusive=True, group="watch")
-    async def _watch(self) -> None:
-        roots = self.workspace.watch_roots()
-        if not roots:
-            self.watcher_state = "no runs folder yet (rescanning every 5 s)"
-            self._update_status()
-            return
-        self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
-        self._update_status()
-        try:
-            async for batch in watch_paths(roots, self._stop):
-                self.apply_changes(batch)
-        except Exception as exc:  # a vanished root, inotify limits: say so, keep the last state
-            self.watcher_state = f"watch stopped: {exc}"
-            self._update_status()
-
-    def apply_changes(self, paths: set[Path]) -> Applied:
-        """Route changed paths through the workspace and refresh what they touched."""
-        applied = self.workspace.apply(paths)
-        if applied.empty:
-            return applied
-        run_list = self.query_one(RunList)
-        if applied.runs_added or applied.runs_removed:
-            run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
-            self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
-        for path, change in applied.changed.items():
-            self._journal(change.run, change.paths)
-            run_list.update_run(change.run, clock=self.workspace.clock)
-            if self.current_run is not None and path == self.current_run.path:
-                self.show_run(change.run, changed=change.paths)
-        if self.current_run is not None and self.current_run.path in applied.runs_removed:
-            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
-            self.show_run(None)
-        return applied
-
-    def _journal(self, run: Run, paths: set[Path]) -> None:
-        """Journal what a watched snapshot run wrote (its history for later replay)."""
-        if self.journal is None or run.format is not RunFormat.SNAPSHOT or not run.path.is_dir():
-            return
-        try:
-            self.journal.record(run.path, paths, self.workspace.clock())
-        except (OSError, ValueError) as exc:
-            self.notify(f"could not journal {run.id}: {exc}", severity="warning", markup=False)
-            self.journal = None
-
-    def _tick(self) -> None:
-        if self.live and not self.workspace.watch_roots():
-            self.action_rescan()
-            return
-        for run in self.workspace.refresh_statuses():
-            self.query_one(RunList).update_run(run, clock=self.workspace.clock)
-            if self.current_run is not None and run.path == self.current_run.path:
-                self._show_head(run)
-        self._update_status()
 
     # -- showing a run -------------------------------------------------------------------------------
     def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
@@ -422,11 +326,6 @@ class ExplorerScreen(HistoryActions, Screen[None]):
         if not self._pane_widget(self.active).search(self.search_term, backwards=backwards):
             self.notify(f"no match for '{self.search_term}' in {PANES[self.active][0]}", severity="warning", markup=False)
 
-    def action_rescan(self) -> None:
-        self._scan()
-
-    def on_unmount(self) -> None:
-        self._stop.set()
 
 
 def _newest_binding(run: Run, changed: set[Path] | None) -> Target | None:

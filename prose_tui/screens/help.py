@@ -9,7 +9,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-
 _KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",
               "shift+tab": "Shift+Tab", "pagedown": "PgDn", "pageup": "PgUp", "home": "Home", "end": "End",
               "left": "←", "right": "→", "up": "↑", "down": "↓", "space": "Space", "exclamation_mark": "!",

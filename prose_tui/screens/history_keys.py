@@ -12,7 +12,7 @@ from ..history import FailureContext
 from ..targets import Target
 
 HISTORY_BINDINGS = [
-    Binding("left_square_bracket", "history_step(-1)", "Step back one event"),
+    Binding("left_square_bracket", "history_step(-1)", "Step back one event", show=False),
     Binding("right_square_bracket", "history_step(1)", "Step forward one event", show=False),
     Binding("left_curly_bracket", "history_start", "First event", show=False),
     Binding("right_curly_bracket", "history_live", "Back to live (last event)", show=False),

@@ -15,10 +15,11 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..model import Agent, Backend, Binding, Run, RunFormat, TraceLine
+from ..model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 from . import agents as agent_files
 from .bindings import scan_bindings
 from .encryption import looks_encrypted
+from .project import read_env, read_state_json
 from .eventlog import looks_like_event_log, parse_event_log
 from .snapshot import SnapshotState, parse_snapshot, parse_time
 from .text import decode
@@ -126,6 +127,7 @@ def load_run(
     run.agents = _agents(run_dir, snapshot, run.program_path, home)
     if any(b.encrypted for b in run.bindings) and not run.encrypted:
         run.warnings.append("some binding files are SOPS-encrypted")
+    _project_files(run, run_dir)
     run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     return run
@@ -261,6 +263,20 @@ def _scoped_folder(name: str, scope: str | None, project: Path | None, home: Pat
     if scope in ("user", ""):
         candidates.append(home / ".prose" / "agents" / name)
     return next((c for c in candidates if c.is_dir()), None)
+
+
+def _project_files(run: Run, run_dir: Path) -> None:
+    """The project's ``.prose/.env`` and ``.prose/state.json`` (seeds/filesystem.md, ``.prose/.env``;
+    FORMATS.md, Project files), kept as sections so they show beside the run."""
+    project = project_dir_of(run_dir)
+    if project is None:
+        return
+    for name, reader in ((".env", read_env), ("state.json", read_state_json)):
+        path = project / ".prose" / name
+        if path.is_file():
+            values = reader(path)
+            body = "\n".join(f"{k}={v}" for k, v in values.items()) or "(no KEY=VALUE lines)"
+            run.sections.append(Section(f"Project .prose/{name}", f"```\n{body}\n```"))
 
 
 def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run]:

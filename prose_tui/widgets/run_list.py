@@ -14,10 +14,11 @@ from textual.widgets.option_list import Option
 from ..glyphs import STATUS_SHORT
 from ..model import Run
 from ..render import age, program_name
+from ..sources.status import as_utc
 
 
 def run_prompt(run: Run, now: datetime | None = None) -> Text:
-    """Two lines: status glyph and run id; then program, format and age (dim)."""
+    """Three lines: status glyph and run id; program and format; status, start and age."""
     glyph, style = STATUS_SHORT[run.status]
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(glyph, style)
@@ -27,7 +28,9 @@ def run_prompt(run: Run, now: datetime | None = None) -> Text:
         text.append(f" ({run.import_handle})", "dim")
     text.append("\n  ")
     text.append(program_name(run.program), "italic")
-    text.append(f"  {run.format.value} · {run.status.value} · {age(run.updated, now)}", "dim")
+    text.append(f" · {run.format.value}", "dim")
+    started = f" · started {as_utc(run.started):%m-%d %H:%M}" if run.started else ""
+    text.append(f"\n  {run.status.value}{started} · {age(run.updated, now)} ago", "dim")
     return text
 
 

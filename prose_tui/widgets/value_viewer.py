@@ -83,8 +83,8 @@ class ValueViewer(Vertical, can_focus=True):
     # -- public -------------------------------------------------------------------------------
     def show_target(self, target: Target | None) -> None:
         """Show ``target`` from the top (a new item resets position, raw mode and tail)."""
-        if target == self.target and target is not None:
-            return
+        if target is not None and self.target is not None and target.key == self.target.key:
+            return  # the same item (a tree re-highlight): keep position and the new-text mark
         self.target = target
         self.tail = False
         self._new_from = None

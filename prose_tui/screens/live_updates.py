@@ -1,0 +1,125 @@
+"""Loading and live updates for the explorer: the first scan, the watcher, applying changes.
+
+A mixin for ``ExplorerScreen``: it expects ``self.workspace``, ``self.live``, ``self.journal``,
+``self.current_run``, ``self._stop`` (an ``asyncio.Event``), ``show_run`` and ``activate``.
+The scan runs in a thread worker with progress; the watcher is an async worker over
+``watch.watch_paths``; each batch of changed paths goes through ``Workspace.apply``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.widgets import Static
+
+from ..model import Run, RunFormat
+from ..watch import watch_paths
+from ..widgets.run_list import RunList
+from ..workspace import Applied
+
+
+class LiveUpdates:
+    """First read, live watching and the periodic status tick."""
+
+    @work(thread=True, exclusive=True, group="scan")
+    def _scan(self) -> None:
+        runs_pane = self.query_one("#runs-pane")
+
+        def progress(done: int, total: int, unit: str) -> None:
+            text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
+            self.app.call_from_thread(setattr, runs_pane, "border_title", text)
+
+        def partial(run: Run) -> None:
+            self.app.call_from_thread(self._partial, run)
+
+        try:
+            runs = self.workspace.scan(progress, partial=partial)
+        except OSError as exc:
+            self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error")
+            runs = []
+        self.app.call_from_thread(self._scanned, runs)
+
+    def _partial(self, run: Run) -> None:
+        """A first screen of a large narration file while the rest is still being read."""
+        run_list = self.query_one(RunList)
+        if not run_list.runs:
+            run_list.set_runs([run], clock=self.workspace.clock)
+            self.activate(1)
+        self.show_run(run)
+
+    def _scanned(self, runs: list[Run]) -> None:
+        run_list = self.query_one(RunList)
+        self.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
+        run_list.set_runs(runs, clock=self.workspace.clock)
+        if not runs:
+            self.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
+        elif self.initial is not None and self.initial in self.workspace.runs:
+            run_list.select_path(self.initial)
+        # One run: watch its trace. Several: start in the run list.
+        self.activate(1 if len(runs) == 1 else 0)
+        if self.live:
+            self._watch()
+
+    @work(exclusive=True, group="watch")
+    async def _watch(self) -> None:
+        roots = self.workspace.watch_roots()
+        if not roots:
+            self.watcher_state = "no runs folder yet (rescanning every 5 s)"
+            self._update_status()
+            return
+        self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
+        self._update_status()
+        try:
+            async for batch in watch_paths(roots, self._stop):
+                self.apply_changes(batch)
+        except Exception as exc:  # a vanished root, inotify limits: say so, keep the last state
+            self.watcher_state = f"watch stopped: {exc}"
+            self._update_status()
+
+    def apply_changes(self, paths: set[Path]) -> Applied:
+        """Route changed paths through the workspace and refresh what they touched."""
+        applied = self.workspace.apply(paths)
+        if applied.empty:
+            return applied
+        run_list = self.query_one(RunList)
+        if applied.runs_added or applied.runs_removed:
+            run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
+            self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        for path, change in applied.changed.items():
+            self._journal(change.run, change.paths)
+            run_list.update_run(change.run, clock=self.workspace.clock)
+            if self.current_run is not None and path == self.current_run.path:
+                self.show_run(change.run, changed=change.paths)
+        if self.current_run is not None and self.current_run.path in applied.runs_removed:
+            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
+            self.show_run(None)
+        return applied
+
+    def _journal(self, run: Run, paths: set[Path]) -> None:
+        """Journal what a watched snapshot run wrote (its history for later replay)."""
+        if self.journal is None or run.format is not RunFormat.SNAPSHOT or not run.path.is_dir():
+            return
+        try:
+            self.journal.record(run.path, paths, self.workspace.clock())
+        except (OSError, ValueError) as exc:
+            self.notify(f"could not journal {run.id}: {exc}", severity="warning", markup=False)
+            self.journal = None
+
+    def _tick(self) -> None:
+        if self.live and not self.workspace.watch_roots():
+            self.action_rescan()
+            return
+        for run in self.workspace.refresh_statuses():
+            self.query_one(RunList).update_run(run, clock=self.workspace.clock)
+            if self.current_run is not None and run.path == self.current_run.path:
+                self._show_head(run)
+        self._update_status()
+
+
+    def action_rescan(self) -> None:
+        self._scan()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
