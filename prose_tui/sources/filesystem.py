@@ -23,7 +23,7 @@ from .project import read_env, read_state_json
 from .eventlog import looks_like_event_log, parse_event_log
 from .snapshot import SnapshotState, parse_snapshot, parse_time
 from .text import decode
-from .status import DEFAULT_STALE_AFTER, infer_status, run_id_time
+from .status import COPY_GAP, DEFAULT_STALE_AFTER, as_utc, infer_status, run_id_time
 
 STATE_FILES = ("state.md", "vm.log.md")
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
@@ -119,7 +119,11 @@ def load_run(
     if run.started is None:
         run.started = run_id_time(run.id)
     if run.updated is None and run.state_mtime:
-        run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
+        mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
+        # A file a day newer than the run's own start time was copied or cloned, not written
+        # by the VM: its time says nothing about the run (status.last_change applies the same rule).
+        if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
+            run.updated = mtime
 
     run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
     if run.events:

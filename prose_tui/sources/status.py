@@ -15,11 +15,12 @@ more than a day before its files were touched is judged by its id's time.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from ..model import Run, RunStatus, StatementState
 
 DEFAULT_STALE_AFTER = 30 * 60.0
+COPY_GAP = 24 * 3600.0  # file times this much newer than the run id's start mean a copy
 _RUN_ID_TIME = re.compile(r"^(\d{8})-(\d{6})")
 _DONE = re.compile(r"^(complete[d]?|done|success(ful)?|finished|succeeded|ok)\b", re.I)
 _FAILED = re.compile(r"^(fail(ed|ure)?|error(ed)?|aborted|crashed)\b", re.I)
@@ -66,7 +67,7 @@ def last_change(run: Run, now: datetime, observed: datetime | None = None) -> tu
         return min(updated, now), "its updated: header"
     mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc) if run.state_mtime else None
     started = run_id_time(run.id)
-    if mtime and started and mtime - started > timedelta(days=1):
+    if mtime and started and (mtime - started).total_seconds() > COPY_GAP:
         return started, "its run id (file times look like a copy)"
     if mtime:
         return mtime, "the state file's time"
