@@ -61,17 +61,17 @@ def human_age(seconds: float) -> str:
 def last_change(run: Run, now: datetime, observed: datetime | None = None) -> tuple[datetime | None, str]:
     """When the run last changed, and which evidence says so."""
     if observed is not None:
-        return observed, "seen changing"
+        return observed, "seen live"
     updated = as_utc(run.updated if "updated" in run.header else None)
     if updated is not None:
-        return min(updated, now), "its updated: header"
+        return min(updated, now), "per its updated: header"
     mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc) if run.state_mtime else None
     started = run_id_time(run.id)
     if mtime and started and (mtime - started).total_seconds() > COPY_GAP:
-        return started, "its run id (file times look like a copy)"
+        return started, "per its run id; file times look like a copy"
     if mtime:
-        return mtime, "the state file's time"
-    return started, "its run id"
+        return mtime, "per the state file's time"
+    return started, "per its run id"
 
 
 def infer_status(
@@ -111,7 +111,7 @@ def infer_status(
     changed, evidence = last_change(run, now, observed)
     age = (now - changed).total_seconds() if changed else None
     stale = age is not None and age > stale_after
-    age_text = f"{human_age(age)} ago, by {evidence}" if age is not None else "at an unknown time"
+    age_text = f"{human_age(age)} ago, {evidence}" if age is not None else "at an unknown time"
 
     if current is not None:
         marker = "RETRYING" if current.state is StatementState.RETRYING else "EXECUTING"
