@@ -17,7 +17,7 @@ from ..model import Agent, Binding, Event, EventKind, Frame, Run, RunFormat, Run
 from ..sources.eventlog import parse_event_log
 from ..sources.eventlog_lines import MARKS, classify_line
 from ..sources.snapshot import SnapshotState, parse_snapshot, parse_time
-from .stream import History, current_state
+from .stream import History, _rel, current_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from .journal import Journal
@@ -125,16 +125,6 @@ def _status_at(out: Run, history: History, cursor: int) -> None:
     times = [e.time for e in history.events[: cursor + 1] if e.time is not None]
     if times and history.origin != "journal":
         out.updated = times[-1]
-
-
-def _rel(path: Path, run_dir: Path) -> str:
-    try:
-        return path.relative_to(run_dir).as_posix()
-    except ValueError:
-        try:
-            return path.resolve().relative_to(run_dir.resolve()).as_posix()
-        except (ValueError, OSError):
-            return path.as_posix()
 
 
 # event logs, sqlite, narration ----------------------------------------------------------------
