@@ -22,6 +22,7 @@ from .encryption import looks_encrypted
 from .text import open_regular, visible
 
 HEAD_BYTES = 16 * 1024
+MAX_BINDING_DEPTH = 8  # folders below bindings/ that are searched for binding files
 _SCOPED = re.compile(r"^(?P<name>.+?)__(?P<eid>\d+)$")
 _FIELD = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
 _BINDING_SUFFIXES = (".md", ".json", ".txt", ".yaml", ".yml")
@@ -147,8 +148,11 @@ def scan_bindings(run_dir: Path) -> list[Binding]:
     if not root.is_dir():
         return []
     found: list[Binding] = []
+    base = len(root.parts)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
+        # Bindings sit at most a service folder deep; a pathologically deep tree would
+        # otherwise exhaust os.walk's recursion (RecursionError) on Python 3.11.
+        dirnames[:] = sorted(dirnames) if len(Path(dirpath).parts) - base < MAX_BINDING_DEPTH else []
         for fn in sorted(filenames):
             if fn.startswith(".") or not fn.endswith(_BINDING_SUFFIXES):
                 continue

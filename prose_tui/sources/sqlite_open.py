@@ -105,6 +105,9 @@ class ReadOnlyDb:
 
 def _connect(uri: str) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    # TEXT that is not UTF-8 (a corrupt page, a VM that wrote bytes) is shown with U+FFFD
+    # instead of raising UnicodeDecodeError out of every query that meets it.
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA query_only=ON")
     return conn
@@ -171,6 +174,10 @@ def open_readonly(path: Path) -> tuple[ReadOnlyDb | None, list[str]]:
         if "locked" in str(exc) or "busy" in str(exc):
             return None, [f"{path.name} is locked by a writer (waited {BUSY_TIMEOUT_MS} ms); try again shortly."]
         return None, [f"{path.name} could not be read as SQLite: {exc}."]
+    except UnicodeDecodeError:  # SQLite's own error text quotes a corrupt, non-UTF-8 schema
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        return None, [f"{path.name} could not be read as SQLite: its schema is corrupt (not UTF-8)."]
     except OSError as exc:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
