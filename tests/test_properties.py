@@ -516,3 +516,24 @@ def test_workspace_apply_ends_where_a_fresh_read_does(tmp_path, ops, batch):
         return
     expected = open_run(run_dir, now=fixed(), observed=ws.observed.get(run_dir))
     assert _run_summary(ws.runs[run_dir]) == _run_summary(expected)
+
+
+def test_sqlite_text_that_is_not_utf8_reads_with_replacement_characters(tmp_path):
+    run_dir = tmp_path / "20260101-120000-abc123"
+    run_dir.mkdir()
+    conn = sqlite3.connect(run_dir / "state.db")
+    conn.executescript(
+        "CREATE TABLE run (id TEXT, program_path TEXT, status TEXT);"
+        "CREATE TABLE execution (id INTEGER PRIMARY KEY, statement_index INTEGER, statement_text TEXT, status TEXT);"
+        "CREATE TABLE bindings (name TEXT, execution_id INTEGER, kind TEXT, value TEXT);"
+        "INSERT INTO run VALUES (CAST(x'72756e80' AS TEXT), 'p.prose', 'running');"
+        "INSERT INTO execution VALUES (1, 1, CAST(x'73657373696f6e20ff22' AS TEXT), 'executing');"
+        "INSERT INTO bindings VALUES (CAST(x'6eff' AS TEXT), NULL, 'let', CAST(x'76c3' AS TEXT));"
+    )
+    conn.commit()
+    conn.close()
+    run = load_sqlite_run(run_dir)
+    assert not any("could not be read" in w for w in run.warnings), run.warnings
+    assert run.id == "run\ufffd"
+    assert [t.text for t in run.trace if "session" in t.text] and "\ufffd" in run.trace[-1].text
+    assert [b.name for b in run.bindings] == ["n\ufffd"]
