@@ -189,3 +189,48 @@ async def test_no_color_keeps_every_state_readable_by_shape(monkeypatch):
             assert shown in screen
         text_svg_colors = {c for c in ("#98c379", "#c678dd") if c in screen}
         assert not text_svg_colors  # the highlighter's colours were filtered out
+
+
+async def test_a_large_value_opens_in_a_window_that_grows_as_the_reader_scrolls(tmp_path):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-120000-b1g000"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text(
+        "# Execution State\n\nrun: 20260301-120000-b1g000\nprogram: big.prose\n\n## Execution Trace\n\n"
+        "```prose\nlet notes = session \"Take notes\"  # --> bindings/notes.md (complete)\n```\n"
+    )
+    lines = "".join(f"note {i:06d}: the session wrote this line\n" for i in range(20000))
+    (run_dir / "bindings" / "notes.md").write_text(f"# notes\n\nkind: let\n\n---\n\n{lines}")
+    app = make_app(run_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        viewer = app.explorer.query_one(ValueViewer)
+        await wait_until(pilot, lambda: viewer.target is not None, what="the binding")
+        first = len(viewer.text)
+        assert first <= 32 * 1024 and "note 000000" in viewer.text
+        assert "scroll down for more" in str(viewer.query_one("#value-warning").render())
+        await pilot.press("5", "G")
+        await wait_until(pilot, lambda: len(viewer.text) > first, what="the window to grow")
+        assert viewer.text.startswith(f"note 000000")
+
+
+async def test_a_scope_with_hundreds_of_bindings_opens_in_pages_that_search_still_reaches(tmp_path):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-130000-many00"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text(
+        "# Execution State\n\nrun: 20260301-130000-many00\nprogram: many.prose\n\n## Execution Trace\n\n"
+        "```prose\nsession \"Fan out\"  # <-- EXECUTING\n```\n"
+    )
+    for i in range(450):
+        (run_dir / "bindings" / f"item_{i:03d}.md").write_text(f"# item_{i:03d}\n\nkind: let\n\n---\n\nvalue {i}\n")
+    app = make_app(run_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        tree = app.explorer.query_one(BindingTree)
+        root_group = next(n for n in tree._walk() if str(n.label).startswith("root ("))
+        assert [str(c.label) for c in root_group.children] == ["1–200", "201–400", "401–450"]
+        assert all(not c.children for c in root_group.children)  # filled only when opened
+        await pilot.press("4", "slash", *"item_417", "enter")
+        await pilot.pause()
+        viewer = app.explorer.query_one(ValueViewer)
+        assert viewer.target is not None and viewer.target.path.name == "item_417.md"
+        assert "value 417" in viewer.text

@@ -12,6 +12,20 @@ from ..model import Run
 from ..targets import Target, binding_target, table_target
 
 _KIND_STYLE = {"input": "cyan", "output": "bold green", "let": "", "const": "blue"}
+PAGE = 200  # bindings per page in a scope with more than this
+
+
+def _binding_label(b) -> Text:
+    label = Text()
+    label.append(b.name)
+    label.append(f"  {b.kind or '—'}", _KIND_STYLE.get(b.kind or "", "dim") or "dim")
+    if not b.exists:
+        label.append("  missing", "yellow")
+    elif b.encrypted:
+        label.append("  encrypted", "yellow")
+    elif b.warning:
+        label.append("  ⚠", "yellow")
+    return label
 
 
 class BindingTree(Tree[Target]):
@@ -36,6 +50,7 @@ class BindingTree(Tree[Target]):
         self.guide_depth = 2
         self._run_path = None
         self.shape: tuple = ()
+        self._lazy: dict[int, list[tuple[Text, Target | None]]] = {}
 
     @staticmethod
     def shape_of(run: Run | None) -> tuple:
@@ -57,6 +72,7 @@ class BindingTree(Tree[Target]):
         selected = self.cursor_node.data if same and self.cursor_node else None
         self._run_path = run.path if run else None
         self.shape = self.shape_of(run)
+        self._lazy.clear()
         self.clear()
         if run is None:
             return
@@ -75,32 +91,39 @@ class BindingTree(Tree[Target]):
             group = f"service {b.service}" if b.service else b.scope
             groups.setdefault(group, []).append(b)
         for group in sorted(groups, key=lambda g: (g != "root", _eid(g), g)):
-            node = bindings.add(Text(f"{group} ({len(groups[group])})", "italic"), expand=group == "root" or group in expanded or len(groups) <= 3)
-            for b in sorted(groups[group], key=lambda b: b.name):
-                label = Text()
-                label.append(b.name)
-                label.append(f"  {b.kind or '—'}", _KIND_STYLE.get(b.kind or "", "dim") or "dim")
-                if not b.exists:
-                    label.append("  missing", "yellow")
-                elif b.encrypted:
-                    label.append("  encrypted", "yellow")
-                elif b.warning:
-                    label.append("  ⚠", "yellow")
-                node.add_leaf(label, binding_target(b, run))
+            members = sorted(groups[group], key=lambda b: b.name)
+            node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
+                                expand=group == "root" or group in expanded or len(groups) <= 3)
+            leaves = [(_binding_label(b), binding_target(b, run)) for b in members]
+            if len(leaves) <= PAGE:
+                for label, target in leaves:
+                    node.add_leaf(label, target)
+                continue
+            # Thousands of leaves cost seconds to build: pages are filled when opened.
+            for start in range(0, len(leaves), PAGE):
+                page = node.add(Text(f"{start + 1}–{min(start + PAGE, len(leaves))}", "dim"), expand=False)
+                self._lazy[page.id] = leaves[start:start + PAGE]
         agents = parent.add(Text(f"Agents ({len(run.agents)})", "bold"), expand=bool(run.agents))
         for a in run.agents:
             label = Text(a.name)
             label.append(f"  {a.scope or '—'}", "dim")
-            node = agents.add(label, expand=self._label_key_text(label) in expanded)
+            if a.segments:
+                label.append(f"  {len(a.segments)} segments", "dim")
+            children: list[tuple[Text, Target | None]] = []
             if a.memory is not None:
-                node.add_leaf(Text("memory.md"), Target("memory", f"{a.name} memory", a.memory))
-            for s in a.segments:
-                seg = Text(f"{s.number:03d}")
-                if s.timestamp:
-                    seg.append(f"  {s.timestamp}", "dim")
-                node.add_leaf(seg, Target("segment", f"{a.name} segment {s.number:03d}", s.path))
-            if a.memory is None and not a.segments:
-                node.add_leaf(Text("no memory (stateless)", "dim"))
+                children.append((Text("memory.md"), Target("memory", f"{a.name} memory", a.memory)))
+            for seg in a.segments:
+                seg_label = Text(f"{seg.number:03d}")
+                if seg.timestamp:
+                    seg_label.append(f"  {seg.timestamp}", "dim")
+                children.append((seg_label, Target("segment", f"{a.name} segment {seg.number:03d}", seg.path)))
+            if not children:
+                children.append((Text("no memory (stateless)", "dim"), None))
+            node = agents.add(label, expand=False)
+            self._lazy[node.id] = children  # an agent's segments are added when it is opened
+            if self._label_key_text(label) in expanded:
+                node.expand()
+                self._populate(node)
         if run.imports:
             imports = parent.add(Text(f"Imports ({len(run.imports)})", "bold"), expand=True)
             for child in run.imports:
@@ -120,6 +143,22 @@ class BindingTree(Tree[Target]):
         for section in run.sections:
             files.add_leaf(Text(f"§ {section.title}"), Target("section", section.title, text=section.text))
 
+    def _populate(self, node: TreeNode[Target]) -> None:
+        """Add the children kept back for ``node`` (a page of bindings, an agent's segments)."""
+        for label, target in self._lazy.pop(node.id, []):
+            node.add_leaf(label, target)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        event.stop()
+        self._populate(event.node)
+
+    def _populate_matching(self, match) -> None:
+        """Fill every kept-back node that holds an item ``match(label, target)`` accepts."""
+        for node_id, children in list(self._lazy.items()):
+            if any(match(label, target) for label, target in children):
+                node = self.get_node_by_id(node_id)
+                self._populate(node)
+
     def _walk(self):
         stack = [self.root]
         while stack:
@@ -136,6 +175,7 @@ class BindingTree(Tree[Target]):
 
     def select_binding_path(self, path) -> bool:
         """Highlight the leaf for the binding file ``path``; True when found."""
+        self._populate_matching(lambda _label, target: target is not None and target.path == path)
         for node in self._walk():
             if node.data is not None and node.data.path == path:
                 self._reveal(node)
@@ -153,6 +193,7 @@ class BindingTree(Tree[Target]):
     def search(self, term: str, *, backwards: bool = False) -> bool:
         """Highlight the next item whose label contains ``term``."""
         needle = term.lower()
+        self._populate_matching(lambda label, _target: needle in label.plain.lower())
         nodes = [n for n in self._walk() if n is not self.root]
         nodes.sort(key=lambda n: n.line if n.line >= 0 else 10**9)
         matches = [n for n in nodes if needle in (n.label.plain if isinstance(n.label, Text) else str(n.label)).lower()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rich.console import RenderableType
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -20,8 +21,12 @@ class LineView(ScrollView, can_focus=False):
     LineView { background: $surface; scrollbar-size-horizontal: 0; }
     """
 
+    class NearEnd(Message):
+        """The reader scrolled to within a screen of the end (a windowed value may grow)."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self._near_end_sent = False
         self._renderable: RenderableType = ""
         self._strips: list[Strip] = []
         self._width = 0
@@ -30,6 +35,7 @@ class LineView(ScrollView, can_focus=False):
         """Show ``renderable``; ``scroll`` is ``keep``, ``home`` or ``end``."""
         self._renderable = renderable
         self._width = 0
+        self._near_end_sent = False
         self._render_lines()
         if scroll == "home":
             self.scroll_to(y=0, animate=False)
@@ -56,6 +62,13 @@ class LineView(ScrollView, can_focus=False):
 
     def on_resize(self) -> None:
         self._render_lines()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        height = self.scrollable_content_region.height
+        if not self._near_end_sent and self.max_scroll_y > 0 and new >= self.max_scroll_y - height:
+            self._near_end_sent = True
+            self.post_message(self.NearEnd())
 
     def render_line(self, y: int) -> Strip:
         self._render_lines()

@@ -24,7 +24,8 @@ from ..sources.text import read_window, visible
 from ..targets import Target
 from .line_view import LineView
 
-WINDOW = 256 * 1024
+WINDOW = 32 * 1024  # the first window into a value: a few screens, quick to render
+MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
 MARKDOWN_LIMIT = 96 * 1024
 
 
@@ -70,6 +71,7 @@ class ValueViewer(Vertical, can_focus=True):
         self.target: Target | None = None
         self.raw = False
         self.tail = False
+        self.window = WINDOW
         self.text = ""
         self._new_from: int | None = None
         self._changed_at: datetime | None = None
@@ -87,6 +89,7 @@ class ValueViewer(Vertical, can_focus=True):
             return  # the same item (a tree re-highlight): keep position and the new-text mark
         self.target = target
         self.tail = False
+        self.window = WINDOW
         self._new_from = None
         self._changed_at = None
         self.text = self._read()
@@ -144,6 +147,13 @@ class ValueViewer(Vertical, can_focus=True):
         self.text = self._read()
         self._render_all(scroll="end" if self.tail else "home")
 
+    def on_line_view_near_end(self, event: LineView.NearEnd) -> None:
+        """Grow the window into a large value as the reader nears its end."""
+        if self._cut and not self.tail and self.window < MAX_WINDOW:
+            self.window = min(self.window * 2, MAX_WINDOW)
+            self.text = self._read()
+            self._render_all(scroll="keep")
+
     def action_scroll(self, delta: int) -> None:
         self.body.scroll_to(y=self.body.scroll_y + delta, animate=False)
 
@@ -180,7 +190,7 @@ class ValueViewer(Vertical, can_focus=True):
             return ""
         offset = target.binding.value_offset if target.binding is not None else 0
         try:
-            text, size, truncated = read_window(target.path, offset=offset, max_bytes=WINDOW, tail=self.tail)
+            text, size, truncated = read_window(target.path, offset=offset, max_bytes=self.window, tail=self.tail)
         except OSError as exc:
             self._read_error = f"cannot read {target.path.name}: {exc.strerror or exc}"
             return ""
@@ -219,7 +229,8 @@ class ValueViewer(Vertical, can_focus=True):
             parts.append(t.warning)
         if self._cut:
             where = "last" if self.tail else "first"
-            parts.append(f"Showing the {where} {_size(WINDOW)} of {_size(self._file_bytes)}; press t for the {'head' if self.tail else 'tail'}.")
+            more = "" if self.tail else "scroll down for more, "
+            parts.append(f"Showing the {where} {_size(self.window)} of {_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
         return "  ".join(f"⚠ {p}" for p in parts) or None
 
     def _body(self) -> RenderableType:
