@@ -22,6 +22,7 @@ from .sources.discover import RunRef, owning_run, runs_roots
 from .sources.filesystem import STATE_FILES, load_run
 from .sources.narration import NarrationTail, sniff_narration
 from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status
+from .sources.text import visible_name
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
 
@@ -283,6 +284,7 @@ def _update_agent(run: Run, run_dir: Path, path: Path) -> None:
 def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_after: float) -> None:
     handle = path.relative_to(run_dir / "imports").parts[0]
     folder = run_dir / "imports" / handle
+    handle = visible_name(handle)  # as load_run names imports
     run.imports = [i for i in run.imports if i.import_handle != handle]
     if folder.is_dir():
         child = load_run(folder, now=now, stale_after=stale_after)

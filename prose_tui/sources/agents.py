@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from ..model import Agent, Segment
-from .text import decode, open_regular
+from .text import decode, open_regular, visible_name
 
 _SEGMENT = re.compile(r"^(?P<name>.+)-(?P<num>\d{3,})\.md$")
 _FIELD = re.compile(r"^\s*(timestamp|prompt)\s*:\s*(.*)$", re.IGNORECASE)
@@ -41,7 +41,7 @@ def read_segment(path: Path, number: int) -> Segment:
 
 def read_agent_dir(folder: Path, scope: str) -> Agent:
     """The agent whose memory lives in ``folder``; segments sorted by number."""
-    agent = Agent(name=folder.name, scope=scope, path=folder)
+    agent = Agent(name=visible_name(folder.name), scope=scope, path=folder)
     memory = folder / "memory.md"
     agent.memory = memory if memory.is_file() else None
     try:

@@ -19,7 +19,7 @@ import frontmatter
 
 from ..model import Binding
 from .encryption import looks_encrypted
-from .text import open_regular, visible
+from .text import open_regular, visible, visible_name
 
 HEAD_BYTES = 16 * 1024
 MAX_BINDING_DEPTH = 8  # folders below bindings/ that are searched for binding files
@@ -104,8 +104,8 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
     folder between ``bindings/`` and the file for contract runs.
     """
     rel = path.relative_to(bindings_root)
-    name, eid = name_and_scope(path.stem)
-    service = rel.parts[0] if len(rel.parts) > 1 else None
+    name, eid = name_and_scope(visible_name(path.stem))
+    service = visible_name(rel.parts[0]) if len(rel.parts) > 1 else None
     binding = Binding(name=name, path=path, execution_id=eid, service=service)
     try:
         st = path.stat()

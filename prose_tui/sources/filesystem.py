@@ -22,7 +22,7 @@ from .encryption import looks_encrypted
 from .project import read_env, read_state_json
 from .eventlog import looks_like_event_log, parse_event_log
 from .snapshot import SnapshotState, parse_snapshot, parse_time
-from .text import decode
+from .text import decode, visible_name
 from .status import COPY_GAP, DEFAULT_STALE_AFTER, as_utc, infer_status, run_id_time
 
 STATE_FILES = ("state.md", "vm.log.md")
@@ -80,16 +80,20 @@ def load_run(
     stale_after: float = DEFAULT_STALE_AFTER,
     observed: datetime | None = None,
     home: Path | None = None,
+    summary: bool = False,
     _depth: int = 0,
     _seen: frozenset[Path] = frozenset(),
 ) -> Run:
     """Load one filesystem run folder. ``home`` overrides ``~`` for user-scope agents.
 
+    ``summary`` reads the state file only (header, trace, call stack, status): what a run
+    list row needs, without binding heads, agents, project files or imports.
+
     Raises ``FileNotFoundError`` only when ``run_dir`` is not a folder.
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
-    run = Run(id=run_dir.name, path=run_dir, backend=Backend.FILESYSTEM)
+    run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
     state_file = state_file_of(run_dir)
     snapshot: SnapshotState | None = None
     if state_file is not None:
@@ -125,6 +129,9 @@ def load_run(
         if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
             run.updated = mtime
 
+    if summary:
+        run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+        return run
     run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
     if run.events:
         _link_event_bindings(run)
@@ -296,7 +303,7 @@ def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run
             warnings.append(f"import {child.name} loops back to a run already shown; skipped")
             continue
         sub = load_run(child, now=now, stale_after=stale_after, home=home, _depth=depth + 1, _seen=seen)
-        sub.import_handle = child.name
+        sub.import_handle = visible_name(child.name)
         out.append(sub)
         capped = f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown"
         if capped in sub.warnings and capped not in warnings:

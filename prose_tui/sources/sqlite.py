@@ -36,7 +36,7 @@ from .sqlite_rows import (
     row_trace_line,
 )
 from .sqlite_values import read_sqlite_binding_value, resolve_binding_scope
-from .text import visible
+from .text import visible, visible_name
 from .sqlite_tables import (
     SqliteWatch,
     list_extension_tables,
@@ -220,7 +220,7 @@ def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int =
     run_dir = Path(run_dir)
     dbp = db_path_for(run_dir)
     root = dbp.parent
-    run = Run(id=root.name if dbp.name == "state.db" else dbp.stem, path=root, backend=Backend.SQLITE, format=RunFormat.SQLITE)
+    run = Run(id=visible_name(root.name if dbp.name == "state.db" else dbp.stem), path=root, backend=Backend.SQLITE, format=RunFormat.SQLITE)
     run.state_file = dbp
     try:
         run.state_mtime = max(p.stat().st_mtime for p in (dbp, Path(f"{dbp}-wal")) if p.exists())

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+_NAME_CONTROLS = re.compile(r"[\x00-\x1f\x7f\x80-\x9f]")
 
 
 def _picture(m: re.Match[str]) -> str:
@@ -30,6 +31,12 @@ def _picture(m: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """``text`` with control characters replaced by visible pictures; CRLF becomes LF."""
     return _CONTROLS.sub(_picture, text.replace("\r\n", "\n"))
+
+
+def visible_name(name: str) -> str:
+    """A file or folder name for one line of display: every control character, newline and
+    tab included, becomes its visible picture (a name may hold any byte but ``/``)."""
+    return _NAME_CONTROLS.sub(_picture, name)
 
 
 def decode(data: bytes) -> str:
