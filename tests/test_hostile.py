@@ -178,6 +178,33 @@ async def test_markup_in_a_run_folder_name_is_shown_literally(tmp_path):
     assert tree_digest(tmp_path) == before
 
 
+async def test_escapes_and_newlines_in_file_and_folder_names_are_shown_as_pictures(tmp_path):
+    run_id = f"20260301-100000-{ESC}[2Jrun\nid"
+    run_dir = make_run(tmp_path, ['session "x"  # <-- EXECUTING'], run_id=run_id,
+                       bindings={f"b{ESC}[31mred\x07": binding_file("v")})
+    (run_dir / "agents" / f"cap{ESC}[5m").mkdir(parents=True)
+    (run_dir / "agents" / f"cap{ESC}[5m" / "memory.md").write_text("m")
+    (run_dir / "imports" / f"lib{ESC}]0;t").mkdir(parents=True)
+    (run_dir / "imports" / f"lib{ESC}]0;t" / "state.md").write_text(state_md(['session "i"  # (complete)']))
+    before = tree_digest(tmp_path)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await watched(pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "20260301-100000-␛[2Jrun␊id" in text
+        assert "b␛[31mred␇" in text and "cap␛[5m" in text and "lib␛]0;t" in text
+        assert_no_control_reaches_the_terminal(app)
+        # A live change to the import keeps one entry under its shown name.
+        (run_dir / "imports" / f"lib{ESC}]0;t" / "state.md").write_text(state_md(['session "j"  # <-- EXECUTING']))
+        await wait_until(pilot, lambda: [i.trace[0].text for i in app.explorer.current_run.imports] == ['session "j"'],
+                         what="the import to update in place")
+        assert_no_control_reaches_the_terminal(app)
+    before_keys = {k for k in before if "imports" not in k or "state.md" not in k}
+    assert {k: v for k, v in tree_digest(tmp_path).items() if k in before_keys} == {k: before[k] for k in before_keys}
+
+
 def tree_labels(app) -> list[str]:
     tree = app.explorer.query_one(BindingTree)
     return ["".join(seg.text for seg in tree.render_line(y)) for y in range(tree.size.height)]
@@ -332,16 +359,14 @@ async def test_a_10_mb_single_line_binding_opens_in_a_window(tmp_path):
     app = make_app(run_dir)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        started = time.monotonic()
         viewer = await show_binding(pilot, run_dir / "bindings" / "big.md")
-        assert "Showing the first 256.0 KiB of 10.0 MiB" in viewer_warning(app)
-        assert len(viewer.text) <= 256 * 1024
+        assert "Showing the first 32.0 KiB of 10.0 MiB" in viewer_warning(app)
+        assert len(viewer.text) <= 32 * 1024
         assert "0123456789abcdef" in screen_text(app)
         await pilot.press("t")  # the tail window
         await pilot.pause()
-        assert "Showing the last 256.0 KiB" in viewer_warning(app)
+        assert "Showing the last 32.0 KiB" in viewer_warning(app)
         await pilot.press("G", "g")
-        assert time.monotonic() - started < 20
         assert app.is_running
     assert tree_digest(tmp_path) == before
 

@@ -116,6 +116,15 @@ def test_visible_keeps_printable_text_and_pictures_controls(text):
 
 
 @FAST
+@given(st.text(max_size=100))
+def test_visible_name_is_one_line_with_no_control_characters(name):
+    from prose_tui.sources.text import visible_name
+
+    out = visible_name(name)
+    assert len(out) == len(name) and "\n" not in out and "\t" not in out and not CONTROL.search(out)
+
+
+@FAST
 @given(data=st.binary(max_size=3000), offset=st.integers(-5, 4000), max_bytes=st.integers(1, 2000), tail=st.booleans())
 def test_read_window_reads_at_most_its_window(tmp_path_factory, data, offset, max_bytes, tail):
     path = tmp_path_factory.mktemp("w") / "value.md"
