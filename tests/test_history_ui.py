@@ -104,3 +104,21 @@ async def test_a_frozen_cursor_counts_new_events_while_the_run_goes_on(tmp_path)
         assert "new" in str(app.explorer.query_one(StatusLine).render())
         await pilot.press("right_curly_bracket")
         assert app.explorer.nav.live and app.explorer.nav.pending == 0
+
+
+async def test_events_with_times_out_of_order_draw_without_a_negative_bar(tmp_path):
+    run_dir = tmp_path / ".prose" / "runs" / "20260305-130000-0rder0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "state.md").write_text(
+        "# run:20260305-130000-0rder0 clocks.prose\n"
+        "1→ [12:05:00] first ✓\n2→ [12:01:00] second ✓\n3→ [12:09:00] third ✓\n---end 2026-03-05T12:10:00Z\n"
+    )
+    app = make_app(run_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        timeline = app.explorer.query_one(Timeline)
+        assert len(timeline.events) == 4
+        rows = [timeline._row(i, 100).text for i in range(len(timeline.events))]
+        # Every row's glyph sits in the same column: no negative bar pushes it right.
+        assert len({r.index("✓") for r in rows[:3]}) == 1
+        assert app.is_running

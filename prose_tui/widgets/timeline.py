@@ -94,7 +94,7 @@ class Timeline(ScrollView, can_focus=True):
         """Show ``events`` with the cursor on ``cursor`` (the last index when live)."""
         self.events = events
         self._gaps = [_gap(events, i) for i in range(len(events))]
-        self._longest = max((g for g in self._gaps if g), default=0.0)
+        self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(events))
         self.set_cursor(cursor)
@@ -175,7 +175,8 @@ class Timeline(ScrollView, can_focus=True):
         text.append(f"{event.seq:>4} ", "dim")
         text.append(f"{event.time:%H:%M:%S}" if isinstance(event.time, datetime) else "--:--:--", "dim")
         text.append(f" {elapsed(since):>6} ", "dim")
-        filled = round(BAR_WIDTH * gap / self._longest) if gap and self._longest else 0
+        filled = round(BAR_WIDTH * gap / self._longest) if gap and gap > 0 and self._longest > 0 else 0
+        filled = max(0, min(BAR_WIDTH, filled))
         text.append("█" * filled, "blue")
         text.append(" " * (BAR_WIDTH - filled))
         text.append(f" {glyph} ", style)
@@ -195,6 +196,7 @@ def _gap(events: list[Event], index: int) -> float | None:
     if not isinstance(here, datetime) or not isinstance(there, datetime):
         return None
     try:
-        return (there - here).total_seconds()
+        seconds = (there - here).total_seconds()
     except TypeError:  # one naive, one aware
         return None
+    return seconds if seconds >= 0 else None  # out-of-order times say nothing about durations
