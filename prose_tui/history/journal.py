@@ -32,6 +32,8 @@ text, up to the cap.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import hashlib
 import json
 import os
@@ -117,6 +119,7 @@ class Journal:
         self.root = Path(root) if root is not None else Path(platformdirs.user_state_dir("prose-tui"))
         self._lock = threading.Lock()
         self._seen: dict[Path, _Seen] = {}
+        self._texts: OrderedDict[tuple[Path, str], str] = OrderedDict()
 
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
@@ -155,7 +158,7 @@ class Journal:
             text = None
             if row["k"] == "state" and isinstance(sha, str):
                 if sha not in texts:
-                    texts[sha] = self.revision_text(run_dir, sha)
+                    texts[sha] = self._cached_text(run_dir, sha)
                 text = texts[sha]
             out.append(JournalEntry(
                 time=row["time"], kind=row["k"], path=run_dir / row["p"], sha256=sha if isinstance(sha, str) else None,
@@ -163,6 +166,19 @@ class Journal:
                 mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
             ))
         return out
+
+    def _cached_text(self, run_dir: Path, sha256: str) -> str | None:
+        """``revision_text`` through a bounded cache: revisions never change once written."""
+        key = (run_dir, sha256)
+        if key in self._texts:
+            self._texts.move_to_end(key)
+            return self._texts[key]
+        text = self.revision_text(run_dir, sha256)
+        if text is not None:
+            self._texts[key] = text
+            while len(self._texts) > 256:
+                self._texts.popitem(last=False)
+        return text
 
     def revision_text(self, run_dir: Path, sha256: str) -> str | None:
         """The stored text of the ``state.md`` revision ``sha256`` (UTF-8, bad bytes

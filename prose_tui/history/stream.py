@@ -17,9 +17,11 @@ reconstruction, file times of the run's own files.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -353,6 +355,40 @@ def error_text(snap: SnapshotState) -> str | None:
     return None
 
 
+# A live run is replayed after every change; revisions and the steps between them do not
+# change once journaled, so their parses and diffs are kept by content hash (bounded).
+_PARSE_CACHE: OrderedDict[str, SnapshotState] = OrderedDict()
+_DIFF_CACHE: OrderedDict[tuple, list] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def _remember(cache: OrderedDict, key, value):
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+    return value
+
+
+def _parsed_revision(sha: str | None, text: str) -> SnapshotState:
+    if sha is not None and sha in _PARSE_CACHE:
+        _PARSE_CACHE.move_to_end(sha)
+        return _PARSE_CACHE[sha]
+    snap = parse_snapshot(text)
+    return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
+
+
+def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha: str | None,
+                      snap: SnapshotState, when) -> list:
+    key = (prev_sha, sha, when)
+    if sha is not None and key in _DIFF_CACHE:
+        return _DIFF_CACHE[key]
+    changes = snapshot_events(previous, snap, when)
+    if not changes:
+        changes = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=when), None)]
+    return _remember(_DIFF_CACHE, key, changes) if sha is not None else changes
+
+
 def journal_history(run: Run, entries: list[JournalEntry]) -> History:
     """Replay journal ``entries`` (oldest first) of ``run`` into a :class:`History`.
 
@@ -375,13 +411,11 @@ def journal_history(run: Run, entries: list[JournalEntry]) -> History:
         if entry.kind == "state":
             if entry.text is None or entry.sha256 == revision:
                 continue  # a revision too large to keep, or the same one journaled twice
-            snap = parse_snapshot(entry.text)
+            snap = _parsed_revision(entry.sha256, entry.text)
+            changes = _revision_changes(revision, previous, entry.sha256, snap, entry.time)
             revision = entry.sha256
-            changes = snapshot_events(previous, snap, entry.time)
-            if not changes:
-                changes = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=entry.time), None)]
             for event, line in changes:
-                add(event, EventRef(trace_line=line, revision=revision))
+                add(replace(event), EventRef(trace_line=line, revision=revision))
             previous = snap
         elif entry.kind == "binding":
             name, eid = name_and_scope(Path(rel).stem)

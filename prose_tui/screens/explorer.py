@@ -41,6 +41,7 @@ NARROW_WIDTH = 110
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
          ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 STATUS_TICK = 5.0
+HISTORY_DELAY = 0.15  # seconds after a live change before the history (timeline) catches up
 
 
 class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
@@ -74,6 +75,7 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         self.journal = journal
         self.nav = HistoryNavigator(journal)
         self.viewer_follows_writes = True  # until the user picks something to read
+        self._history_timer = None
         self._head_text: Text | None = None
         self._banner: str | None = None
 
@@ -160,7 +162,11 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
         same = run is not None and self.current_run is not None and run.path == self.current_run.path
         self.current_run = run
-        self.nav.load(run)
+        if same and self.nav.live and changed is not None:
+            # Live panes show the run itself; the history catches up just after, off the hot path.
+            self._history_later()
+        else:
+            self.nav.load(run)
         viewer = self.query_one(ValueViewer)
         if run is None:
             self.refresh_view()
@@ -181,6 +187,15 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
                 fresh = next((b for b in run.bindings if b.path == viewer.target.path), None)
                 # The header may have changed length: read the value with the new binding's offset.
                 viewer.reload(target=binding_target(fresh, run) if fresh is not None and viewer.target.binding else None)
+
+    def _history_later(self) -> None:
+        if self._history_timer is None:
+            self._history_timer = self.set_timer(HISTORY_DELAY, self._history_now)
+
+    def _history_now(self) -> None:
+        self._history_timer = None
+        self.nav.load(self.current_run)
+        self.refresh_view(only_bindings=True)
 
     def refresh_view(self, *, only_bindings: bool = False) -> None:
         """Render the current run as of the history cursor (the run itself when live)."""
