@@ -45,7 +45,7 @@ class ExplorerCommands(Provider):
             from .widgets.run_list import RunList
 
             explorer.query_one(RunList).select_path(path)
-            explorer.show_run(explorer.workspace.runs.get(path))
+            explorer.open_run_at(path)
 
     async def discover(self) -> Hits:
         for name, action, help_text in self._commands():

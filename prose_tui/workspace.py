@@ -21,7 +21,7 @@ from .sources.bindings import is_binding_path, read_binding
 from .sources.discover import RunRef, owning_run, runs_roots
 from .sources.filesystem import STATE_FILES, load_run
 from .sources.narration import NarrationTail, sniff_narration
-from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status
+from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status, run_id_time
 from .sources.text import visible_name
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
@@ -76,36 +76,64 @@ class Workspace:
         self.errors: dict[Path, str] = {}
         self.observed: dict[Path, datetime] = {}
         self.tails: dict[Path, NarrationTail] = {}
+        self.detailed: set[Path] = set()  # runs read in full; the others are summaries
 
     # -- reading -------------------------------------------------------------------------
-    def scan(self, progress=None, *, partial=None) -> list[Run]:
-        """Discover and read every run.
-
-        ``progress(done, total, unit)`` is called as runs are read (``unit`` ``"runs"``) and,
-        for a large narration file, as its bytes are read (``unit`` ``"bytes"``);
-        ``partial(run)`` receives such a run as parsed so far, so a first screen can show
-        before the whole file is read.
-        """
+    def discover(self) -> list[RunRef]:
+        """Find the runs below ``root`` (no run is read), newest first by the time in the run id
+        (else the folder's time). Runs that disappeared are forgotten."""
         refs = find_runs(self.root)
         self.refs = {ref.path: ref for ref in refs}
         for path in [p for p in self.runs if p not in self.refs]:
             self.runs.pop(path, None)
-        for done, ref in enumerate(refs, start=1):
-            self._read(ref.path, progress=progress, partial=partial)
+            self.detailed.discard(path)
+        return sorted(refs, key=_ref_order, reverse=True)
+
+    def scan(self, progress=None, *, partial=None, first: Path | None = None, on_run=None) -> list[Run]:
+        """Discover and read every run: ``first`` (or the newest) in full, the others as
+        summaries (state file only; ``detail`` reads one in full when it is opened).
+
+        ``progress(done, total, unit)`` is called as runs are read (``unit`` ``"runs"``) and,
+        for a large narration file, as its bytes are read (``unit`` ``"bytes"``);
+        ``partial(run)`` receives such a run as parsed so far; ``on_run(run)`` each run read.
+        """
+        refs = self.discover()
+        if refs and (first is None or first not in self.refs):
+            first = refs[0].path
+        ordered = sorted(refs, key=lambda r: r.path != first)
+        for done, ref in enumerate(ordered, start=1):
+            run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first)
+            if run is not None and on_run is not None:
+                on_run(run)
             if progress is not None:
                 progress(done, len(refs), "runs")
         return self.sorted_runs()
 
-    def _read(self, path: Path, *, progress=None, partial=None) -> Run | None:
+    def detail(self, path: Path) -> Run | None:
+        """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on."""
+        if path in self.detailed and path in self.runs:
+            return self.runs[path]
+        run = self._read(path, summary=False)
+        if run is not None:
+            self.detailed.add(path)
+        return run
+
+    def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
         if path.is_file() and path.name not in STATE_FILES and path in self.refs and self.refs[path].flat:
+            self.detailed.add(path)
             return self._read_narration(path, progress=progress, partial=partial)
+        if summary is None:
+            summary = path not in self.detailed
         try:
-            run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
+            run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
+                           summary=summary)
         except (NotARunError, OSError) as exc:
             self.errors[path] = str(exc)
             self.runs.pop(path, None)
             return None
         self.errors.pop(path, None)
+        if not summary:
+            self.detailed.add(path)
         self.runs[path] = run
         return run
 
@@ -228,6 +256,9 @@ class Workspace:
 
     def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> RunChange | None:
         run = self.runs.get(run_dir)
+        if run_dir not in self.detailed and not run_dir.is_file():
+            run = self._read(run_dir, summary=True)  # a run list row: the state file is enough
+            return RunChange(run, {Part.STATE}, paths) if run is not None else None
         if run_dir.is_file():  # a narration file: read what was appended
             run = self._read(run_dir)
             return RunChange(run, {Part.STATE}, paths) if run is not None else None
@@ -291,3 +322,20 @@ def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_aft
         child.import_handle = handle
         run.imports.append(child)
         run.imports.sort(key=lambda i: i.import_handle or "")
+
+
+def _ref_order(ref: RunRef) -> float:
+    """Newest first before any run is read: the run id's time, else the folder's."""
+    started = run_id_time(ref.path.name)
+    if started is not None:
+        return started.timestamp()
+    try:
+        return ref.path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def placeholder(ref: RunRef) -> Run:
+    """A run list row for a run not read yet: its id and the start time its id gives."""
+    return Run(id=visible_name(ref.path.name), path=ref.path, started=run_id_time(ref.path.name),
+               status_reason="not read yet")

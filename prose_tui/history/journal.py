@@ -88,6 +88,9 @@ class _Seen:
     stored: int = 0  # bytes of revision texts kept for this run
 
 
+MAX_WALK_DEPTH = 8
+
+
 def run_files(run_dir: Path) -> set[Path]:
     """The files of a run the journal cares about: ``state.md``, binding files, segments,
     and the same below ``imports/*/``. Missing folders give an empty set; never raises."""
@@ -99,8 +102,11 @@ def run_files(run_dir: Path) -> set[Path]:
         root = run_dir / sub
         if not root.is_dir():
             continue
+        base = len(root.parts)
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            # Bindings and segments live a level or two down; a deeper tree is not the VM's.
+            deep = len(Path(dirpath).parts) - base >= MAX_WALK_DEPTH
+            dirnames[:] = [] if deep else sorted(d for d in dirnames if not d.startswith("."))
             for name in filenames:
                 if not name.startswith("."):
                     out.add(Path(dirpath) / name)

@@ -156,7 +156,14 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
 
     # -- showing a run -------------------------------------------------------------------------------
     def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
-        self.show_run(self.workspace.runs.get(event.path))
+        self.open_run_at(event.path)
+
+    def open_run_at(self, path: Path) -> None:
+        """Show the run at ``path``: its summary at once, then all of it once read."""
+        run = self.workspace.runs.get(path)
+        self.show_run(run)
+        if path not in self.workspace.detailed:
+            self.open_in_full(path)
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""

@@ -8,6 +8,7 @@ The scan runs in a thread worker with progress; the watcher is an async worker o
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -17,7 +18,10 @@ from textual.widgets import Static
 from ..model import Run, RunFormat
 from ..watch import watch_paths
 from ..widgets.run_list import RunList
-from ..workspace import Applied
+from ..workspace import Applied, placeholder
+
+
+PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
 
 
 class LiveUpdates:
@@ -26,20 +30,61 @@ class LiveUpdates:
     @work(thread=True, exclusive=True, group="scan")
     def _scan(self) -> None:
         runs_pane = self.query_one("#runs-pane")
+        last = [0.0]
 
         def progress(done: int, total: int, unit: str) -> None:
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_EVERY and done < total:
+                return  # a blocking hop to the UI per run would cost more than the reading
+            last[0] = now
             text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
             self.app.call_from_thread(setattr, runs_pane, "border_title", text)
 
         def partial(run: Run) -> None:
             self.app.call_from_thread(self._partial, run)
 
+        read: list[Run] = []
+
+        def on_run(run: Run) -> None:
+            read.append(run)
+            if len(read) == 1 or time.monotonic() - last[0] >= PROGRESS_EVERY:
+                batch = read[:]
+                read.clear()
+                self.app.call_from_thread(self._rows_read, batch)
+
         try:
-            runs = self.workspace.scan(progress, partial=partial)
+            refs = self.workspace.discover()
+            # Every run is listed at once, newest first; rows fill in as runs are read.
+            self.app.call_from_thread(self._listed, [placeholder(r) for r in refs])
+            runs = self.workspace.scan(progress, partial=partial, first=self.initial, on_run=on_run)
         except OSError as exc:
-            self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error")
+            self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
             runs = []
         self.app.call_from_thread(self._scanned, runs)
+
+    def _listed(self, runs: list[Run]) -> None:
+        if runs and not self.query_one(RunList).runs:
+            self.query_one(RunList).set_runs(runs, clock=self.workspace.clock)
+            self.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
+
+    def _rows_read(self, runs: list[Run]) -> None:
+        run_list = self.query_one(RunList)
+        for run in runs:
+            run_list.update_run(run, clock=self.workspace.clock)
+            if self.current_run is None or run.path == self.current_run.path:
+                self.show_run(run) if run.path in self.workspace.detailed else None
+
+    @work(thread=True, exclusive=True, group="detail")
+    def open_in_full(self, path: Path) -> None:
+        """Read a summarised run in full (bindings, agents, imports) and show it."""
+        run = self.workspace.detail(path)
+        if run is not None:
+            self.app.call_from_thread(self._detailed, run)
+
+    def _detailed(self, run: Run) -> None:
+        if self.current_run is not None and self.current_run.path == run.path:
+            self.show_run(run)
+            self.query_one(RunList).update_run(run, clock=self.workspace.clock)
 
     def _partial(self, run: Run) -> None:
         """A first screen of a large narration file while the rest is still being read."""
@@ -73,7 +118,11 @@ class LiveUpdates:
         self._update_status()
         try:
             async for batch in watch_paths(roots, self._stop):
-                self.apply_changes(batch)
+                try:
+                    self.apply_changes(batch)
+                except Exception as exc:  # one bad batch must not end watching: say so, go on
+                    self.notify(f"could not apply a change: {type(exc).__name__}: {exc}"[:300],
+                                severity="warning", markup=False)
         except Exception as exc:  # a vanished root, inotify limits: say so, keep the last state
             self.watcher_state = f"watch stopped: {exc}"
             self._update_status()
@@ -103,8 +152,10 @@ class LiveUpdates:
             return
         try:
             self.journal.record(run.path, paths, self.workspace.clock())
-        except (OSError, ValueError) as exc:
-            self.notify(f"could not journal {run.id}: {exc}", severity="warning", markup=False)
+        except (OSError, ValueError, RecursionError) as exc:
+            # The journal is a convenience: losing it must not stop the live view.
+            self.notify(f"could not journal {run.id} (history replay is off): {type(exc).__name__}", severity="warning",
+                        markup=False)
             self.journal = None
 
     def _tick(self) -> None:

@@ -36,8 +36,12 @@ def open_run(
     now: datetime | None = None,
     stale_after: float = DEFAULT_STALE_AFTER,
     observed: datetime | None = None,
+    summary: bool = False,
 ) -> Run:
     """Read the run at ``path`` (a run folder, its state file, a state.db or a narration file).
+
+    ``summary`` asks a filesystem run for its state file only (``load_run(summary=True)``);
+    other backends read their run whole (SQLite pages its rows itself).
 
     Raises ``FileNotFoundError`` when ``path`` does not exist and ``NotARunError`` when it
     is not a run.
@@ -57,7 +61,7 @@ def open_run(
         return _sqlite(path, now, stale_after, observed)
     if not is_run_dir(path):
         raise NotARunError(f"{path}: not a run folder (no state.md, vm.log.md, state.db, program or bindings)")
-    return load_run(path, now=now, stale_after=stale_after, observed=observed)
+    return load_run(path, now=now, stale_after=stale_after, observed=observed, summary=summary)
 
 
 def _stale_checked(run: Run, now: datetime | None, stale_after: float, observed: datetime | None) -> Run:
