@@ -109,6 +109,10 @@ class Workspace:
                 progress(done, len(refs), "runs")
         return self.sorted_runs()
 
+    def summary(self, path: Path) -> Run | None:
+        """The run at ``path`` as a run list row needs it (state file only), read now."""
+        return self.runs.get(path) if path in self.detailed else self._read(path, summary=True)
+
     def detail(self, path: Path) -> Run | None:
         """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on."""
         if path in self.detailed and path in self.runs:
@@ -132,6 +136,9 @@ class Workspace:
             self.runs.pop(path, None)
             return None
         self.errors.pop(path, None)
+        if summary and path in self.detailed:
+            # Read in full meanwhile (another thread): a summary must not replace it.
+            return self.runs.get(path, run)
         if not summary:
             self.detailed.add(path)
         self.runs[path] = run

@@ -160,7 +160,7 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
-        run = self.workspace.runs.get(path)
+        run = self.workspace.runs.get(path) or next((r for r in self.query_one(RunList).runs if r.path == path), None)
         self.show_run(run)
         if path not in self.workspace.detailed:
             self.open_in_full(path)

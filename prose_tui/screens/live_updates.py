@@ -76,7 +76,13 @@ class LiveUpdates:
 
     @work(thread=True, exclusive=True, group="detail")
     def open_in_full(self, path: Path) -> None:
-        """Read a summarised run in full (bindings, agents, imports) and show it."""
+        """Read a summarised run in full (bindings, agents, imports) and show it.
+
+        A run opened before the start-up read reached it gets its summary (the trace) first."""
+        if path not in self.workspace.runs:
+            summary = self.workspace.summary(path)
+            if summary is not None:
+                self.app.call_from_thread(self._detailed, summary)
         run = self.workspace.detail(path)
         if run is not None:
             self.app.call_from_thread(self._detailed, run)
