@@ -7,7 +7,8 @@ gives the run as of one event; ``failure_context`` what a failure had around it;
 ``record``/``main_record`` journal runs without a UI (``prose-tui record PATH``).
 """
 
-from .cursor import FailureContext, failure_context, state_at
+from .cursor import state_at
+from .failure import FailureContext, failure_context
 from .journal import Journal, JournalEntry
 from .record import main_record, record
 from .stream import EventRef, History, events_json, history_of

@@ -1,28 +1,26 @@
-"""A run as of a cursor on its history, and what a failure had around it (issue 3).
+"""A run as of a cursor on its history (issue 3).
 
 ``state_at`` builds a new :class:`~prose_tui.model.Run` as it stood right after event
-``cursor``; the views render it like any run. ``failure_context`` gathers what "jump to
-failure" shows. Neither changes the run or the history; neither imports Textual.
+``cursor``; the views render it like any run. It changes neither the run nor the history
+and imports no Textual. What a failure had around it is in ``failure.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model import Agent, Binding, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
 from ..sources.eventlog import parse_event_log
-from ..sources.eventlog_lines import MARKS, classify_line
 from ..sources.snapshot import SnapshotState, parse_snapshot, parse_time
 from .stream import History, _rel, current_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from .journal import Journal
 
-__all__ = ["FailureContext", "failure_context", "state_at"]
+__all__ = ["state_at"]
 
 K = EventKind
 S = StatementState
@@ -350,182 +348,3 @@ def _entered_blocks(trace: list[TraceLine], begun: set[int]) -> set[int]:
                 out.add(t.line)
                 break
     return out
-
-
-# -- failure context -------------------------------------------------------------------------
-
-
-@dataclass
-class FailureContext:
-    """What "jump to failure" shows for the failure at one event.
-
-    ``event`` is the failure event itself; ``statement`` the trace line of the statement
-    that failed (as of that moment; ``None`` when no line is known); ``error`` the error
-    text (the words after ``✗``, the ``---error`` message, a snapshot's ``## Error``
-    section, joined with " — " when there are several); ``retries`` the ``retry`` events of
-    the same statement before it; ``context_bindings`` the bindings it had as context.
-    """
-
-    event: Event
-    statement: TraceLine | None
-    error: str | None
-    retries: list[Event] = field(default_factory=list)
-    context_bindings: list[Binding] = field(default_factory=list)
-
-
-_FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
-_CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
-_IDENT = re.compile(r"[A-Za-z_][\w]*")
-# "[Warning] ", "⚠️ ", "- " before a narration line's words
-_LEADING_MARKER = re.compile(r"^[^\w\[]*(?:\[[^\]]*\][*`_]*\s*:?)?[^\w\"']*")
-
-
-def failure_context(run: Run, history: History, index: int) -> FailureContext:
-    """The failing statement, its error, the retries before it and the bindings it had.
-
-    ``index`` is an event index, usually one of ``history.failures()``. For a
-    ``run_errored`` event the statement is the last one that failed or was left started
-    before it. Context bindings come from the statement's ``context:``/``evidence:`` lines
-    (in a snapshot trace, else in the program file), resolved as the VM would
-    (``Run.binding_named`` on the run as of the failure, then on the live run); when
-    there are none, the bindings written before the failure. Raises ``IndexError`` for an
-    index outside the history.
-    """
-    if not 0 <= index < len(history.events):
-        raise IndexError(f"event {index} outside 0..{len(history.events) - 1}")
-    event = history.events[index]
-    at = state_at(run, history, index)
-    stmt_index = index
-    if event.kind is K.RUN_ERRORED:
-        for j in range(index - 1, -1, -1):
-            if history.events[j].kind in (K.STATEMENT_FAILED, K.STATEMENT_STARTED, K.RETRY):
-                stmt_index = j
-                break
-    statement = _line_at(at, history.refs[stmt_index].trace_line)
-    errors: list[str] = []
-    for j in dict.fromkeys((stmt_index, index)):
-        if (text := _error_words(history.events[j])) and text not in errors:
-            errors.append(text)
-    if run.format not in _EVENT_LOGS and (section := _error_section(at)) and section not in errors:
-        errors.append(section)
-    retries = _retries_before(history, stmt_index)
-    names = _context_names(run, at, history, stmt_index)
-    bindings: list[Binding] = []
-    eid = history.events[stmt_index].execution_id
-    for name in names:
-        b = at.binding_named(name, eid) or run.binding_named(name, eid)
-        if b is not None and b not in bindings:
-            bindings.append(b)
-    if not bindings:
-        before = state_at(run, history, stmt_index - 1) if stmt_index > 0 else None
-        bindings = [b for b in (before.bindings if before else []) if b.exists]
-    return FailureContext(event=event, statement=statement, error=" — ".join(errors) or None,
-                          retries=retries, context_bindings=bindings)
-
-
-def _line_at(run: Run, line: int | None) -> TraceLine | None:
-    index = _trace_index(run, line)
-    return run.trace[index] if index is not None else None
-
-
-def _error_words(event: Event) -> str | None:
-    if event.kind is K.RUN_ERRORED:
-        info = classify_line(event.text)
-        message = info.items[0].message if info.items else None
-        if message:
-            return message
-        return None if event.text.startswith("---") else event.text or None
-    if event.kind is K.STATEMENT_FAILED:
-        for i, ch in enumerate(event.text):
-            if ch in _FAIL_MARKS:
-                words = event.text[i + 1:].lstrip("\ufe0f").strip()
-                return words or event.status
-        if "#" in event.text:  # a snapshot line: its annotation, "<-- FAILED: reason"
-            return event.text.split("#", 1)[1].strip().removeprefix("<--").strip() or event.status
-        words = _LEADING_MARKER.sub("", event.text).strip()
-        return words or event.status
-    return None
-
-
-def _error_section(run: Run) -> str | None:
-    for section in run.sections:
-        if section.title.strip().lower().startswith(("error", "failure")):
-            return section.text.strip() or None
-    return None
-
-
-def _retries_before(history: History, index: int) -> list[Event]:
-    out: list[Event] = []
-    for j in range(index - 1, -1, -1):
-        event = history.events[j]
-        if not history.same_statement(index, j):
-            continue
-        if event.kind is K.RETRY:
-            out.append(event)
-        elif event.kind is K.STATEMENT_COMPLETED:
-            break
-    if history.events[index].kind is K.RETRY:
-        out.insert(0, history.events[index])
-    return list(reversed(out))
-
-
-def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]:
-    """Names in the ``context:`` lines of the statement at ``index``."""
-    line = history.refs[index].trace_line
-    if run.format not in _EVENT_LOGS and (i := _trace_index(at, line)) is not None:
-        return _block_context([t.text for t in at.trace], i)
-    program = _program_lines(run)
-    if not program:
-        return []
-    event = history.events[index]
-    name = event.name or ""
-    start = None
-    if _IDENT.fullmatch(name):
-        pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
-        start = next((i for i, text in enumerate(program) if pattern.match(text)), None)
-    if start is None and name:
-        keyword = re.split(r"[:\s(]", name, maxsplit=1)[0]
-        after = _program_position_of_last_binding(program, history, index)
-        start = next((i for i in range(after, len(program)) if program[i].strip().startswith(keyword)), None)
-    return _block_context(program, start) if start is not None else []
-
-
-def _program_position_of_last_binding(program: list[str], history: History, index: int) -> int:
-    for j in range(index - 1, -1, -1):
-        name = history.events[j].name
-        if history.events[j].kind in _WRITES and name and _IDENT.fullmatch(name):
-            pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
-            found = next((i for i, text in enumerate(program) if pattern.match(text)), None)
-            if found is not None:
-                return found + 1
-    return 0
-
-
-_INLINE_CONTEXT = re.compile(r"\bcontext\s*:\s*(.*)$", re.IGNORECASE)
-
-
-def _block_context(lines: list[str], start: int) -> list[str]:
-    """Names in ``context:`` lines of the block starting at ``lines[start]`` (and in a
-    ``... with context: {a, b}`` on that line itself, as narrations write it)."""
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    names: list[str] = []
-    if m := _INLINE_CONTEXT.search(lines[start].split("#", 1)[0]):
-        names.extend(dict.fromkeys(_IDENT.findall(m.group(1))))
-    for text in lines[start + 1:]:
-        if text.strip() and len(text) - len(text.lstrip()) <= indent:
-            break
-        if m := _CONTEXT.match(text):
-            for name in _IDENT.findall(m.group(1).split("#", 1)[0]):
-                if name not in names:
-                    names.append(name)
-    return names
-
-
-def _program_lines(run: Run) -> list[str]:
-    if run.program_path is None:
-        return []
-    try:
-        return run.program_path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-
