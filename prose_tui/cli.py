@@ -20,7 +20,7 @@ from pathlib import Path
 from . import __version__
 from .export import run_detail, run_row
 from .model import Run
-from .sources import NotARunError, find_runs, open_run
+from .sources import NotARunError, open_run
 from .sources.status import DEFAULT_STALE_AFTER
 
 SUBCOMMANDS = ("runs", "show", "agent", "record")
@@ -78,19 +78,14 @@ def _sub_parser() -> argparse.ArgumentParser:
 
 
 def load_runs(path: Path, stale_after: float = DEFAULT_STALE_AFTER) -> list[Run]:
-    """Every run below ``path``, newest first (by start time, then id)."""
-    runs = []
-    for ref in find_runs(path):
-        try:
-            runs.append(open_run(ref.path, stale_after=stale_after))
-        except (NotARunError, OSError):
-            continue
-    return sort_runs(runs)
+    """Every run below ``path``, newest first (by start time, then id), read as summaries
+    (a row needs the state file only). Raises ``FileNotFoundError`` for a missing path."""
+    from .workspace import Workspace
 
-
-def sort_runs(runs: list[Run]) -> list[Run]:
-    """Newest first: by start time where known, then by id, descending."""
-    return sorted(runs, key=lambda r: (r.started.timestamp() if r.started else 0.0, r.id), reverse=True)
+    workspace = Workspace(path, stale_after=stale_after)
+    if not workspace.root.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    return workspace.scan(detail_first=False)
 
 
 def _print_runs(runs: list[Run], as_json: bool) -> None:

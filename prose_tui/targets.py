@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Literal
 
 from .model import Backend, Binding, Run
-from .sources.narration_markers import binding_value
 from .sources.sqlite_tables import read_table_page
 from .sources.sqlite_values import read_sqlite_binding_value
 
@@ -54,7 +53,7 @@ def binding_target(binding: Binding, run: Run | None = None) -> Target:
         def read() -> str:
             return read_sqlite_binding_value(run_dir, binding.name, binding.execution_id)
     elif run is not None and run.backend is Backend.NARRATION:
-        value = binding_value(run, binding.name, binding.execution_id) or ""
+        value = (binding.fields or {}).get("value") or ""  # narrated values live on the binding
 
         def read() -> str:
             return value

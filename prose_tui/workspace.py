@@ -9,6 +9,7 @@ re-reads that import. A folder appearing under a ``runs`` folder re-discovers ru
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import StrEnum
@@ -18,8 +19,8 @@ from .model import Backend, Run
 from .sources import NotARunError, find_runs, open_run
 from .sources import agents as agent_files
 from .sources.bindings import is_binding_path, read_binding
-from .sources.discover import RunRef, owning_run, runs_roots
-from .sources.filesystem import STATE_FILES, load_run
+from .sources.discover import RUN_PARTS, RunRef, owning_run, runs_roots
+from .sources.filesystem import STATE_FILES, load_run, reload_state
 from .sources.narration import NarrationTail, sniff_narration
 from .sources.status import DEFAULT_STALE_AFTER, apply_staleness, infer_status, run_id_time
 from .sources.text import visible_name
@@ -73,7 +74,9 @@ class Workspace:
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.refs: dict[Path, RunRef] = {}
         self.runs: dict[Path, Run] = {}
-        self.errors: dict[Path, str] = {}
+        # The start-up scan and "open in full" run in threads while the UI loop applies file
+        # events and ticks: every change to runs/detailed/refs happens under this lock.
+        self.lock = threading.RLock()
         self.observed: dict[Path, datetime] = {}
         self.tails: dict[Path, NarrationTail] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
@@ -83,22 +86,27 @@ class Workspace:
         """Find the runs below ``root`` (no run is read), newest first by the time in the run id
         (else the folder's time). Runs that disappeared are forgotten."""
         refs = find_runs(self.root)
-        self.refs = {ref.path: ref for ref in refs}
-        for path in [p for p in self.runs if p not in self.refs]:
-            self.runs.pop(path, None)
-            self.detailed.discard(path)
+        with self.lock:
+            self.refs = {ref.path: ref for ref in refs}
+            for path in [p for p in self.runs if p not in self.refs]:
+                self.runs.pop(path, None)
+                self.detailed.discard(path)
         return sorted(refs, key=_ref_order, reverse=True)
 
-    def scan(self, progress=None, *, partial=None, first: Path | None = None, on_run=None) -> list[Run]:
+    def scan(self, progress=None, *, partial=None, first: Path | None = None, on_run=None,
+             detail_first: bool = True) -> list[Run]:
         """Discover and read every run: ``first`` (or the newest) in full, the others as
         summaries (state file only; ``detail`` reads one in full when it is opened).
 
         ``progress(done, total, unit)`` is called as runs are read (``unit`` ``"runs"``) and,
         for a large narration file, as its bytes are read (``unit`` ``"bytes"``);
         ``partial(run)`` receives such a run as parsed so far; ``on_run(run)`` each run read.
+        ``detail_first=False`` reads every run as a summary.
         """
         refs = self.discover()
-        if refs and (first is None or first not in self.refs):
+        if not detail_first:
+            first = None  # summaries only (headless listing)
+        elif refs and (first is None or first not in self.refs):
             first = refs[0].path
         ordered = sorted(refs, key=lambda r: r.path != first)
         for done, ref in enumerate(ordered, start=1):
@@ -131,17 +139,17 @@ class Workspace:
         try:
             run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
                            summary=summary)
-        except (NotARunError, OSError) as exc:
-            self.errors[path] = str(exc)
-            self.runs.pop(path, None)
+        except (NotARunError, OSError):
+            with self.lock:
+                self.runs.pop(path, None)
             return None
-        self.errors.pop(path, None)
-        if summary and path in self.detailed:
-            # Read in full meanwhile (another thread): a summary must not replace it.
-            return self.runs.get(path, run)
-        if not summary:
-            self.detailed.add(path)
-        self.runs[path] = run
+        with self.lock:
+            if summary and path in self.detailed:
+                # Read in full meanwhile (another thread): a summary must not replace it.
+                return self.runs.get(path, run)
+            if not summary:
+                self.detailed.add(path)
+            self.runs[path] = run
         return run
 
     def _read_narration(self, path: Path, *, progress=None, partial=None) -> Run | None:
@@ -149,7 +157,6 @@ class Workspace:
         tail = self.tails.get(path)
         if tail is None:
             if not sniff_narration(path):
-                self.errors[path] = f"{path}: not an OpenProse narration"
                 return None
             tail = self.tails[path] = NarrationTail(path)
         shown = [0]
@@ -164,13 +171,16 @@ class Workspace:
         tail.poll(progress=report)
         run = tail.run
         apply_staleness(run, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
-        self.runs[path] = run
+        with self.lock:
+            self.runs[path] = run
         return run
 
     def sorted_runs(self) -> list[Run]:
         """Newest first: start time where known, then id."""
+        with self.lock:
+            runs = list(self.runs.values())
         return sorted(
-            self.runs.values(),
+            runs,
             key=lambda r: (r.started.timestamp() if r.started else 0.0, r.id),
             reverse=True,
         )
@@ -180,15 +190,17 @@ class Workspace:
         roots = {ref.runs_root for ref in self.refs.values()} or set(runs_roots(self.root))
         if self.root.is_file():
             roots = {self.root}
-        if not roots and self.root.is_dir():
-            roots = {self.root}
+        # No runs folder yet: watch nothing (a whole project is too much to watch); the
+        # explorer rescans every few seconds until one appears.
         return sorted(r for r in roots if r.exists())
 
     def refresh_statuses(self) -> list[Run]:
         """Re-infer statuses as time passes (a quiet run becomes interrupted); returns changed runs."""
         changed = []
         now = self.clock()
-        for path, run in self.runs.items():
+        with self.lock:
+            items = list(self.runs.items())
+        for path, run in items:
             if run.backend is Backend.FILESYSTEM:
                 status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
             else:
@@ -225,14 +237,23 @@ class Workspace:
 
     def apply(self, paths: set[Path]) -> Applied:
         """Bring the runs up to date with changed ``paths`` (absolute). Never raises for I/O."""
+        with self.lock:
+            return self._apply(paths)
+
+    def _apply(self, paths: set[Path]) -> Applied:
         out = Applied()
         now = self.clock()
         rediscover = False
         touched: dict[Path, set[Path]] = {}
         for path in paths:
             run_dir = owning_run(path, list(self.refs))
+            if run_dir is not None and self.refs[run_dir].flat and run_dir.is_dir():
+                # In the flat layout runs/ is itself a run; a new folder beside its parts is a run.
+                rel = path.relative_to(run_dir).parts
+                if rel and rel[0] not in STATE_FILES and rel[0] not in RUN_PARTS and not rel[0].endswith(".prose"):
+                    run_dir = None
             if run_dir is None:
-                rediscover = True
+                rediscover = rediscover or _under_runs(path)
                 continue
             touched.setdefault(run_dir, set()).add(path)
         if rediscover:
@@ -256,9 +277,12 @@ class Workspace:
                 out.runs_removed.append(run_dir)
                 continue
             self.observed[run_dir] = now
+            known = run_dir in self.runs
             change = self._update(run_dir, changed_paths, now)
             if change is not None:
                 out.changed[run_dir] = change
+                if not known:  # its folder came first, its state file only now: a new row
+                    out.runs_added.append(run_dir)
         return out
 
     def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> RunChange | None:
@@ -270,16 +294,13 @@ class Workspace:
             run = self._read(run_dir)
             return RunChange(run, {Part.STATE}, paths) if run is not None else None
         parts = {self.part_of(run_dir, p) for p in paths}
-        if run is None or parts & {Part.STATE, Part.PROGRAM, Part.OTHER}:
-            # The state file names bindings and agents; re-read it and keep the binding
-            # objects already read whose files did not change.
-            previous = {b.path: b for b in run.bindings} if run else {}
-            run = self._read(run_dir)
-            if run is None:
-                return None
-            unchanged = {p for p in previous if p not in paths}
-            run.bindings = [previous[b.path] if b.path in unchanged and b.exists else b for b in run.bindings]
-            return RunChange(run, parts, paths)
+        if run is None or run.backend is not Backend.FILESYSTEM or parts & {Part.PROGRAM, Part.OTHER}:
+            run = self._read(run_dir)  # a program or an unknown file: read the run again
+            return RunChange(run, parts, paths) if run is not None else None
+        if Part.STATE in parts:
+            # The state file alone is read again; binding, agent and import reads are kept.
+            run = reload_state(run, now=now, stale_after=self.stale_after, observed=self.observed.get(run_dir))
+            self.runs[run_dir] = run
         for path in paths:
             part = self.part_of(run_dir, path)
             if part is Part.BINDING:
@@ -329,6 +350,11 @@ def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_aft
         child.import_handle = handle
         run.imports.append(child)
         run.imports.sort(key=lambda i: i.import_handle or "")
+
+
+def _under_runs(path: Path) -> bool:
+    """True for a path inside a ``runs`` folder: the only places a new run can appear."""
+    return "runs" in path.parts[:-1]
 
 
 def _ref_order(ref: RunRef) -> float:

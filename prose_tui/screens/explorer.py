@@ -76,6 +76,8 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         self.nav = HistoryNavigator(journal)
         self.viewer_follows_writes = True  # until the user picks something to read
         self._history_timer = None
+        self._fallback_key: tuple | None = None
+        self._fallback_value = ([], None)
         self._head_text: Text | None = None
         self._banner: str | None = None
 
@@ -217,7 +219,7 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
             return
         view = self.nav.view(run)
         if not only_bindings:
-            lines, self._banner = (view.trace, None) if view.trace else fallback_trace(run)
+            lines, self._banner = (view.trace, None) if view.trace else self._fallback(run)
             if lines != trace.lines:
                 trace.set_lines(lines)
             stack = self.query_one(CallStackView)
@@ -230,6 +232,13 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         if timeline.events is not self.nav.events or timeline.cursor != self.nav.position:
             timeline.set_events(self.nav.events, self.nav.position)
         self._show_head(run)
+
+    def _fallback(self, run: Run):
+        """The raw state file (or program) of a run with no parsed trace, read once per change."""
+        key = (run.path, run.state_mtime, run.encrypted)
+        if self._fallback_key != key:
+            self._fallback_key, self._fallback_value = key, fallback_trace(run)
+        return self._fallback_value
 
     def show_target(self, target) -> None:
         self.query_one(ValueViewer).show_target(target)

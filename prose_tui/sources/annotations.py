@@ -27,6 +27,10 @@ _OUTPUT = re.compile(r"-->\s*(\S+)")
 _ATTEMPT = re.compile(r"attempt\s+(\d+)\s*(?:/|of)\s*(\d+)", re.IGNORECASE)
 _BINDING_PATH = re.compile(r"^(?:\./)?bindings/\S+$")
 
+_GLYPH_STATES = {"✓": StatementState.COMPLETE, "✔": StatementState.COMPLETE, "✗": StatementState.FAILED,
+                 "✘": StatementState.FAILED, "⊘": StatementState.SKIPPED}
+# "<-- WORD ...", "(words)" or "[words]" at the start of an annotation: the state's own words.
+_LEADING = re.compile(r"^(?:<--\s*([A-Za-z][\w -]*?)(?=\s*(?:\(|$))|\(([^)]*)\)|\[([^\]]*)\])")
 _RULES: list[tuple[re.Pattern[str], StatementState]] = [
     (re.compile(r"retry", re.I), StatementState.RETRYING),
     (re.compile(r"<--\s*executing|\bexecuting\b|\brunning\b|\bin progress\b", re.I), StatementState.EXECUTING),
@@ -56,10 +60,22 @@ def classify(note: str) -> StatementState | None:
     The output path of ``--> path`` is not read as words (``bindings/next.md`` is not
     "next"); an output arrow with no other state word means the output was written.
     """
-    words = _OUTPUT.sub(" ", note)
-    for pattern, state in _RULES:
-        if pattern.search(words):
-            return state
+    words = _OUTPUT.sub(" ", note).strip()
+    # The VM's leading marker decides ("✓ done (succeeded after retry)" is complete); the
+    # words after it are only read when there is no marker or it is a bracket of words.
+    if words[:1] in _GLYPH_STATES:
+        return _GLYPH_STATES[words[:1]]
+    lead = _LEADING.match(words)
+    scope = next((g for g in lead.groups() if g), words) if lead else words
+    first_word = scope.split()[0] if lead and scope.split() else None
+    for candidate in ([first_word] if first_word else []) + [scope]:
+        for pattern, state in _RULES:
+            if pattern.search(candidate):
+                return state
+    if lead:
+        for pattern, state in _RULES:
+            if pattern.search(words):
+                return state
     if "-->" in note:
         return StatementState.COMPLETE
     return None

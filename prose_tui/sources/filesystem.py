@@ -93,6 +93,25 @@ def load_run(
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
+    run, snapshot = _read_state(run_dir)
+    if summary:
+        run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+        return run
+    run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
+    if run.events:
+        _link_event_bindings(run)
+    run.agents = _agents(run_dir, snapshot, run.program_path, home)
+    if any(b.encrypted for b in run.bindings) and not run.encrypted:
+        run.warnings.append("some binding files are SOPS-encrypted")
+    _project_files(run, run_dir)
+    run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    return run
+
+
+def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
+    """A run from its state file alone (header, trace, call stack, events), and the parsed
+    snapshot whose Index names its bindings and agents (``None`` for other formats)."""
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
     state_file = state_file_of(run_dir)
     snapshot: SnapshotState | None = None
@@ -116,7 +135,6 @@ def load_run(
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
-
     run.program_path = program_file_of(run_dir)
     if run.program is None and run.program_path is not None:
         run.program = run.program_path.name
@@ -129,17 +147,28 @@ def load_run(
         if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
             run.updated = mtime
 
-    if summary:
-        run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
-        return run
-    run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
+    return run, snapshot
+
+
+def reload_state(previous: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                 observed: datetime | None = None, home: Path | None = None) -> Run:
+    """``previous`` (a run read in full) after its state file changed: the state file is read
+    again, the binding files, agents and imports already read are kept. The Index may name
+    new bindings (merged as missing until their files arrive) or new agents (agents re-read).
+    """
+    run_dir = previous.path
+    run, snapshot = _read_state(run_dir)
+    run.bindings = _merge_bindings([b for b in previous.bindings if b.exists], snapshot, run_dir)
     if run.events:
         _link_event_bindings(run)
-    run.agents = _agents(run_dir, snapshot, run.program_path, home)
-    if any(b.encrypted for b in run.bindings) and not run.encrypted:
-        run.warnings.append("some binding files are SOPS-encrypted")
-    _project_files(run, run_dir)
-    run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    names = {r.get("name") for r in (snapshot.agent_rows if snapshot else [])}
+    if names <= {a.name for a in previous.agents}:
+        run.agents = previous.agents
+    else:
+        run.agents = _agents(run_dir, snapshot, run.program_path, home)
+    run.imports = previous.imports
+    run.sections += [s for s in previous.sections if s.title.startswith("Project .prose/")]
+    run.warnings += [w for w in previous.warnings if w.startswith(("some binding files", "imports nested", "import "))]
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     return run
 
