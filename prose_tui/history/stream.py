@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..export import event as event_json
 from ..model import Event, EventKind, Frame, Run, RunFormat, StatementState, TraceLine
 from ..sources.bindings import name_and_scope
 from ..sources.snapshot import SnapshotState, parse_snapshot
@@ -161,18 +162,7 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
 def events_json(history: History) -> list[dict[str, Any]]:
     """One dict per event for ``prose-tui show --json``: ``{seq, time, kind, step, name,
     status, text}``; ``time`` is ISO 8601 or ``None``, ``kind`` the ``EventKind`` value."""
-    return [
-        {
-            "seq": e.seq,
-            "time": e.time.isoformat() if e.time is not None else None,
-            "kind": e.kind.value,
-            "step": e.step,
-            "name": e.name,
-            "status": e.status,
-            "text": e.text,
-        }
-        for e in history.events
-    ]
+    return [event_json(e) for e in history.events]
 
 
 # -- log origin ------------------------------------------------------------------------------
