@@ -1,7 +1,7 @@
 """Watching runs: watchfiles events -> sets of changed paths, with a short debounce.
 
 watchfiles' default debounce (1.6 s) is far too slow for a live view; the explorer groups
-events for at most ``debounce_ms`` (default 30 ms) and waits ``step_ms`` (default 5 ms) for
+events for at most ``debounce_ms`` (default 30 ms) and waits ``step_ms`` (default 10 ms) for
 more. Only the ``runs`` folders are watched, recursively. Textual-free: the app runs
 ``watch_paths`` in a worker and hands each batch to ``Workspace.apply``.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from watchfiles import awatch
 
 DEBOUNCE_MS = 30
-STEP_MS = 5
+STEP_MS = 10
 _IGNORED_SUFFIXES = (".swp", ".swx", "~", ".tmp", ".part")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from app_helpers import make_app, ready, tree_digest, wait_until
@@ -210,7 +212,7 @@ async def test_a_large_value_opens_in_a_window_that_grows_as_the_reader_scrolls(
         assert "scroll down for more" in str(viewer.query_one("#value-warning").render())
         await pilot.press("5", "G")
         await wait_until(pilot, lambda: len(viewer.text) > first, what="the window to grow")
-        assert viewer.text.startswith(f"note 000000")
+        assert viewer.text.startswith("note 000000")
 
 
 async def test_a_scope_with_hundreds_of_bindings_opens_in_pages_that_search_still_reaches(tmp_path):
@@ -234,3 +236,23 @@ async def test_a_scope_with_hundreds_of_bindings_opens_in_pages_that_search_stil
         viewer = app.explorer.query_one(ValueViewer)
         assert viewer.target is not None and viewer.target.path.name == "item_417.md"
         assert "value 417" in viewer.text
+
+
+async def test_quitting_while_runs_are_still_being_read_is_clean(tmp_path):
+    runs = tmp_path / ".prose" / "runs"
+    for i in range(1500):
+        run_dir = runs / f"20260301-{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}-r{i:05d}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "state.md").write_text(
+            f"# Execution State\n\nrun: {run_dir.name}\nprogram: p.prose\n\n## Execution Trace\n\n"
+            "```prose\nlet a = session \"x\"  # --> bindings/a.md (complete)\n```\n"
+        )
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.explorer.query_one(RunList).option_count > 0, what="the listing")
+        await pilot.press("q")  # long before 1,500 runs are read
+    assert app.return_code == 0 and app._exception is None
+    # Reading stopped with the app: nothing more is read after it quit.
+    read_at_exit = len(app.workspace.runs)
+    await asyncio.sleep(1.0)
+    assert len(app.workspace.runs) == read_at_exit < 1500

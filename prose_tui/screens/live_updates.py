@@ -13,12 +13,17 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import work
+from textual.worker import get_current_worker
 from textual.widgets import Static
 
 from ..model import Run, RunFormat
 from ..watch import watch_paths
 from ..widgets.run_list import RunList
 from ..workspace import Applied, placeholder
+
+
+class _ScreenGone(Exception):
+    """The explorer went away while a worker thread was still reading."""
 
 
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
@@ -38,10 +43,10 @@ class LiveUpdates:
                 return  # a blocking hop to the UI per run would cost more than the reading
             last[0] = now
             text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
-            self.app.call_from_thread(setattr, runs_pane, "border_title", text)
+            self._from_thread(setattr, runs_pane, "border_title", text)
 
         def partial(run: Run) -> None:
-            self.app.call_from_thread(self._partial, run)
+            self._from_thread(self._partial, run)
 
         read: list[Run] = []
 
@@ -50,17 +55,38 @@ class LiveUpdates:
             if len(read) == 1 or time.monotonic() - last[0] >= PROGRESS_EVERY:
                 batch = read[:]
                 read.clear()
-                self.app.call_from_thread(self._rows_read, batch)
+                self._from_thread(self._rows_read, batch)
 
+        try:
+            self._read_all(progress, partial, on_run)
+        except _ScreenGone:
+            return
+
+    def _read_all(self, progress, partial, on_run) -> None:
         try:
             refs = self.workspace.discover()
             # Every run is listed at once, newest first; rows fill in as runs are read.
-            self.app.call_from_thread(self._listed, [placeholder(r) for r in refs])
+            self._from_thread(self._listed, [placeholder(r) for r in refs])
             runs = self.workspace.scan(progress, partial=partial, first=self.initial, on_run=on_run)
         except OSError as exc:
-            self.app.call_from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
+            self._from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
             runs = []
-        self.app.call_from_thread(self._scanned, runs)
+        self._from_thread(self._scanned, runs)
+
+    def _from_thread(self, callback, *args, **kwargs) -> None:
+        """Run ``callback`` on the UI loop from a worker thread; stop the worker if the screen
+        is gone (the user quit while runs were still being read)."""
+        worker = get_current_worker()
+        if worker.is_cancelled or not self.is_attached:
+            raise _ScreenGone
+        try:
+            self.app.call_from_thread(self._if_attached, callback, *args, **kwargs)
+        except RuntimeError as exc:  # the app stopped between the check and the call
+            raise _ScreenGone from exc
+
+    def _if_attached(self, callback, *args, **kwargs) -> None:
+        if self.is_attached:
+            callback(*args, **kwargs)
 
     def _listed(self, runs: list[Run]) -> None:
         if runs and not self.query_one(RunList).runs:
@@ -71,21 +97,27 @@ class LiveUpdates:
         run_list = self.query_one(RunList)
         for run in runs:
             run_list.update_run(run, clock=self.workspace.clock)
-            if self.current_run is None or run.path == self.current_run.path:
-                self.show_run(run) if run.path in self.workspace.detailed else None
+            if run.path in self.workspace.detailed and (self.current_run is None or run.path == self.current_run.path):
+                self.show_run(run)
 
     @work(thread=True, exclusive=True, group="detail")
     def open_in_full(self, path: Path) -> None:
         """Read a summarised run in full (bindings, agents, imports) and show it.
 
         A run opened before the start-up read reached it gets its summary (the trace) first."""
+        try:
+            self._read_in_full(path)
+        except _ScreenGone:
+            return
+
+    def _read_in_full(self, path: Path) -> None:
         if path not in self.workspace.runs:
             summary = self.workspace.summary(path)
             if summary is not None:
-                self.app.call_from_thread(self._detailed, summary)
+                self._from_thread(self._detailed, summary)
         run = self.workspace.detail(path)
         if run is not None:
-            self.app.call_from_thread(self._detailed, run)
+            self._from_thread(self._detailed, run)
 
     def _detailed(self, run: Run) -> None:
         if self.current_run is not None and self.current_run.path == run.path:
