@@ -41,7 +41,7 @@ NARROW_WIDTH = 110
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
          ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 STATUS_TICK = 5.0
-HISTORY_DELAY = 0.15  # seconds after a live change before the history (timeline) catches up
+HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
 
 
 class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
@@ -171,8 +171,9 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
         same = run is not None and self.current_run is not None and run.path == self.current_run.path
         self.current_run = run
-        if same and self.nav.live and changed is not None:
-            # Live panes show the run itself; the history catches up just after, off the hot path.
+        if same and changed is not None:
+            # The panes show the run (or keep their frozen moment); the history and its count of
+            # new events catch up just after, off the hot path.
             self._history_later()
         else:
             self.nav.load(run)

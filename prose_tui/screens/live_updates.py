@@ -175,10 +175,11 @@ class LiveUpdates:
             run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
             self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
         for path, change in applied.changed.items():
-            self._journal(change.run, change.paths)
             run_list.update_run(change.run, clock=self.workspace.clock)
             if self.current_run is not None and path == self.current_run.path:
                 self.show_run(change.run, changed=change.paths)
+            # After the screen is updated: the history that reads the journal catches up later.
+            self._journal(change.run, change.paths)
         if self.current_run is not None and self.current_run.path in applied.runs_removed:
             self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
             self.show_run(None)
