@@ -5,7 +5,7 @@ Every glyph differs by shape, not only colour, so the views read with ``NO_COLOR
 
 from __future__ import annotations
 
-from .model import RunStatus, StatementState
+from .model import EventKind, RunStatus, StatementState
 
 STATE_GLYPH: dict[StatementState | None, tuple[str, str]] = {
     StatementState.COMPLETE: ("✓", "green"),
@@ -32,4 +32,25 @@ STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {
     RunStatus.FAILED: ("✗", "red"),
     RunStatus.INTERRUPTED: ("◌", "yellow"),
     RunStatus.UNKNOWN: ("?", "dim"),
+}
+
+KIND_GLYPH: dict[EventKind, tuple[str, str]] = {
+    EventKind.STATEMENT_STARTED: ("▶", "yellow"),
+    EventKind.STATEMENT_COMPLETED: ("✓", "green"),
+    EventKind.STATEMENT_FAILED: ("✗", "bold red"),
+    EventKind.STATEMENT_SKIPPED: ("⊘", "dim"),
+    EventKind.RETRY: ("↻", "bold magenta"),
+    EventKind.BINDING_WRITTEN: ("◆", "cyan"),
+    EventKind.FRAME_PUSHED: ("⤷", "blue"),
+    EventKind.FRAME_POPPED: ("⤶", "blue"),
+    EventKind.PARALLEL_STARTED: ("∥", "blue"),
+    EventKind.PARALLEL_JOINED: ("⋈", "blue"),
+    EventKind.LOOP_ITERATION: ("⟳", "blue"),
+    EventKind.AGENT_SEGMENT: ("◇", "cyan"),
+    EventKind.IMPORT_ENTERED: ("⇲", "blue"),
+    EventKind.IMPORT_LEFT: ("⇱", "blue"),
+    EventKind.RUN_ENDED: ("■", "green"),
+    EventKind.RUN_ERRORED: ("■", "bold red"),
+    EventKind.RUN_RESUMED: ("▷", "yellow"),
+    EventKind.NOTE: ("…", "dim"),
 }

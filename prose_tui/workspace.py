@@ -94,16 +94,17 @@ class Workspace:
         return sorted(refs, key=_ref_order, reverse=True)
 
     def scan(self, progress=None, *, partial=None, first: Path | None = None, on_run=None,
-             detail_first: bool = True) -> list[Run]:
+             detail_first: bool = True, refs: list[RunRef] | None = None) -> list[Run]:
         """Discover and read every run: ``first`` (or the newest) in full, the others as
         summaries (state file only; ``detail`` reads one in full when it is opened).
 
         ``progress(done, total, unit)`` is called as runs are read (``unit`` ``"runs"``) and,
         for a large narration file, as its bytes are read (``unit`` ``"bytes"``);
         ``partial(run)`` receives such a run as parsed so far; ``on_run(run)`` each run read.
-        ``detail_first=False`` reads every run as a summary.
+        ``detail_first=False`` reads every run as a summary; ``refs`` are those a caller
+        already got from ``discover`` (the project is not walked again).
         """
-        refs = self.discover()
+        refs = self.discover() if refs is None else refs
         if not detail_first:
             first = None  # summaries only (headless listing)
         elif refs and (first is None or first not in self.refs):

@@ -15,7 +15,7 @@ from .agent import Agent
 from .binding import Binding
 from .event import Event
 from .frame import Frame
-from .statement import TraceLine
+from .statement import TraceLine, executing_line
 
 
 class RunStatus(StrEnum):
@@ -107,10 +107,7 @@ class Run:
     @property
     def executing(self) -> TraceLine | None:
         """The statement the run is at: the last executing or retrying trace line."""
-        for line in reversed(self.trace):
-            if line.state in ("executing", "retrying"):
-                return line
-        return None
+        return executing_line(self.trace)
 
     def binding_named(self, name: str, execution_id: int | None = None) -> Binding | None:
         """Resolve ``name`` as the VM would (seeds/filesystem.md, Scope resolution).

@@ -46,3 +46,11 @@ class TraceLine:
     def indent(self) -> int:
         """Leading spaces of the program text (block nesting as written)."""
         return len(self.text) - len(self.text.lstrip(" "))
+
+
+def executing_line(lines: list[TraceLine]) -> TraceLine | None:
+    """The statement a run is at: the last executing or retrying line of its trace."""
+    for line in reversed(lines):
+        if line.state in (StatementState.EXECUTING, StatementState.RETRYING):
+            return line
+    return None

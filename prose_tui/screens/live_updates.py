@@ -67,7 +67,7 @@ class LiveUpdates:
             refs = self.workspace.discover()
             # Every run is listed at once, newest first; rows fill in as runs are read.
             self._from_thread(self._listed, [placeholder(r) for r in refs])
-            runs = self.workspace.scan(progress, partial=partial, first=self.initial, on_run=on_run)
+            runs = self.workspace.scan(progress, partial=partial, first=self.initial, on_run=on_run, refs=refs)
         except OSError as exc:
             self._from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
             runs = []

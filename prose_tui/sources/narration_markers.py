@@ -94,8 +94,6 @@ class NarrationParser(CompactNarration):
             run.status_reason = f"no completion in the narration yet ({len(self.events)} events so far)"
         else:
             run.status_reason = "no OpenProse markers in the narration yet"
-        if self.status_reason and run.status is not RunStatus.FAILED:
-            self.header["last_failure"] = self.status_reason
         run.started, run.updated = self.started, self.updated
         run.trace = list(self.trace)
         run.events = list(self.events)
@@ -105,6 +103,8 @@ class NarrationParser(CompactNarration):
         run.constructs = [*self.parallels, *self.loops]
         run.imports = list(self.imports.values())
         run.header = dict(self.header)
+        if self.status_reason and run.status is not RunStatus.FAILED:
+            run.header["last_failure"] = self.status_reason  # a failure the run recovered from
         if self.dialects:
             run.header["markers"] = ", ".join(sorted(self.dialects))
         run.warnings = list(self.warnings)

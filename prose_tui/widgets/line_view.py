@@ -43,10 +43,6 @@ class LineView(ScrollView, can_focus=False):
             self.call_after_refresh(self.scroll_end, animate=False)
         self.refresh()
 
-    @property
-    def line_count(self) -> int:
-        return len(self._strips)
-
     def _render_lines(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
         if width <= 0:

@@ -20,28 +20,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..model import Event, EventKind
+from ..glyphs import KIND_GLYPH
+from ..model import Event
 
-KIND_GLYPH: dict[EventKind, tuple[str, str]] = {
-    EventKind.STATEMENT_STARTED: ("▶", "yellow"),
-    EventKind.STATEMENT_COMPLETED: ("✓", "green"),
-    EventKind.STATEMENT_FAILED: ("✗", "bold red"),
-    EventKind.STATEMENT_SKIPPED: ("⊘", "dim"),
-    EventKind.RETRY: ("↻", "bold magenta"),
-    EventKind.BINDING_WRITTEN: ("◆", "cyan"),
-    EventKind.FRAME_PUSHED: ("⤷", "blue"),
-    EventKind.FRAME_POPPED: ("⤶", "blue"),
-    EventKind.PARALLEL_STARTED: ("∥", "blue"),
-    EventKind.PARALLEL_JOINED: ("⋈", "blue"),
-    EventKind.LOOP_ITERATION: ("⟳", "blue"),
-    EventKind.AGENT_SEGMENT: ("◇", "cyan"),
-    EventKind.IMPORT_ENTERED: ("⇲", "blue"),
-    EventKind.IMPORT_LEFT: ("⇱", "blue"),
-    EventKind.RUN_ENDED: ("■", "green"),
-    EventKind.RUN_ERRORED: ("■", "bold red"),
-    EventKind.RUN_RESUMED: ("▷", "yellow"),
-    EventKind.NOTE: ("…", "dim"),
-}
 BAR_WIDTH = 8
 
 

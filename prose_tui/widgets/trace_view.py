@@ -20,6 +20,7 @@ from textual.strip import Strip
 from ..glyphs import STATE_GLYPH
 from ..highlight import highlight_lines
 from ..model import StatementState, TraceLine
+from ..model.statement import executing_line
 
 _NOTE_STYLE = {
     StatementState.EXECUTING: "bold yellow",
@@ -102,11 +103,9 @@ class TraceView(ScrollView, can_focus=True):
         return len(str(len(self.lines))) + 3
 
     def executing_index(self) -> int | None:
-        """Index of the statement the run is at (the last executing or retrying line)."""
-        for i in range(len(self.lines) - 1, -1, -1):
-            if self.lines[i].state in (StatementState.EXECUTING, StatementState.RETRYING):
-                return i
-        return None
+        """Index of the statement the run is at (``model.executing_line``)."""
+        current = executing_line(self.lines)
+        return None if current is None else self.lines.index(current)
 
     def _to_executing(self) -> None:
         index = self.executing_index()

@@ -16,7 +16,6 @@ from rich.rule import Rule
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Static
 
 from ..highlight import highlight_lines
@@ -58,13 +57,6 @@ class ValueViewer(Vertical, can_focus=True):
     ValueViewer > #value-warning { color: $warning; display: none; }
     ValueViewer > #value-warning.-shown { display: block; }
     """
-
-    class Reloaded(Message):
-        """The shown file changed on disk and was read again (``appended`` bytes were new)."""
-
-        def __init__(self, appended: int) -> None:
-            super().__init__()
-            self.appended = appended
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -114,8 +106,6 @@ class ValueViewer(Vertical, can_focus=True):
         self._changed_at = now or datetime.now()
         self.text = new
         self._render_all(scroll="end" if at_end or self.tail else "keep")
-        appended = len(new) - len(old) if self._new_from is not None else 0
-        self.post_message(self.Reloaded(appended))
 
     @property
     def body(self) -> LineView:
