@@ -256,3 +256,20 @@ async def test_quitting_while_runs_are_still_being_read_is_clean(tmp_path):
     read_at_exit = len(app.workspace.runs)
     await asyncio.sleep(1.0)
     assert len(app.workspace.runs) == read_at_exit < 1500
+
+
+async def test_after_start_up_the_newest_run_is_highlighted_even_if_an_undated_one_was_read_first(tmp_path):
+    runs = tmp_path / ".prose" / "runs"
+    state = ("# Execution State\n\nrun: {run}\nprogram: p.prose\nstarted: {started}\n\n## Execution Trace\n\n"
+             "```prose\nlet a = session \"x\"  # --> bindings/a.md (complete)\n```\n")
+    (runs / "20260301-100000-newest").mkdir(parents=True)
+    (runs / "20260301-100000-newest" / "state.md").write_text(state.format(run="20260301-100000-newest", started="2026-03-01T10:00:00Z"))
+    (runs / "nightly").mkdir()  # no time in its id: ordered by its folder time until read
+    (runs / "nightly" / "state.md").write_text(state.format(run="nightly", started="2025-01-20T10:00:00Z"))
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: (app.explorer.query_one("#runs-pane").border_title or "") == "Runs (2)", what="the start-up read")
+        await pilot.pause(0.2)
+        run_list = app.explorer.query_one(RunList)
+        assert [r.id for r in run_list.runs] == ["20260301-100000-newest", "nightly"]
+        assert run_list.highlighted == 0 and app.explorer.current_run.id == "20260301-100000-newest"

@@ -89,6 +89,8 @@ class LiveUpdates:
             callback(*args, **kwargs)
 
     def _listed(self, runs: list[Run]) -> None:
+        if runs:
+            self._auto_choice = runs[0].path  # highlighted for the user, not by them
         if runs and not self.query_one(RunList).runs:
             self.query_one(RunList).set_runs(runs, clock=self.workspace.clock)
             self.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
@@ -140,6 +142,10 @@ class LiveUpdates:
             self.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
         elif self.initial is not None and self.initial in self.workspace.runs:
             run_list.select_path(self.initial)
+        elif run_list.chosen == getattr(self, "_auto_choice", None):
+            # Before runs were read their order came from run ids; now it is by what they
+            # say. A choice made for the user follows the newest; one they made stays.
+            run_list.select_path(runs[0].path)
         # One run: watch its trace. Several: start in the run list.
         self.activate(1 if len(runs) == 1 else 0)
         if self.live:

@@ -58,6 +58,11 @@ class RunList(OptionList):
         self.filter: str = ""
         self._chosen: Path | None = None
 
+    @property
+    def chosen(self) -> Path | None:
+        """The folder of the highlighted run."""
+        return self._chosen
+
     def set_runs(self, runs: list[Run], *, clock=None) -> None:
         """Show ``runs`` (already sorted); keeps the highlighted run where it still exists."""
         self.runs = runs
