@@ -30,7 +30,8 @@ def run_prompt(run: Run, now: datetime | None = None) -> Text:
     text.append(program_name(run.program), "italic")
     text.append(f" · {run.format.value}", "dim")
     started = f" · started {as_utc(run.started):%m-%d %H:%M}" if run.started else ""
-    text.append(f"\n  {run.status.value}{started} · {age(run.updated, now)} ago", "dim")
+    changed = age(run.updated, now)
+    text.append(f"\n  {run.status.value}{started}" + (f" · {changed} ago" if changed != "—" else ""), "dim")
     return text
 
 
