@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from prose_tui.app import ProseTUI  # noqa: E402
 from prose_tui.demo import DemoVM  # noqa: E402
-from prose_tui.widgets.trace_view import TraceView  # noqa: E402
-from prose_tui.widgets.value_viewer import ValueViewer  # noqa: E402
+from prose_tui.tui.app import ProseTUI  # noqa: E402
+from prose_tui.tui.widgets.trace_view import TraceView  # noqa: E402
+from prose_tui.tui.widgets.value_viewer import ValueViewer  # noqa: E402
 
 
 async def until(predicate, timeout: float = 5.0) -> bool:

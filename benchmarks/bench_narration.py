@@ -21,7 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from prose_tui.sources.narration import NarrationIndex, NarrationTail, load_narration, sniff_narration
+from prose_tui.backends.narration.parse import (
+    NarrationIndex,
+    NarrationTail,
+    load_narration,
+    sniff_narration,
+)
 
 FIRST = 5_000
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prose_tui.sources.sqlite import SqliteWatch, execution_page, load_sqlite_run
+from prose_tui.backends.sqlite.run import SqliteWatch, execution_page, load_sqlite_run
 
 
 def build(run_dir: Path, rows: int) -> None:

@@ -123,7 +123,7 @@ class Frames:
 
 
 def _app(path: Path, watch: bool = True):
-    from prose_tui.app import ProseTUI
+    from prose_tui.tui.app import ProseTUI
     return ProseTUI(path, watch=watch)
 
 
@@ -133,7 +133,7 @@ def _tree_binding_select(explorer, path: Path) -> None:
 
 # -- cases: each returns {metric key: value} -------------------------------------------------------
 async def case_startup(inp: Path, p: dict) -> dict:
-    from prose_tui.widgets.run_list import RunList
+    from prose_tui.tui.widgets.run_list import RunList
     t0 = time.perf_counter()
     app = _app(inp / "project")
     frames = Frames(app)
@@ -147,9 +147,9 @@ async def case_startup(inp: Path, p: dict) -> dict:
 
 
 async def case_open(inp: Path, p: dict) -> dict:
-    from prose_tui.sources import open_run
-    from prose_tui.widgets.run_list import RunList
-    from prose_tui.widgets.trace_view import TraceView
+    from prose_tui.backends import open_run
+    from prose_tui.tui.widgets.run_list import RunList
+    from prose_tui.tui.widgets.trace_view import TraceView
     huge = Path((inp / "huge.txt").read_text().strip())
     t = time.perf_counter()
     run = open_run(huge)
@@ -196,7 +196,7 @@ async def case_live(inp: Path, p: dict, rate: float | None = None) -> dict:
 
 
 async def case_value(inp: Path, p: dict) -> dict:
-    from prose_tui.widgets.value_viewer import ValueViewer
+    from prose_tui.tui.widgets.value_viewer import ValueViewer
     big = Path((inp / "big.txt").read_text().strip())
     app = _app(inp / "project", watch=False)
     frames = Frames(app)
@@ -244,7 +244,7 @@ async def case_cpu(inp: Path, p: dict) -> dict:
 
 
 async def case_long(inp: Path, p: dict) -> dict:
-    from prose_tui.widgets.trace_view import TraceView
+    from prose_tui.tui.widgets.trace_view import TraceView
     run = Path((inp / "events.txt").read_text().strip())
     app = _app(inp / "project")
     events = p["events"]

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from prose_tui.app import ProseTUI  # noqa: E402
 from prose_tui.demo import DemoVM, write_history_runs  # noqa: E402
+from prose_tui.tui.app import ProseTUI  # noqa: E402
 
 START = datetime(2026, 3, 14, 9, 30, 0, tzinfo=timezone.utc)
 OUT = ROOT / "screenshots"

@@ -9,7 +9,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prose_tui.app import ProseTUI
+from prose_tui.tui.app import ProseTUI
 
 FIXED_NOW = datetime(2026, 3, 1, 10, 8, 0, tzinfo=timezone.utc)
 

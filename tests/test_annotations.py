@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from prose_tui.sources.annotations import classify, split_annotation
+from prose_tui.backends.common.annotations import classify, split_annotation
 
 
 @pytest.mark.parametrize(("note", "state"), [

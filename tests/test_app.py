@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from app_helpers import make_app, ready, tree_digest, wait_until
 from conftest import FIXTURES
-from prose_tui.screens.help import HelpScreen
-from prose_tui.widgets.binding_tree import BindingTree
-from prose_tui.widgets.call_stack import CallStackView
-from prose_tui.widgets.run_list import RunList
-from prose_tui.widgets.status_line import StatusLine
-from prose_tui.widgets.trace_view import TraceView
-from prose_tui.widgets.value_viewer import ValueViewer
+
+from prose_tui.tui.screens.help import HelpScreen
+from prose_tui.tui.widgets.binding_tree import BindingTree
+from prose_tui.tui.widgets.call_stack import CallStackView
+from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.status_line import StatusLine
+from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 PROJECT = FIXTURES / "project"
 PAUSED = PROJECT / ".prose" / "runs" / "20260301-100000-a1b2c3"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from conftest import FIXTURES
-from prose_tui import cli
+
+from prose_tui.headless import cli
 
 FAILED_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
 

@@ -14,8 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from prose_tui.backends.filesystem.eventlog import (
+    is_binding_event,
+    looks_like_event_log,
+    parse_event_log,
+)
 from prose_tui.model import EventKind, StatementState
-from prose_tui.sources.eventlog import is_binding_event, looks_like_event_log, parse_event_log
 
 K = EventKind
 S = StatementState

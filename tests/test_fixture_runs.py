@@ -12,12 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
-from prose_tui import cli
-from prose_tui.export import run_detail
+
+from prose_tui.backends import find_runs, open_run
+from prose_tui.headless import cli
 from prose_tui.model import RunFormat, RunStatus, StatementState
-from prose_tui.sources import find_runs, open_run
+from prose_tui.model.serialize import run_detail
 
 S = StatementState
 PROJECT = FIXTURES / "project"

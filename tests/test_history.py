@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from prose_tui.backends import open_run
 from prose_tui.history import events_json, failure_context, history_of, state_at
 from prose_tui.model import EventKind, RunStatus, StatementState
-from prose_tui.sources import open_run
 
 K = EventKind
 S = StatementState

@@ -6,12 +6,13 @@ from datetime import datetime, timedelta, timezone
 
 from app_helpers import make_app, ready, wait_until
 from conftest import FIXTURES
+
 from prose_tui.demo import DemoVM
-from prose_tui.widgets.call_stack import CallStackView
-from prose_tui.widgets.status_line import StatusLine
-from prose_tui.widgets.timeline import Timeline
-from prose_tui.widgets.trace_view import TraceView
-from prose_tui.widgets.value_viewer import ValueViewer
+from prose_tui.tui.widgets.call_stack import CallStackView
+from prose_tui.tui.widgets.status_line import StatusLine
+from prose_tui.tui.widgets.timeline import Timeline
+from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 FAILED_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
 

@@ -15,17 +15,16 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-
 from app_helpers import make_app, ready, tree_digest, wait_until
-from prose_tui.sources import open_run
-from prose_tui.widgets.binding_tree import BindingTree
-from prose_tui.widgets.run_list import RunList
-from prose_tui.widgets.trace_view import TraceView
-from prose_tui.widgets.value_viewer import ValueViewer
+
+from prose_tui.backends import open_run
+from prose_tui.tui.widgets.binding_tree import BindingTree
+from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 RUN_ID = "20260301-100000-abc123"
 SIZE = (100, 30)

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from prose_tui.backends import open_run
 from prose_tui.demo.simulator import DemoVM
-from prose_tui.history import Journal, failure_context, history_of, record, state_at
+from prose_tui.history import Journal, failure_context, history_of, state_at
 from prose_tui.history.journal import run_files
-from prose_tui.sources import open_run
+from prose_tui.live.record import record
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -283,7 +284,7 @@ def test_record_thread_journals_a_running_demo_and_stops(tmp_path):
     assert history_of(open_run(vm.run_dir), journal=journal).origin == "journal"
 
 
-RECORDER = ("import sys; from pathlib import Path; from prose_tui.history.record import main_record; "
+RECORDER = ("import sys; from pathlib import Path; from prose_tui.live.record import main_record; "
             "sys.exit(main_record(Path(sys.argv[1])))")
 
 

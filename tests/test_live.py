@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from app_helpers import make_app, wait_until
+
+from prose_tui.backends import open_run
 from prose_tui.demo import DemoVM
-from prose_tui.sources import open_run
-from prose_tui.widgets.run_list import RunList
-from prose_tui.widgets.trace_view import TraceView
-from prose_tui.widgets.value_viewer import ValueViewer
+from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 

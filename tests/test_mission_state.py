@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prose_tui.mission.cli import status_rows
+from prose_tui.mission.rows import status_rows
 from prose_tui.mission.state import (
     Kind,
     classify,
@@ -262,7 +262,7 @@ def test_the_core_runs_without_textual():
     import subprocess
     import sys
 
-    code = ("import sys, prose_tui.mission, prose_tui.mission.cli; "
+    code = ("import sys, prose_tui.mission, prose_tui.headless.agent; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert result.stdout.strip() == "[]", result.stderr

@@ -14,9 +14,12 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Static
 
-from prose_tui.screens.confirm import ConfirmScreen
-from prose_tui.screens.mission_control import MissionControlCommands, MissionControlScreen
-from prose_tui.widgets.mission_panel import MissionPanel
+from prose_tui.tui.screens.confirm import ConfirmScreen
+from prose_tui.tui.screens.mission_control import (
+    MissionControlCommands,
+    MissionControlScreen,
+)
+from prose_tui.tui.widgets.mission_panel import MissionPanel
 
 AGENT = Path(__file__).with_name("mission_agent.py")
 STAMP = "2025-10-15T22:39:14.372Z"

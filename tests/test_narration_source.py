@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prose_tui.model import Backend, EventKind, RunFormat, RunStatus, StatementState
-from prose_tui.sources.narration import (
+from prose_tui.backends.narration.parse import (
     NarrationIndex,
     NarrationTail,
     binding_value,
@@ -20,6 +19,7 @@ from prose_tui.sources.narration import (
     parse_narration_text,
     sniff_narration,
 )
+from prose_tui.model import Backend, EventKind, RunFormat, RunStatus, StatementState
 
 FIXTURES = Path(__file__).parent / "fixtures" / "narration"
 

@@ -12,7 +12,6 @@ nothing from it is copied into the repository.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -21,22 +20,27 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from prose_tui.model import Run, StatementState
-from prose_tui.sources import NotARunError, open_run
-from prose_tui.sources.agents import read_segment
-from prose_tui.sources.annotations import classify, split_annotation
-from prose_tui.sources.bindings import parse_binding_head, read_binding
-from prose_tui.sources.eventlog import parse_event_log
-from prose_tui.sources.markdown import parse_document
-from prose_tui.sources.narration import NarrationTail, load_narration, parse_narration_text, sniff_narration
-from prose_tui.sources.project import read_env, read_state_json
-from prose_tui.sources.snapshot import parse_snapshot, parse_trace_lines
-from prose_tui.sources.sqlite import load_sqlite_run
-from prose_tui.sources.text import decode, read_window, visible
 from sqlite_fixture import build_sqlite_run
+
+from prose_tui.backends import NotARunError, open_run
+from prose_tui.backends.common.agents import read_segment
+from prose_tui.backends.common.annotations import classify, split_annotation
+from prose_tui.backends.common.bindings import parse_binding_head, read_binding
+from prose_tui.backends.common.markdown import parse_document
+from prose_tui.backends.common.project import read_env, read_state_json
+from prose_tui.backends.common.text import decode, read_window, visible
+from prose_tui.backends.filesystem.eventlog import parse_event_log
+from prose_tui.backends.filesystem.snapshot import parse_snapshot, parse_trace_lines
+from prose_tui.backends.narration.parse import (
+    NarrationTail,
+    load_narration,
+    parse_narration_text,
+    sniff_narration,
+)
+from prose_tui.backends.sqlite.run import load_sqlite_run
+from prose_tui.model import Run, StatementState
 
 pytestmark = pytest.mark.filterwarnings("error", "ignore::hypothesis.errors.HypothesisWarning")
 
@@ -118,7 +122,7 @@ def test_visible_keeps_printable_text_and_pictures_controls(text):
 @FAST
 @given(st.text(max_size=100))
 def test_visible_name_is_one_line_with_no_control_characters(name):
-    from prose_tui.sources.text import visible_name
+    from prose_tui.backends.common.text import visible_name
 
     out = visible_name(name)
     assert len(out) == len(name) and "\n" not in out and "\t" not in out and not CONTROL.search(out)
@@ -481,7 +485,7 @@ file_ops = st.lists(
 @FILES
 @given(ops=file_ops, batch=st.integers(1, 4))
 def test_workspace_apply_ends_where_a_fresh_read_does(tmp_path, ops, batch):
-    from prose_tui.workspace import Workspace
+    from prose_tui.live.workspace import Workspace
 
     root = Path(tempfile.mkdtemp(dir=tmp_path))
     run_dir = root / ".prose" / "runs" / "20260101-120000-abc123"

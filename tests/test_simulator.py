@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prose_tui.demo import DemoVM, write_demo_project, write_history_runs
-from prose_tui.demo import content
+from prose_tui.demo import DemoVM, content, write_demo_project, write_history_runs
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 MARKER = re.compile(r"#\s*<-- (EXECUTING|RETRYING)")

@@ -7,7 +7,6 @@ Update deliberately with ``pytest tests/test_snapshots.py --snapshot-update`` an
 from __future__ import annotations
 
 import pytest
-
 from app_helpers import make_app, pinned_copy, ready
 from conftest import FIXTURES
 

@@ -8,17 +8,17 @@ creates agent segments. ``PROSE_TUI_SOAK_SECONDS`` shortens or lengthens the run
 
 from __future__ import annotations
 
-import os
 import multiprocessing
+import os
 import time
 from pathlib import Path
 
 import pytest
-
 from app_helpers import make_app, wait_until
-from prose_tui.sources import open_run
-from prose_tui.widgets.binding_tree import BindingTree
-from prose_tui.widgets.trace_view import TraceView
+
+from prose_tui.backends import open_run
+from prose_tui.tui.widgets.binding_tree import BindingTree
+from prose_tui.tui.widgets.trace_view import TraceView
 
 SECONDS = float(os.environ.get("PROSE_TUI_SOAK_SECONDS", "30"))
 RATE = 1000  # file operations per second

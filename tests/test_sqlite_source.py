@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlite_fixture import RUN_ID, build_sqlite_run
 
-from prose_tui.model import Backend, EventKind, RunFormat, RunStatus, StatementState
-from prose_tui.sources.sqlite import (
+from prose_tui.backends.sqlite.run import (
     SqliteWatch,
     execution_count,
     execution_page,
@@ -22,8 +22,7 @@ from prose_tui.sources.sqlite import (
     read_sqlite_binding_value,
     read_table_page,
 )
-
-from sqlite_fixture import RUN_ID, build_sqlite_run
+from prose_tui.model import Backend, EventKind, RunFormat, RunStatus, StatementState
 
 
 @pytest.fixture

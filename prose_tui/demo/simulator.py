@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from . import content as C
+from prose_tui.demo import content as C
 
 EXEC = "<-- EXECUTING"
 NEXT = "[...next...]"

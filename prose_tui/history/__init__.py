@@ -4,14 +4,12 @@ No Textual here. ``history_of`` gives a run's :class:`History` (from its event l
 journal prose-tui kept while watching, or a reconstruction from file times); ``state_at``
 gives the run as of one event; ``failure_context`` what a failure had around it;
 ``Journal`` stores ``state.md`` revisions and file writes under the user state folder;
-``record``/``main_record`` journal runs without a UI (``prose-tui record PATH``).
 """
 
-from .cursor import state_at
-from .failure import FailureContext, failure_context
-from .journal import Journal, JournalEntry
-from .record import main_record, record
-from .stream import EventRef, History, events_json, history_of
+from prose_tui.history.cursor import state_at
+from prose_tui.history.failure import FailureContext, failure_context
+from prose_tui.history.journal import Journal, JournalEntry
+from prose_tui.history.stream import EventRef, History, events_json, history_of
 
 __all__ = [
     "EventRef",
@@ -22,7 +20,5 @@ __all__ = [
     "events_json",
     "failure_context",
     "history_of",
-    "main_record",
-    "record",
     "state_at",
 ]

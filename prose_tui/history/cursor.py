@@ -12,13 +12,28 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..model import Agent, Binding, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
-from ..sources.eventlog import parse_event_log
-from ..sources.snapshot import SnapshotState, parse_snapshot, parse_time
-from .stream import History, _rel, current_state
+from prose_tui.backends.filesystem.eventlog import parse_event_log
+from prose_tui.backends.filesystem.snapshot import (
+    SnapshotState,
+    parse_snapshot,
+    parse_time,
+)
+from prose_tui.history.stream import History, _rel, current_state
+from prose_tui.model import (
+    Agent,
+    Binding,
+    Event,
+    EventKind,
+    Frame,
+    Run,
+    RunFormat,
+    RunStatus,
+    StatementState,
+    TraceLine,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .journal import Journal
+    from prose_tui.history.journal import Journal
 
 __all__ = ["state_at"]
 
@@ -225,7 +240,7 @@ def _revision(run: Run, sha: str | None, journal: Journal | None) -> str | None:
     if sha is None:
         return None
     if journal is None:
-        from .journal import Journal
+        from prose_tui.history.journal import Journal
 
         journal = Journal()
     try:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import Binding, Event, EventKind, Run, TraceLine
-from ..sources.eventlog_lines import MARKS, classify_line
-from .cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
-from .stream import History
+from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
+from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
+from prose_tui.history.stream import History
+from prose_tui.model import Binding, Event, EventKind, Run, TraceLine
 
 __all__ = ["FailureContext", "failure_context"]
 

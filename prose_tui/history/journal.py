@@ -32,23 +32,22 @@ text, up to the cap.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import platformdirs
 
-from ..sources.agents import segment_number
-from ..sources.bindings import is_binding_path
-from ..sources.encryption import looks_encrypted
-from ..sources.eventlog import looks_like_event_log
-from ..sources.text import decode
+from prose_tui.backends.common.agents import segment_number
+from prose_tui.backends.common.bindings import is_binding_path
+from prose_tui.backends.common.encryption import looks_encrypted
+from prose_tui.backends.common.text import decode
+from prose_tui.backends.filesystem.eventlog import looks_like_event_log
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "run_files"]
 

@@ -26,8 +26,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..model import Binding, Event, EventKind, Run, RunStatus, StatementState, TraceLine
-from .stream import EventRef, History, _transition, statement_name
+from prose_tui.history.stream import EventRef, History, _transition, statement_name
+from prose_tui.model import (
+    Binding,
+    Event,
+    EventKind,
+    Run,
+    RunStatus,
+    StatementState,
+    TraceLine,
+)
 
 __all__ = ["NOTE", "reconstruct"]
 

@@ -17,22 +17,29 @@ reconstruction, file times of the run's own files.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import hashlib
 import re
-from dataclasses import replace, dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..export import event as event_json
-from ..model import Event, EventKind, Frame, Run, RunFormat, StatementState, TraceLine
-from ..sources.bindings import name_and_scope
-from ..sources.snapshot import SnapshotState, parse_snapshot
+from prose_tui.backends.common.bindings import name_and_scope
+from prose_tui.backends.filesystem.snapshot import SnapshotState, parse_snapshot
+from prose_tui.model import (
+    Event,
+    EventKind,
+    Frame,
+    Run,
+    RunFormat,
+    StatementState,
+    TraceLine,
+)
+from prose_tui.model.serialize import event as event_json
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .journal import Journal, JournalEntry
+    from prose_tui.history.journal import Journal, JournalEntry
 
 __all__ = ["EventRef", "History", "events_json", "history_of", "snapshot_events"]
 
@@ -145,7 +152,7 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
         return _log_history(run)
     if run.format is RunFormat.ENCRYPTED:
         return History([], "log", "the run's state is SOPS-encrypted; no events to show")
-    from .journal import Journal
+    from prose_tui.history.journal import Journal
 
     journal = journal if journal is not None else Journal()
     try:
@@ -154,7 +161,7 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
         entries = []
     if entries:
         return journal_history(run, entries)
-    from .reconstruct import reconstruct
+    from prose_tui.history.reconstruct import reconstruct
 
     return reconstruct(run)
 

@@ -1,10 +1,10 @@
 """Mission Control for ``agent_state.json`` (seeds/agent-state.md): read, classify and steer.
 
 The core (``state``, ``control``, ``cli``) does not import textual; the Textual parts live in
-``prose_tui.widgets.mission_panel`` and ``prose_tui.screens.mission_control``.
+``prose_tui.tui.widgets.mission_panel`` and ``prose_tui.tui.screens.mission_control``.
 """
 
-from .control import (
+from prose_tui.mission.control import (
     ACTION_LABELS,
     ACTIONS,
     AgentKeepsOverwriting,
@@ -18,7 +18,7 @@ from .control import (
     create_default,
     set_desired_state,
 )
-from .state import (
+from prose_tui.mission.state import (
     CONTROL_STATES,
     FILE_NAME,
     Badge,

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .state import (
+from prose_tui.mission.state import (
     CONTROL_STATES,
     DEFAULT_STATE,
     Clock,

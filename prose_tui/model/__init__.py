@@ -1,11 +1,18 @@
 """The run model: plain dataclasses, no I/O, no Textual."""
 
-from .agent import Agent, Segment
-from .binding import Binding
-from .event import Event, EventKind
-from .frame import Frame
-from .run import ActiveConstruct, Backend, Run, RunFormat, RunStatus, Section
-from .statement import StatementState, TraceLine
+from prose_tui.model.agent import Agent, Segment
+from prose_tui.model.binding import Binding
+from prose_tui.model.event import Event, EventKind
+from prose_tui.model.frame import Frame
+from prose_tui.model.run import (
+    ActiveConstruct,
+    Backend,
+    Run,
+    RunFormat,
+    RunStatus,
+    Section,
+)
+from prose_tui.model.statement import StatementState, TraceLine
 
 __all__ = [
     "ActiveConstruct",

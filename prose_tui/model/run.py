@@ -1,6 +1,6 @@
 """The run: what one OpenProse execution left behind, whatever its backend.
 
-Plain dataclasses with no I/O. Sources (``prose_tui.sources``) build them from disk;
+Plain dataclasses with no I/O. Sources (``prose_tui.backends``) build them from disk;
 views only read them.
 """
 
@@ -11,11 +11,11 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from .agent import Agent
-from .binding import Binding
-from .event import Event
-from .frame import Frame
-from .statement import TraceLine, executing_line
+from prose_tui.model.agent import Agent
+from prose_tui.model.binding import Binding
+from prose_tui.model.event import Event
+from prose_tui.model.frame import Frame
+from prose_tui.model.statement import TraceLine, executing_line
 
 
 class RunStatus(StrEnum):
@@ -129,3 +129,10 @@ class Run:
             if (name, eid) in by_key:
                 return by_key[(name, eid)]
         return None
+
+
+def program_name(program: str | None) -> str:
+    """The program's file name; VMs sometimes write a full path (``~/.claude/.../bug.md``)."""
+    if not program:
+        return "—"
+    return program.rstrip("/").rsplit("/", 1)[-1]

@@ -1,0 +1,169 @@
+"""Binding files (seeds/filesystem.md, ``bindings/{name}.md`` and Scoped Bindings).
+
+The header is ``# name``, ``kind:`` (``binding:`` in vm.log generations), optional
+``execution_id:``, ``source:`` with a fenced ``prose`` block (or inline, ``source: caller``),
+other ``key: value`` lines (``exit_code:``, ``stderr:``), then ``---`` and the value.
+Real-world dialects handled: no header at all (the whole file is the value), YAML front
+matter, ``.json`` bindings, ``bindings/{service}/{name}.md`` (contract runs), SOPS-encrypted
+files. Only the head of a file is read to find the header; values are read on demand, in
+windows, by ``read_value``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import frontmatter
+
+from prose_tui.backends.common.encryption import looks_encrypted
+from prose_tui.backends.common.text import open_regular, visible, visible_name
+from prose_tui.model import Binding
+
+HEAD_BYTES = 16 * 1024
+MAX_BINDING_DEPTH = 8  # folders below bindings/ that are searched for binding files
+_SCOPED = re.compile(r"^(?P<name>.+?)__(?P<eid>\d+)$")
+_FIELD = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
+_BINDING_SUFFIXES = (".md", ".json", ".txt", ".yaml", ".yml")
+
+
+def name_and_scope(stem: str) -> tuple[str, int | None]:
+    """``result__43`` -> (``result``, 43); ``research`` -> (``research``, None)."""
+    m = _SCOPED.match(stem)
+    if m:
+        return m.group("name"), int(m.group("eid"))
+    return stem, None
+
+
+def _read_head(path: Path) -> bytes:
+    with open_regular(path) as fh:
+        return fh.read(HEAD_BYTES)
+
+
+def parse_binding_head(head: str) -> tuple[dict[str, str], str | None, int | None, str | None]:
+    """Parse the header of a binding file from its first bytes, decoded.
+
+    Returns ``(fields, source, value_offset_chars, warning)``. ``value_offset_chars`` is
+    the character offset of the value in ``head`` (``None`` when no header was found: the
+    whole file is the value). Never raises.
+    """
+    if head.startswith("---\n") or head.startswith("---\r\n"):
+        try:
+            meta, _body = frontmatter.parse(head)
+        except Exception:  # front matter that YAML rejects: show the file whole
+            meta = {}
+        if meta:
+            end = head.find("\n---", 3)
+            offset = head.find("\n", end + 1) + 1 if end >= 0 else 0
+            return {str(k).lower(): str(v) for k, v in meta.items()}, None, offset, None
+    lines = head.splitlines(keepends=True)
+    fields: dict[str, str] = {}
+    source_lines: list[str] = []
+    in_fence = False
+    pos = 0
+    saw_field = False
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        pos += len(raw)
+        if in_fence:
+            if line.strip().startswith("```"):
+                in_fence = False
+            else:
+                source_lines.append(line)
+            continue
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped == "---":
+            if saw_field:
+                source = "\n".join(source_lines) if source_lines else fields.get("source") or None
+                return fields, source, pos, None
+            break
+        if stripped.startswith("```"):
+            if "source" in fields or saw_field:
+                in_fence = True
+                continue
+            break
+        if stripped.startswith("# ") and not saw_field and "title" not in fields:
+            fields["title"] = stripped[2:].strip()
+            continue
+        m = _FIELD.match(stripped)
+        if m:
+            fields[m.group(1).lower()] = m.group(2).strip()
+            saw_field = True
+            continue
+        break
+    return {}, None, None, "no binding header (kind/source); the whole file is shown as the value"
+
+
+def read_binding(path: Path, bindings_root: Path) -> Binding:
+    """Build a ``Binding`` from a file under ``bindings/``. Never raises.
+
+    The name comes from the file name (scoped ``{name}__{execution_id}``); ``service`` is the
+    folder between ``bindings/`` and the file for contract runs.
+    """
+    rel = path.relative_to(bindings_root)
+    name, eid = name_and_scope(visible_name(path.stem))
+    service = visible_name(rel.parts[0]) if len(rel.parts) > 1 else None
+    binding = Binding(name=name, path=path, execution_id=eid, service=service)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        binding.exists = False
+        binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
+        return binding
+    binding.bytes, binding.mtime = st.st_size, st.st_mtime
+    try:
+        raw = _read_head(path)
+    except OSError as exc:  # there but unreadable (permissions, a named pipe): say why
+        binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
+        return binding
+    head = raw.decode("utf-8", errors="replace")  # offsets must stay byte-true; sanitised on display
+    if looks_encrypted(head):
+        binding.encrypted = True
+        binding.warning = "SOPS-encrypted: the value cannot be shown"
+        return binding
+    if path.suffix == ".json":
+        binding.kind = "json"
+        return binding
+    fields, source, offset, warning = parse_binding_head(head)
+    binding.fields = {k: visible(v) for k, v in fields.items() if k not in ("kind", "binding", "execution_id", "source", "title")} or None
+    binding.kind = (fields.get("kind") or fields.get("binding") or None)
+    if binding.kind:
+        binding.kind = binding.kind.split()[0].lower()
+    if "execution_id" in fields:
+        m = re.search(r"\d+", fields["execution_id"])
+        if m:
+            binding.execution_id = int(m.group(0))
+    binding.source = visible(source) if source else None
+    binding.warning = warning
+    binding.value_offset = len(head[:offset].encode("utf-8", errors="replace")) if offset else 0
+    return binding
+
+
+def scan_bindings(run_dir: Path) -> list[Binding]:
+    """Every binding file under ``run_dir/bindings`` (recursively), sorted by path."""
+    root = run_dir / "bindings"
+    if not root.is_dir():
+        return []
+    found: list[Binding] = []
+    base = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        # Bindings sit at most a service folder deep; a pathologically deep tree would
+        # otherwise exhaust os.walk's recursion (RecursionError) on Python 3.11.
+        dirnames[:] = sorted(dirnames) if len(Path(dirpath).parts) - base < MAX_BINDING_DEPTH else []
+        for fn in sorted(filenames):
+            if fn.startswith(".") or not fn.endswith(_BINDING_SUFFIXES):
+                continue
+            found.append(read_binding(Path(dirpath) / fn, root))
+    return found
+
+
+def is_binding_path(path: Path, run_dir: Path) -> bool:
+    """True when ``path`` is a binding file of the run at ``run_dir``."""
+    try:
+        rel = path.relative_to(run_dir / "bindings")
+    except ValueError:
+        return False
+    return bool(rel.parts) and path.name.endswith(_BINDING_SUFFIXES)

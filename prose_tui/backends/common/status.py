@@ -1,0 +1,205 @@
+"""Run status and the sentence that says why it was inferred.
+
+A VM writes ``status:`` in some dialects and nothing in others, so the status is
+inferred from, in order: an explicit end (``---end``/``---error`` of event logs, a header
+``status:``), the trace (a failed statement, an executing or retrying marker, every
+statement complete), and the age of the last change. An executing marker on a run that
+has not changed for ``stale_after`` seconds is *interrupted*.
+
+"Last change" is, in order of trust: a change prose-tui saw happen while watching; the
+VM's own ``updated:`` header; the state file's modification time. File times alone are
+weak evidence (a clone or copy makes every file new), so a run whose id says it started
+more than a day before its files were touched is judged by its id's time.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from prose_tui.model import Run, RunStatus, StatementState
+
+DEFAULT_STALE_AFTER = 30 * 60.0
+COPY_GAP = 24 * 3600.0  # file times this much newer than the run id's start mean a copy
+_RUN_ID_TIME = re.compile(r"^(\d{8})-(\d{6})")
+_DONE = re.compile(r"^(complete[d]?|done|success(ful)?|finished|succeeded|ok)\b", re.I)
+_FAILED = re.compile(r"^(fail(ed|ure)?|error(ed)?|aborted|crashed)\b", re.I)
+_RUNNING = re.compile(r"^(running|executing|in[ _-]?progress|active|started)\b", re.I)
+_STOPPED = re.compile(r"^(interrupted|cancel+ed|stopped|paused|halted)\b", re.I)
+
+
+def run_id_time(run_id: str) -> datetime | None:
+    """The UTC start time a ``YYYYMMDD-HHMMSS-...`` run id encodes, else ``None``."""
+    m = _RUN_ID_TIME.match(run_id)
+    if not m:
+        return None
+    try:
+        return datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """Naive times are taken as UTC (the seed writes ``Z`` times)."""
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def human_age(seconds: float) -> str:
+    """``42 s``, ``5 min``, ``3 h``, ``12 d``: an age for a status line."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} d"
+
+
+def last_change(run: Run, now: datetime, observed: datetime | None = None) -> tuple[datetime | None, str]:
+    """When the run last changed, and which evidence says so."""
+    if observed is not None:
+        return observed, "seen live"
+    updated = as_utc(run.updated if "updated" in run.header else None)
+    if updated is not None:
+        return min(updated, now), "per its updated: header"
+    mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc) if run.state_mtime else None
+    started = run_id_time(run.id)
+    if mtime and started and (mtime - started).total_seconds() > COPY_GAP:
+        return started, "per its run id; file times look like a copy"
+    if mtime:
+        return mtime, "per the state file's time"
+    return started, "per its run id"
+
+
+def infer_status(
+    run: Run,
+    *,
+    now: datetime | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+    observed: datetime | None = None,
+) -> tuple[RunStatus, str]:
+    """The status of ``run`` and a one-sentence reason a user can check.
+
+    ``observed`` is when prose-tui last saw the run change, if it did. ``stale_after`` is in seconds; ``now`` defaults to the current UTC time.
+    """
+    now = now or datetime.now(timezone.utc)
+    if run.encrypted:
+        return RunStatus.UNKNOWN, "state is SOPS-encrypted; nothing to read without the key"
+    if run.error_marker is not None:
+        return RunStatus.FAILED, f"the log ends with {run.error_marker}"
+    if run.end_marker is not None:
+        return RunStatus.COMPLETED, f"the log ends with {run.end_marker}"
+    if run.state_file is None:
+        what = f"; {len(run.bindings)} binding files exist" if run.bindings else ""
+        return RunStatus.UNKNOWN, f"no state file (state.md, vm.log.md or state.db){what}"
+    written = (run.header.get("status") or "").strip().strip("*`")
+    if written and _DONE.match(written):
+        return RunStatus.COMPLETED, f"the header says status: {written}"
+    if written and _FAILED.match(written):
+        return RunStatus.FAILED, f"the header says status: {written}"
+    if written and _STOPPED.match(written):
+        return RunStatus.INTERRUPTED, f"the header says status: {written}"
+
+    failed = next((t for t in run.trace if t.state is StatementState.FAILED), None)
+    current = run.executing
+    if failed is not None and current is None:
+        return RunStatus.FAILED, f"trace line {failed.line} is marked failed ({failed.note})"
+
+    changed, evidence = last_change(run, now, observed)
+    age = (now - changed).total_seconds() if changed else None
+    stale = age is not None and age > stale_after
+    age_text = f"{human_age(age)} ago, {evidence}" if age is not None else "at an unknown time"
+
+    if current is not None:
+        marker = "RETRYING" if current.state is StatementState.RETRYING else "EXECUTING"
+        if stale:
+            written_after = _bindings_written_after(run, current.line)
+            extra = f"; bindings for later statements exist ({written_after})" if written_after else ""
+            return (
+                RunStatus.INTERRUPTED,
+                f"line {current.line} is still {marker} but nothing changed for over "
+                f"{human_age(stale_after)} (last change {age_text}){extra}",
+            )
+        return RunStatus.RUNNING, f"line {current.line} is {marker}; last change {age_text}"
+
+    elsewhere = _executing_elsewhere(run)
+    if elsewhere:
+        if stale:
+            return (
+                RunStatus.INTERRUPTED,
+                f"{elsewhere} but nothing changed for over {human_age(stale_after)} (last change {age_text})",
+            )
+        return RunStatus.RUNNING, f"{elsewhere}; last change {age_text}"
+
+    annotated = [t for t in run.trace if t.state is not None]
+    if not run.events and annotated and all(t.state in (StatementState.COMPLETE, StatementState.SKIPPED) for t in annotated):
+        return RunStatus.COMPLETED, f"all {len(annotated)} annotated statements are complete"
+    if written and _RUNNING.match(written):
+        if stale:
+            return RunStatus.INTERRUPTED, f"the header says status: {written} but nothing changed for over {human_age(stale_after)} (last change {age_text})"
+        return RunStatus.RUNNING, f"the header says status: {written}; last change {age_text}"
+    if run.events:
+        if stale:
+            return RunStatus.INTERRUPTED, f"no ---end or ---error, and nothing changed for over {human_age(stale_after)} (last change {age_text})"
+        return RunStatus.RUNNING, f"no ---end yet; last change {age_text}"
+    if not run.trace:
+        if stale:
+            return RunStatus.INTERRUPTED, f"the state file has no statements and nothing changed for over {human_age(stale_after)} (last change {age_text})"
+        return RunStatus.RUNNING, f"the state file has no statements yet; last change {age_text}"
+    if stale:
+        return RunStatus.INTERRUPTED, f"no statement is executing and some are not complete; last change {age_text}"
+    return RunStatus.RUNNING, f"between statements; last change {age_text}"
+
+
+def _executing_elsewhere(run: Run) -> str | None:
+    """An executing frame or active construct when the trace itself marks none."""
+    for frame in run.call_stack:
+        if (frame.status or "").lower().startswith(("executing", "running", "retrying")):
+            where = f"block {frame.block}" if frame.block.strip("-— ") else "the root frame"
+            return f"the call stack has {where} (execution {frame.execution_id or 'root'}) {frame.status}"
+    for construct in run.constructs:
+        for item in construct.items:
+            if re.search(r"\b(executing|running|retrying|in progress)\b", item, re.I):
+                return f"Active Constructs say {construct.title}: {item}"
+    return None
+
+
+def _bindings_written_after(run: Run, line: int) -> str:
+    names = {b.name for b in run.bindings if b.exists}
+    later = []
+    for t in run.trace:
+        # Only statements the trace says have not run yet are evidence of a stale snapshot.
+        if t.line <= line or t.state not in (StatementState.NEXT, StatementState.PENDING):
+            continue
+        m = re.match(r"\s*(?:let|const|output|input)?\s*([A-Za-z_][\w]*)\s*=", t.text)
+        if m and m.group(1) in names:
+            later.append(m.group(1))
+    return ", ".join(later[:4]) + (" ..." if len(later) > 4 else "")
+
+
+def apply_staleness(run: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                    observed: datetime | None = None) -> None:
+    """For backends that record their own status (SQLite ``run.status``, narration): a run
+    still said to be running whose last change is older than ``stale_after`` is interrupted."""
+    if run.status is not RunStatus.RUNNING:
+        return
+    now = now or datetime.now(timezone.utc)
+    changed = observed or as_utc(run.updated)
+    if changed is None:
+        return
+    age = (now - changed).total_seconds()
+    if age > stale_after:
+        run.status = RunStatus.INTERRUPTED
+        run.status_reason = (f"recorded as running but nothing changed for over {human_age(stale_after)} "
+                             f"(last change {human_age(age)} ago); {run.status_reason}").rstrip("; ")
+
+
+def age(value: datetime | None, now: datetime | None = None) -> str:
+    """``5 min``-style age of a time, ``—`` when unknown."""
+    if value is None:
+        return "—"
+    now = now or datetime.now(timezone.utc)
+    return human_age((now - as_utc(value)).total_seconds())

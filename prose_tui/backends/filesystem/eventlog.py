@@ -1,0 +1,426 @@
+"""The compact event log: ``state.md`` from about v0.8.1 and ``vm.log.md`` from about v0.12.
+
+Source: FORMATS.md, Generations of the filesystem format, 2. Compact event log (also
+3. contract-markdown runs, whose log may use ASCII ``->``, and 4. ``vm.log.md``), and the
+"Event-log dialects" bullet of "Dialects seen in real runs".
+
+A log is a header followed by one event per line::
+
+    # run:20260101-120000-abc123 example.prose
+    1→ research ✓
+    2→ ∥start a,b
+    2a→ a ✓
+    2b→ b ✗ timeout
+    2→ ∥done
+    ---end 2026-01-01T12:05:00Z
+
+Headers accepted: ``# run:ID program`` (``run:`` with or without a space), ``run_id:`` /
+``program:`` / any ``key: value`` lines, the three-line ``# OpenProse Execution Log`` /
+``# Program:`` / ``# Run:`` header, and ``# VM Log`` files whose header is ``- key: value``
+bullets. The per-line rules live in :mod:`prose_tui.backends.filesystem.eventlog_lines`.
+
+Dialect decisions (documented here because the VM is not a program):
+
+* ``⚠`` is *completed with a warning*: STATEMENT_COMPLETED, status ``"warning"`` (or the word
+  after it), trace state complete. The VM went on, so the statement is not failed. A ``⚠``
+  line with neither step nor subject (``⚠ disk nearly full``) is a NOTE.
+* A step line with no outcome mark is STATEMENT_STARTED. Its trace state is ``executing``
+  only while it is live: it is the last step line (or an unfinished branch of a parallel
+  still open at the end) and no ``---end``/``---error`` follows. An earlier started line
+  gets state ``None`` (outcome not recorded). The same goes for ``retry:`` (``retrying``
+  only while live), so ``Run.executing`` never points into a finished run. When the run
+  ended with ``---error`` and the last step line had no outcome, that line's state is
+  ``failed``.
+* ``if(true)`` / ``if: true`` is STATEMENT_COMPLETED status ``"true"``; ``if(false) …`` /
+  ``if: false …`` is STATEMENT_SKIPPED status ``"skip"``. Their ``name`` is ``"if"``.
+* Gates are statements named ``gate`` or ``gate:name``; the word after the mark
+  (``approved``, ``rejected``) becomes the status.
+* ``Event.name`` is the statement's subject as written, minus a ``[tag]``, a ``(annotation)``
+  and a leading ``let``/``const``/``output``/``input``/``exec``. :attr:`EventLog.bindings`
+  lists the names that are bindings (see :func:`is_binding_event`).
+* The last terminator wins: ``---end`` -> completed, ``---error`` -> failed, ``---resume``
+  -> neither (running again). ``ended``/``errored`` are set only by the terminator that
+  decided the status.
+* ``loop:i/n`` is LOOP_ITERATION, name ``"loop"``, status ``"exit"`` when ``exit(...)``
+  follows, else ``None``; ``retry:a/n`` is RETRY with status ``"a/n"`` and the trace line's
+  ``attempt``/``max_attempts``; ``#id done`` is FRAME_POPPED named after its block, status
+  ``"done"`` (or the outcome of a mark: ``#7 ✗ timeout`` -> ``"timeout"``, state failed).
+* Terminator synonyms: ``---done``/``---complete(d)`` end, ``---fail(ed)`` errors,
+  ``---resumed`` resumes; a bare ``---`` after the header is a NOTE.
+* ``status`` is never taken from a ``# VM Log`` ``- status:`` bullet; that is
+  ``bullet_status``, as written, for the caller to weigh.
+* Blocks still open at the end stay in ``call_stack`` with status ``executing`` (no
+  terminator), ``failed`` (``---error``) or ``None`` plus a warning (``---end``: the VM
+  forgot the pop).
+* Event times: a full ISO stamp on the line (``Z``/offsets kept), or a bare clock time
+  (``[12:01:03]``) placed on the run id's date (naive); otherwise ``None``.
+* A leading SOPS-encrypted JSON block (a VM appended plain events to an encrypted file) is
+  skipped with one warning; the events after it are parsed.
+* Look-alike marks (✔ ✅ ✘ ✖ ❌), arrows (⟶ => ➜ ➔) and ``‖`` for ``∥`` are accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from prose_tui.backends.filesystem.eventlog_lines import (
+    IDENTIFIER_RE,
+    MARKS,
+    STEP_RE,
+    TERMINATOR_RE,
+    LineInfo,
+    classify_line,
+)
+from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
+
+__all__ = ["EventLog", "is_binding_event", "looks_like_event_log", "parse_event_log"]
+
+# Values are captured greedily and stripped in code (see eventlog_lines on linear regexes).
+_RUN_HEADER_RE = re.compile(r"^#\s*run\s*:\s*(?P<id>\S*)(?P<prog>.*)$", re.IGNORECASE)
+_HASH_KV_RE = re.compile(r"^#+\s*(?P<key>[A-Za-z][\w -]{0,30}?)\s*:(?P<value>.*)$")
+_KV_RE = re.compile(r"^(?P<bullet>[-*]\s+)?(?P<key>[A-Za-z][\w-]*)\s*:(?P<value>.*)$")
+_TITLE_RE = re.compile(r"^#+\s+(?P<title>[^:\s][^:]*)$")
+_EVENT_KEYWORDS = {"loop", "block", "retry", "gate", "if"}
+_EVENT_CHARS = set(MARKS) | set("∥‖→")
+_NOT_BINDINGS = {"if", "gate", "else", "loop", "block", "retry"}
+_SNIFF_LINES = 40
+
+
+@dataclass(slots=True)
+class EventLog:
+    """What a compact event log says (FORMATS.md, Generations, 2. Compact event log).
+
+    ``header`` maps lower-case keys (``program``, ``run_id``, ``status``, ``title``...) to
+    values as written. ``events`` has one or more events per non-blank line after the
+    header, ``seq`` dense from 0, ``line`` the 1-based line in the file. ``trace`` has one
+    :class:`TraceLine` per event line (``line`` 1-based within the trace, ``text`` the line
+    as written); the k-th trace line belongs to the events with the k-th distinct
+    ``Event.line``. ``call_stack`` holds the frames still open at the end, innermost first.
+    Times are timezone-aware when the file gave a zone. ``status`` is ``"completed"``,
+    ``"failed"`` or ``None`` (running or interrupted: the caller decides from file age).
+    ``warnings`` are human sentences. ``bindings`` lists, in order, the names of completed
+    steps that are bindings (:func:`is_binding_event`). ``encrypted_lines`` counts the lines
+    of a leading SOPS-encrypted JSON block that a VM appended plain events after; the block
+    is skipped (not shown as notes) and said so in ``warnings``.
+    """
+
+    run_id: str | None = None
+    program: str | None = None
+    header: dict[str, str] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    trace: list[TraceLine] = field(default_factory=list)
+    call_stack: list[Frame] = field(default_factory=list)
+    ended: datetime | None = None
+    errored: datetime | None = None
+    error_message: str | None = None
+    resumed: int = 0
+    status: str | None = None
+    bullet_status: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    bindings: list[str] = field(default_factory=list)
+    encrypted_lines: int = 0
+
+    @property
+    def failing_event(self) -> Event | None:
+        """For a failed run, the statement it failed at: the last STATEMENT_FAILED or
+        STATEMENT_STARTED event (a step begun and never finished before ``---error``).
+        ``None`` when the run did not fail or has no such event."""
+        if self.status != "failed":
+            return None
+        for event in reversed(self.events):
+            if event.kind in (EventKind.STATEMENT_FAILED, EventKind.STATEMENT_STARTED):
+                return event
+        return None
+
+
+def is_binding_event(event: Event) -> bool:
+    """True when ``event`` is a completed step whose name is an identifier (the binding it
+    wrote, to be found at ``bindings/{name}.md``). ``if``/``gate`` steps are not bindings."""
+    return (
+        event.kind is EventKind.STATEMENT_COMPLETED
+        and event.name is not None
+        and IDENTIFIER_RE.match(event.name) is not None
+        and event.name not in _NOT_BINDINGS
+    )
+
+
+def looks_like_event_log(text: str) -> bool:
+    """Cheap sniff of the first lines: is ``text`` a compact event log or a ``# VM Log``?
+
+    True for a ``# run:`` first line, a ``run_id:`` line, the three-line ``# OpenProse
+    Execution Log`` / ``# Program:`` / ``# Run:`` header, ``N→``/``N->`` step lines, or a
+    ``# VM Log`` title followed by ``- key: value`` bullets. False for annotated snapshots
+    (``## Execution Trace``) and anything else. Never raises.
+    """
+    if not isinstance(text, str):
+        return False
+    all_lines = text.splitlines()
+    lines = [ln.strip() for ln in all_lines[_sops_prefix_end(all_lines):][:_SNIFF_LINES]]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        return False
+    if any(ln.lower().startswith("## execution trace") for ln in lines):
+        return False
+    first = lines[0]
+    if _RUN_HEADER_RE.match(first):
+        return True
+    if first.lower().startswith("# openprose execution log"):
+        heads = [ln.lower() for ln in lines[1:4]]
+        return any(h.startswith("# program:") for h in heads) and any(h.startswith("# run:") for h in heads)
+    if first.lower().startswith("# vm log"):
+        return len(lines) == 1 or any(_KV_RE.match(ln) and ln.startswith(("-", "*")) for ln in lines[1:6])
+    if any(re.match(r"^run_id\s*:", ln, re.IGNORECASE) for ln in lines[:10]):
+        return True
+    return any(STEP_RE.match(ln) for ln in lines)
+
+
+def _sops_prefix_end(lines: list[str]) -> int:
+    """Number of leading lines forming a SOPS-encrypted JSON object (0 if there is none).
+
+    The block runs from a first ``{`` line to the first ``}`` line at column 0; when that
+    closing line is missing (a truncated file), up to the first event-looking line.
+    """
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start >= len(lines) or not lines[start].lstrip().startswith("{"):
+        return 0
+    head = "\n".join(lines[start : start + 50])
+    if '"sops"' not in head and "ENC[" not in head:
+        return 0
+    for i in range(start, len(lines)):
+        if lines[i].rstrip() == "}":
+            return i + 1
+    for i in range(start, len(lines)):
+        if STEP_RE.match(lines[i]) or TERMINATOR_RE.match(lines[i]):
+            return i
+    return len(lines)
+
+
+def _header_line(line: str, log: EventLog) -> bool:
+    """Take ``line`` into the header if it is a header line; return whether it was."""
+    stripped = line.strip()
+    if stripped == "---":
+        return True
+    if TERMINATOR_RE.match(stripped) or STEP_RE.match(stripped):
+        return False
+    if m := _RUN_HEADER_RE.match(stripped):
+        if log.run_id is None:
+            log.run_id = m.group("id") or None
+        if log.program is None and m.group("prog").strip():
+            log.program = m.group("prog").strip()
+        return True
+    m = _HASH_KV_RE.match(stripped) if stripped.startswith("#") else _KV_RE.match(stripped)
+    if m and not (_EVENT_CHARS & set(m.group("value"))) and m.group("key").lower() not in _EVENT_KEYWORDS:
+        key = re.sub(r"[\s-]+", "_", m.group("key").strip().lower())
+        value = m.group("value").strip()
+        log.header.setdefault(key, value)
+        if key in ("run_id", "run", "id") and log.run_id is None:
+            log.run_id = value or None
+        if key == "status" and m.groupdict().get("bullet"):
+            log.bullet_status = value
+        return True
+    if m := _TITLE_RE.match(stripped):
+        log.header.setdefault("title", m.group("title").strip())
+        return True
+    return False
+
+
+def _base_date(log: EventLog) -> date | None:
+    """The run's date for bare clock times: the run id's ``YYYYMMDD`` or ``started:``."""
+    candidates = []
+    if log.run_id and (m := re.match(r"^(\d{8})", log.run_id)):
+        candidates.append(m.group(1))
+    if started := log.header.get("started"):
+        candidates.append(started[:10])
+    for candidate in candidates:
+        try:
+            return date.fromisoformat(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def parse_event_log(text: str, *, source_name: str = "state.md") -> EventLog:
+    """Parse a compact event log (``state.md``) or ``vm.log.md`` into an :class:`EventLog`.
+
+    ``text`` is the whole file; ``source_name`` only labels warnings. Every non-blank line
+    after the header becomes at least one event; a line no rule matches is kept as a NOTE
+    and warned about. Never raises on a ``str`` (anything else gives an empty log with a
+    warning). Source: FORMATS.md, Generations of the filesystem format, 2. Compact event log.
+    """
+    log = EventLog()
+    if not isinstance(text, str):
+        log.warnings.append(f"{source_name}: not text, nothing parsed")
+        return log
+    try:
+        _parse_into(log, text, source_name)
+    except Exception as exc:  # pragma: no cover - a safety net; the rules should not raise
+        log.warnings.append(f"{source_name}: parsing stopped early ({type(exc).__name__}: {exc})")
+    return log
+
+
+def _parse_into(log: EventLog, text: str, source_name: str) -> None:
+    lines = text.splitlines()
+    index = log.encrypted_lines = _sops_prefix_end(lines)
+    if index:
+        log.warnings.append(f"{source_name} lines 1-{index}: SOPS-encrypted block, not readable; "
+                            "the plain lines after it are parsed")
+    while index < len(lines) and (not lines[index].strip() or _header_line(lines[index], log)):
+        index += 1
+    if log.program is None:
+        log.program = log.header.get("program") or log.header.get("source")
+    if log.run_id and log.run_id.endswith("-"):
+        log.warnings.append(f"{source_name}: run id {log.run_id!r} looks truncated")
+    base = _base_date(log)
+    infos: list[tuple[int, LineInfo]] = []
+    for number in range(index, len(lines)):
+        if lines[number].strip():
+            infos.append((number + 1, classify_line(lines[number], base)))
+    frames = _OpenFrames()
+    for position, (number, info) in enumerate(infos, start=1):
+        if not info.recognised:
+            log.warnings.append(f"{source_name} line {number}: unrecognised event, kept as a note")
+        for item in info.items:
+            event = Event(
+                seq=len(log.events), kind=item.kind, text=info.text, time=item.time,
+                step=info.step, name=item.name, status=item.status, line=number,
+                execution_id=item.execution_id,
+            )
+            _apply(log, event, item.message, frames, source_name)
+            log.events.append(event)
+        first = info.items[0]
+        log.trace.append(TraceLine(
+            line=position, text=info.text, state=info.state, note=info.note,
+            attempt=first.attempt, max_attempts=first.max_attempts, step=info.step,
+        ))
+    _settle_live_states(log, infos)
+    for frame in frames.innermost_first():
+        frame.status = {"failed": "failed", None: "executing"}.get(log.status)
+        if log.status == "completed":
+            log.warnings.append(f"{source_name}: block {frame.block}#{frame.execution_id} never returned")
+    log.call_stack = frames.innermost_first()
+    log.bindings = [e.name for e in log.events if is_binding_event(e) and e.name]
+
+
+class _OpenFrames:
+    """Blocks pushed and not yet popped, in push order; push, pop-by-id and top are O(1)."""
+
+    def __init__(self) -> None:
+        self._frames: dict[int, Frame] = {}  # push counter -> frame, insertion-ordered
+        self._by_id: dict[int | None, list[int]] = {}
+        self._counter = 0
+
+    def top(self) -> Frame | None:
+        return self._frames[next(reversed(self._frames))] if self._frames else None
+
+    def push(self, execution_id: int | None, block: str) -> None:
+        top = self.top()
+        self._counter += 1
+        self._frames[self._counter] = Frame(
+            execution_id, block, depth=len(self._frames) + 1, status="executing",
+            parent_id=top.execution_id if top else None,
+        )
+        self._by_id.setdefault(execution_id, []).append(self._counter)
+
+    def pop(self, execution_id: int | None) -> Frame | None:
+        """Remove the latest open frame with this id (not necessarily the top); None if none."""
+        pushed = self._by_id.get(execution_id)
+        return self._frames.pop(pushed.pop()) if pushed else None
+
+    def innermost_first(self) -> list[Frame]:
+        return list(reversed(self._frames.values()))
+
+
+def _apply(log: EventLog, event: Event, message: str | None, frames: _OpenFrames, source_name: str) -> None:
+    """Fold one event into the run-level state: frames, terminators, scopes."""
+    kind = event.kind
+    if kind is EventKind.FRAME_PUSHED:
+        frames.push(event.execution_id, event.name or "?")
+        return
+    if kind is EventKind.FRAME_POPPED:
+        popped = frames.pop(event.execution_id)
+        if popped is not None:
+            event.name = popped.block
+            return
+        log.warnings.append(f"{source_name} line {event.line}: #{event.execution_id} done "
+                            "but no open block has that id")
+        return
+    if kind is EventKind.RUN_ENDED:
+        log.status, log.ended, log.errored, log.error_message = "completed", event.time, None, None
+        if event.time is None:
+            log.warnings.append(f"{source_name} line {event.line}: ---end without a readable timestamp")
+        return
+    if kind is EventKind.RUN_ERRORED:
+        log.status, log.ended, log.errored, log.error_message = "failed", None, event.time, message
+        return
+    if kind is EventKind.RUN_RESUMED:
+        log.status, log.ended, log.errored, log.error_message = None, None, None, None
+        log.resumed += 1
+        return
+    top = frames.top()
+    if top is not None and event.execution_id is None and kind is not EventKind.NOTE:
+        event.execution_id = top.execution_id
+
+
+_LIVE = {
+    EventKind.STATEMENT_STARTED: StatementState.EXECUTING,
+    EventKind.PARALLEL_STARTED: StatementState.EXECUTING,
+    EventKind.RETRY: StatementState.RETRYING,
+}
+
+
+def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> None:
+    """Give started/retry trace lines ``executing``/``retrying`` only where still live."""
+    stepped = [i for i, (_, info) in enumerate(infos) if info.step is not None]
+    live: set[int] = set()
+    if stepped and log.status is None:
+        last = stepped[-1]
+        if infos[last][1].items[0].kind in _LIVE:
+            live.add(last)
+        open_par: list[tuple[str, int]] = []
+        for i in stepped:
+            kind = infos[i][1].items[0].kind
+            if kind is EventKind.PARALLEL_STARTED:
+                open_par.append((infos[i][1].step or "", i))
+            elif kind is EventKind.PARALLEL_JOINED and open_par:
+                open_par.pop()
+        for par_step, start in open_par[-8:]:  # innermost few: bounded work on odd files
+            live.add(start)
+            seen: set[str] = set()
+            for i in reversed([j for j in stepped if j > start]):
+                info = infos[i][1]
+                step = info.step or ""
+                if step.startswith(par_step) and step != par_step and step not in seen \
+                        and info.items[0].kind is EventKind.STATEMENT_STARTED:
+                    live.add(i)
+                seen.add(step)
+    joined = _joined_parallels(infos)
+    for i, (_, info) in enumerate(infos):
+        kind = info.items[0].kind
+        if len(info.items) == 1 and kind in _LIVE:
+            if i in live:
+                log.trace[i].state = _LIVE[kind]
+            elif kind is EventKind.PARALLEL_STARTED and i in joined:
+                log.trace[i].state = StatementState.COMPLETE
+            else:
+                log.trace[i].state = None
+    if log.status == "failed" and stepped:
+        last = stepped[-1]
+        if infos[last][1].items[0].kind is EventKind.STATEMENT_STARTED:
+            log.trace[last].state = StatementState.FAILED
+
+
+def _joined_parallels(infos: list[tuple[int, LineInfo]]) -> set[int]:
+    """Indexes of ``∥start`` lines that a later ``∥done`` closed (innermost first)."""
+    stack: list[int] = []
+    joined: set[int] = set()
+    for i, (_, info) in enumerate(infos):
+        kind = info.items[0].kind
+        if len(info.items) == 1 and kind is EventKind.PARALLEL_STARTED:
+            stack.append(i)
+        elif len(info.items) == 1 and kind is EventKind.PARALLEL_JOINED and stack:
+            joined.add(stack.pop())
+    return joined

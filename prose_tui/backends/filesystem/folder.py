@@ -1,0 +1,373 @@
+"""Filesystem runs: one ``.prose/runs/{id}/`` folder into a ``Run`` (seeds/filesystem.md).
+
+Reads whichever state file the folder has: a snapshot ``state.md`` (generation 1), an
+event-log ``state.md`` or ``vm.log.md`` (generations 2-4, ``eventlog``), or none. Bindings
+come from the files on disk, merged with the Index rows that name them; agents from the
+run's ``agents/`` and, by name, from project and user scope; imports recursively.
+Never raises for a readable folder: whatever does not parse becomes a warning and its
+file stays listed so the view can show it raw.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prose_tui.backends.common import agents as agent_files
+from prose_tui.backends.common.bindings import scan_bindings
+from prose_tui.backends.common.encryption import looks_encrypted
+from prose_tui.backends.common.project import read_env, read_state_json
+from prose_tui.backends.common.status import (
+    COPY_GAP,
+    DEFAULT_STALE_AFTER,
+    as_utc,
+    infer_status,
+    run_id_time,
+)
+from prose_tui.backends.common.text import decode, visible_name
+from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
+from prose_tui.backends.filesystem.snapshot import (
+    SnapshotState,
+    parse_snapshot,
+    parse_time,
+)
+from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
+
+STATE_FILES = ("state.md", "vm.log.md")
+PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
+MAX_IMPORT_DEPTH = 32
+MAX_STATE_BYTES = 8 * 1024 * 1024
+_AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
+_PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
+_RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md")
+
+
+def is_run_dir(path: Path) -> bool:
+    """True when ``path`` holds any file a VM writes into a run folder."""
+    return any((path / marker).exists() for marker in _RUN_MARKERS)
+
+
+def state_file_of(run_dir: Path) -> Path | None:
+    """The run's state file: ``state.md``, else ``vm.log.md``, else ``None``."""
+    for name in STATE_FILES:
+        candidate = run_dir / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def program_file_of(run_dir: Path) -> Path | None:
+    """``program.prose``/``program.md``/``root.prose.md``, else the single ``*.prose`` there."""
+    for name in PROGRAM_FILES:
+        if (run_dir / name).is_file():
+            return run_dir / name
+    proses = sorted(run_dir.glob("*.prose"))
+    return proses[0] if len(proses) == 1 else None
+
+
+def project_dir_of(run_dir: Path) -> Path | None:
+    """The folder holding ``.prose/`` (or ``.agents/prose``) for a run inside ``runs/``."""
+    for parent in [run_dir, *run_dir.parents]:
+        if parent.name == "runs" and parent.parent.name in (".prose", "prose"):
+            prose_dir = parent.parent
+            return prose_dir.parent.parent if prose_dir.parent.name == ".agents" else prose_dir.parent
+    return None
+
+
+def read_text(path: Path, limit: int = MAX_STATE_BYTES) -> tuple[str, bool]:
+    """Up to ``limit`` bytes of ``path`` decoded as UTF-8 with replacement; and whether it was cut."""
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    return decode(data[:limit]), len(data) > limit
+
+
+def load_run(
+    run_dir: Path,
+    *,
+    now: datetime | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+    observed: datetime | None = None,
+    home: Path | None = None,
+    summary: bool = False,
+    _depth: int = 0,
+    _seen: frozenset[Path] = frozenset(),
+) -> Run:
+    """Load one filesystem run folder. ``home`` overrides ``~`` for user-scope agents.
+
+    ``summary`` reads the state file only (header, trace, call stack, status): what a run
+    list row needs, without binding heads, agents, project files or imports.
+
+    Raises ``FileNotFoundError`` only when ``run_dir`` is not a folder.
+    """
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir} is not a folder")
+    run, snapshot = _read_state(run_dir)
+    if summary:
+        run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+        return run
+    run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
+    if run.events:
+        _link_event_bindings(run)
+    run.agents = _agents(run_dir, snapshot, run.program_path, home)
+    if any(b.encrypted for b in run.bindings) and not run.encrypted:
+        run.warnings.append("some binding files are SOPS-encrypted")
+    _project_files(run, run_dir)
+    run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    return run
+
+
+def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
+    """A run from its state file alone (header, trace, call stack, events), and the parsed
+    snapshot whose Index names its bindings and agents (``None`` for other formats)."""
+    run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
+    state_file = state_file_of(run_dir)
+    snapshot: SnapshotState | None = None
+    if state_file is not None:
+        run.state_file = state_file
+        try:
+            run.state_mtime = state_file.stat().st_mtime
+            text, cut = read_text(state_file)
+        except OSError as exc:
+            text, cut = "", False
+            run.warnings.append(f"cannot read {state_file.name}: {exc.strerror or exc}")
+        if cut:
+            run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
+        if looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):
+            run.encrypted = True
+            run.format = RunFormat.ENCRYPTED
+        elif state_file.name == "vm.log.md" or looks_like_event_log(text):
+            _apply_event_log(run, text, state_file.name)
+        else:
+            snapshot = parse_snapshot(text)
+            _apply_snapshot(run, snapshot)
+    elif (run_dir / "state.db").exists():
+        run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
+    run.program_path = program_file_of(run_dir)
+    if run.program is None and run.program_path is not None:
+        run.program = run.program_path.name
+    if run.started is None:
+        run.started = run_id_time(run.id)
+    if run.updated is None and run.state_mtime:
+        mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
+        # A file a day newer than the run's own start time was copied or cloned, not written
+        # by the VM: its time says nothing about the run (status.last_change applies the same rule).
+        if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
+            run.updated = mtime
+
+    return run, snapshot
+
+
+def reload_state(previous: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                 observed: datetime | None = None, home: Path | None = None) -> Run:
+    """``previous`` (a run read in full) after its state file changed: the state file is read
+    again, the binding files, agents and imports already read are kept. The Index may name
+    new bindings (merged as missing until their files arrive) or new agents (agents re-read).
+    """
+    run_dir = previous.path
+    run, snapshot = _read_state(run_dir)
+    run.bindings = _merge_bindings([b for b in previous.bindings if b.exists], snapshot, run_dir)
+    if run.events:
+        _link_event_bindings(run)
+    names = {r.get("name") for r in (snapshot.agent_rows if snapshot else [])}
+    if names <= {a.name for a in previous.agents}:
+        run.agents = previous.agents
+    else:
+        run.agents = _agents(run_dir, snapshot, run.program_path, home)
+    run.imports = previous.imports
+    run.sections += [s for s in previous.sections if s.title.startswith("Project .prose/")]
+    run.warnings += [w for w in previous.warnings if w.startswith(("some binding files", "imports nested", "import "))]
+    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    return run
+
+
+def _apply_snapshot(run: Run, snap: SnapshotState) -> None:
+    run.format = RunFormat.SNAPSHOT
+    run.header = snap.header
+    if snap.header.get("run"):
+        run.id = snap.header["run"] if run.path.name == "runs" else run.id
+    run.program = snap.header.get("program") or None
+    run.started = parse_time(snap.header.get("started"))
+    run.updated = parse_time(snap.header.get("updated"))
+    run.trace = snap.trace
+    run.constructs = snap.constructs
+    run.call_stack = snap.call_stack
+    run.sections = snap.sections
+    run.warnings.extend(snap.warnings)
+
+
+def _apply_event_log(run: Run, text: str, source_name: str) -> None:
+    log = parse_event_log(text, source_name=source_name)
+    contract = (run.path / "manifest.md").exists() or (run.path / "services").is_dir()
+    run.format = RunFormat.VM_LOG if source_name == "vm.log.md" else RunFormat.CONTRACT if contract else RunFormat.EVENT_LOG
+    run.header = dict(log.header)
+    run.program = log.program
+    run.events = log.events
+    run.trace = log.trace
+    run.call_stack = log.call_stack
+    run.warnings.extend(log.warnings)
+    if log.encrypted_lines:
+        run.warnings.append(
+            f"the first {log.encrypted_lines} lines of {source_name} are SOPS-encrypted; "
+            "the events the VM appended in plain text after them are shown"
+        )
+    for event in log.events:
+        if event.time is not None:
+            run.updated = event.time
+    if log.bullet_status:
+        run.header.setdefault("status", log.bullet_status)
+    if log.status == "failed":
+        when = log.errored.isoformat() if log.errored else ""
+        run.error_marker = f"---error {when} {log.error_message or ''}".strip()
+    elif log.status == "completed":
+        run.end_marker = f"---end {log.ended.isoformat() if log.ended else ''}".strip()
+
+
+def _plain_events_after_encryption(text: str) -> bool:
+    """A SOPS block followed by plain event lines the VM appended later (FORMATS.md, SOPS)."""
+    if not looks_like_event_log(text):
+        return False
+    log = parse_event_log(text)
+    return bool(log.encrypted_lines) and any(e.step is not None or e.kind.value.startswith("run_") for e in log.events)
+
+
+def _link_event_bindings(run: Run) -> None:
+    """Event-log lines name the binding a step wrote; link a line to the binding file of that
+    name when one exists (``bindings/{name}.md`` or ``bindings/{service}/{name}.md``)."""
+    by_name: dict[str, Binding] = {}
+    for b in run.bindings:
+        if b.exists and (b.name not in by_name or b.execution_id is None):
+            by_name[b.name] = b
+    for line in run.trace:
+        if line.binding is not None or line.step is None or line.state is None:
+            continue
+        m = re.match(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)", line.text)
+        binding = by_name.get(m.group(1)) if m else None
+        if binding is not None:
+            line.binding = binding.path.relative_to(run.path).as_posix()
+
+
+def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: Path) -> list[Binding]:
+    """Files on disk, plus Index rows whose file is missing (``exists=False``).
+
+    Paths are matched lexically (``os.path.normpath``), not with ``Path.resolve``: both
+    sides are below the same ``run_dir``, and resolving costs a ``readlink`` per path
+    component, which for 10,000 Index rows was most of the time to open a run.
+    """
+    if snap is None or not snap.binding_rows:
+        return found
+    by_path = {os.path.normpath(b.path): b for b in found}
+    for row in snap.binding_rows:
+        name = row.get("name") or ""
+        rel = row.get("path") or f"bindings/{name}.md"
+        path = os.path.normpath(run_dir / rel if not rel.startswith("(") else run_dir / f"bindings/{name}.md")
+        binding = by_path.get(path)
+        kind = (row.get("kind") or "").lower() or None
+        if binding is None:
+            eid_text = row.get("execution id", "execution_id") or ""
+            eid = int(m.group(0)) if (m := re.search(r"\d+", eid_text)) else None
+            found.append(Binding(name=name, path=run_dir / rel, kind=kind, execution_id=eid, exists=False,
+                                 warning="named in the Index but its file does not exist (yet)"))
+        elif binding.kind is None and kind:
+            binding.kind = kind
+    return found
+
+
+def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, home: Path | None) -> list[Agent]:
+    agents: dict[str, Agent] = {}
+    for folder in agent_files.agent_dirs(run_dir / "agents"):
+        agents[folder.name] = agent_files.read_agent_dir(folder, "execution")
+    declared: dict[str, str | None] = {}
+    if program is not None:
+        try:
+            source, _ = read_text(program, 1024 * 1024)
+        except OSError:
+            source = ""
+        for m in _AGENT_DECL.finditer(source):
+            body = source[m.end(): m.end() + 600].split("\nagent ", 1)[0]
+            persist = _PERSIST.search(body)
+            declared[m.group(1)] = persist.group(1).lower() if persist else None
+    rows = {r.get("name") or "": r for r in (snap.agent_rows if snap else [])}
+    project = project_dir_of(run_dir)
+    user_home = home or Path(os.path.expanduser("~"))
+    for name in list(rows) + list(declared):
+        if not name or name in agents:
+            continue
+        scope_word = (rows[name].get("scope") if name in rows else None) or declared.get(name)
+        folder = _scoped_folder(name, scope_word, project, user_home)
+        agent = agent_files.read_agent_dir(folder, scope_word or "project") if folder else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
+        if name in rows:
+            agent.details = {k: v for k, v in rows[name].cells.items() if k not in ("name", "scope", "path") and v}
+            agent.scope = agent.scope if folder else rows[name].get("scope") or agent.scope
+        agents[name] = agent
+    return list(agents.values())
+
+
+def _scoped_folder(name: str, scope: str | None, project: Path | None, home: Path) -> Path | None:
+    scope = (scope or "").lower()
+    candidates: list[Path] = []
+    if project is not None and scope in ("project", "", "true"):
+        candidates.append(project / ".prose" / "agents" / name)
+    if scope in ("user", ""):
+        candidates.append(home / ".prose" / "agents" / name)
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def _project_files(run: Run, run_dir: Path) -> None:
+    """The project's ``.prose/.env`` and ``.prose/state.json`` (seeds/filesystem.md, ``.prose/.env``;
+    FORMATS.md, Project files), kept as sections so they show beside the run."""
+    project = project_dir_of(run_dir)
+    if project is None:
+        return
+    for name, reader in ((".env", read_env), ("state.json", read_state_json)):
+        path = project / ".prose" / name
+        if path.is_file():
+            values = reader(path)
+            body = "\n".join(f"{k}={v}" for k, v in values.items()) or "(no KEY=VALUE lines)"
+            run.sections.append(Section(f"Project .prose/{name}", f"```\n{body}\n```"))
+
+
+def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run]:
+    root = run_dir / "imports"
+    if not root.is_dir():
+        return []
+    if depth >= MAX_IMPORT_DEPTH:
+        warnings.append(f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown")
+        return []
+    out: list[Run] = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        if child.resolve() in seen:
+            warnings.append(f"import {child.name} loops back to a run already shown; skipped")
+            continue
+        sub = load_run(child, now=now, stale_after=stale_after, home=home, _depth=depth + 1, _seen=seen)
+        sub.import_handle = visible_name(child.name)
+        out.append(sub)
+        capped = f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown"
+        if capped in sub.warnings and capped not in warnings:
+            warnings.append(capped)  # said on every run above the cap, so the top run's header shows it
+    return out
+
+
+def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
+    """Lines to show when a run has no parsed trace, and the warning that says why.
+
+    The state file is shown raw (never hidden); without one, the program text; an
+    encrypted run shows nothing but the reason.
+    """
+    if run.encrypted:
+        return [], f"{run.state_file.name if run.state_file else 'state'} is SOPS-encrypted; nothing to show without the key"
+    for path, why in ((run.state_file, "no statements parsed from {name}; shown raw"),
+                      (run.program_path, "no state file; showing the program {name}")):
+        if path is None:
+            continue
+        try:
+            text, cut = read_text(path, 2 * 1024 * 1024)
+        except OSError as exc:
+            return [], f"cannot read {path.name}: {exc.strerror or exc}"
+        if looks_encrypted(text[:4096]):
+            return [], f"{path.name} is SOPS-encrypted; nothing to show without the key"
+        lines = [TraceLine(line=i, text=t) for i, t in enumerate(text.splitlines(), start=1)]
+        return lines, why.format(name=path.name) + (" (first 2 MiB)" if cut else "")
+    return [], "this run folder has no state file and no program"

@@ -1,0 +1,376 @@
+"""SQLite run state as a :class:`~prose_tui.model.Run` (seeds/sqlite.md).
+
+A run folder ``.prose/runs/{id}/`` holding ``state.db`` is read read-only (see
+:mod:`.sqlite_open` for how, and why nothing is ever created beside the database). The
+seed's schema is a minimum the VM extends freely, and its ``CREATE TABLE bindings`` cannot
+even be created as written (FORMATS.md, Known defects), so every table and column is
+looked up with ``PRAGMA table_info``: missing ones give a warning in ``Run.warnings``,
+extra ones are kept (``Binding.fields``, ``Agent.details``, ``Run.header``).
+
+Scale: a run may hold millions of ``execution`` rows. :func:`load_sqlite_run` reads only the
+last ``window`` rows (plus counts and the open call stack); :func:`execution_page` pages
+through the rest. Binding values are never loaded with the run:
+:func:`read_sqlite_binding_value` reads one on demand.
+
+Public API: :func:`is_sqlite_run`, :func:`load_sqlite_run`, :func:`execution_page`,
+:func:`execution_count`, :func:`read_sqlite_binding_value`, :func:`resolve_binding_scope`,
+:func:`list_extension_tables`, :func:`read_table_page`, :func:`metrics_summary`,
+:class:`SqliteWatch`, :class:`ExecutionRow`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from prose_tui.backends.common.text import visible, visible_name
+from prose_tui.backends.sqlite.connect import (
+    db_path_for,
+    is_sqlite_file,
+    open_readonly,
+    quiet,
+    quote_ident,
+    read_schema,
+)
+from prose_tui.backends.sqlite.rows import (
+    EXECUTION_COLUMNS,
+    ExecutionRow,
+    block_name,
+    events_for_rows,
+    fetch_rows,
+    is_block_call,
+    parse_time,
+    row_trace_line,
+)
+from prose_tui.backends.sqlite.tables import (
+    SqliteWatch,
+    list_extension_tables,
+    load_agents,
+    load_bindings,
+    metrics_summary,
+    read_table_page,
+)
+from prose_tui.backends.sqlite.values import (
+    read_sqlite_binding_value,
+    resolve_binding_scope,
+)
+from prose_tui.model import Backend, Frame, Run, RunFormat, RunStatus
+
+__all__ = [
+    "ExecutionRow",
+    "SqliteWatch",
+    "execution_count",
+    "execution_page",
+    "is_sqlite_run",
+    "list_extension_tables",
+    "load_sqlite_run",
+    "metrics_summary",
+    "read_sqlite_binding_value",
+    "read_table_page",
+    "resolve_binding_scope",
+]
+
+DEFAULT_WINDOW = 500
+"""How many of the most recent ``execution`` rows :func:`load_sqlite_run` loads."""
+
+RUN_COLUMNS = ["id", "program_path", "program_source", "started_at", "updated_at", "status", "state_mode"]
+
+_RUN_STATUS = {
+    "running": RunStatus.RUNNING,
+    "executing": RunStatus.RUNNING,
+    "in_progress": RunStatus.RUNNING,
+    "completed": RunStatus.COMPLETED,
+    "complete": RunStatus.COMPLETED,
+    "done": RunStatus.COMPLETED,
+    "success": RunStatus.COMPLETED,
+    "succeeded": RunStatus.COMPLETED,
+    "failed": RunStatus.FAILED,
+    "error": RunStatus.FAILED,
+    "errored": RunStatus.FAILED,
+    "interrupted": RunStatus.INTERRUPTED,
+    "aborted": RunStatus.INTERRUPTED,
+    "cancelled": RunStatus.INTERRUPTED,
+}
+
+
+def is_sqlite_run(run_dir: Path) -> bool:
+    """True when ``run_dir/state.db`` (or ``run_dir`` itself, if a file) is an SQLite database.
+
+    Checks the 16-byte header only; never opens a connection and never raises.
+    """
+    try:
+        return is_sqlite_file(db_path_for(Path(run_dir)))
+    except OSError:
+        return False
+
+
+def _exec_key(cols: list[str]) -> str:
+    return "id" if "id" in cols else "rowid"
+
+
+@quiet(int)
+def execution_count(run_dir: Path) -> int:
+    """Number of rows in the ``execution`` table (0 when missing or unreadable)."""
+    db, _ = open_readonly(db_path_for(Path(run_dir)))
+    if db is None:
+        return 0
+    with db:
+        schema = read_schema(db.conn)
+        if "execution" not in schema:
+            return 0
+        return int(db.conn.execute("SELECT count(*) FROM execution").fetchone()[0])
+
+
+@quiet(list)
+def execution_page(run_dir: Path, offset: int, limit: int) -> list[ExecutionRow]:
+    """Rows ``offset .. offset+limit-1`` of ``execution`` in id order (seeds/sqlite.md, Core Schema).
+
+    ``offset`` is 0-based from the first row. When ids are dense (the usual
+    ``AUTOINCREMENT`` case) the page is found by id range, so deep pages cost the same as
+    the first. Returns ``[]`` for a missing table, a bad offset or an unreadable database.
+    """
+    if limit <= 0 or offset < 0:
+        return []
+    db, _ = open_readonly(db_path_for(Path(run_dir)))
+    if db is None:
+        return []
+    with db:
+        cols = read_schema(db.conn).get("execution")
+        if cols is None:
+            return []
+        key = _exec_key(cols)
+        lo, hi, count = db.conn.execute(f"SELECT min({key}), max({key}), count(*) FROM execution").fetchone()
+        if count == 0:
+            return []
+        if lo is not None and hi is not None and hi - lo + 1 == count:
+            where, params = f"WHERE {key} >= ? AND {key} < ?", (lo + offset, lo + offset + limit)
+            return fetch_rows(db.conn, cols, where + f" ORDER BY {key}", params)
+        return fetch_rows(db.conn, cols, f"ORDER BY {key} LIMIT ? OFFSET ?", (limit, offset))
+
+
+def _call_stack(conn, cols: list[str], key: str, known: dict[int, ExecutionRow]) -> list[Frame]:
+    """Open frames, innermost first: the latest executing row and its ``parent_id`` chain."""
+    if "status" not in cols:
+        return []
+    row = conn.execute(
+        f"SELECT {key} FROM execution WHERE lower(status) IN ('executing','running','retrying') "
+        f"ORDER BY {key} DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return []
+    chain: list[ExecutionRow] = []
+    current: int | None = row[0]
+    while current is not None and len(chain) < 1000 and all(r.id != current for r in chain):
+        found = known.get(current)
+        if found is None:
+            rows = fetch_rows(conn, cols, f"WHERE {key} = ?", (current,))
+            if not rows:
+                break
+            found = rows[0]
+        chain.append(found)
+        current = found.parent_id
+    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
+    frames = []
+    for i, r in enumerate(blocks):
+        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
+        status = (r.status or "").lower() or None
+        if i > 0 and status in ("executing", "running"):
+            status = "waiting"
+        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
+    return frames
+
+
+def _load_run_table(conn, schema: dict[str, list[str]], run: Run, run_dir: Path) -> str | None:
+    cols = schema.get("run")
+    if cols is None:
+        run.warnings.append("state.db has no 'run' table: run id, program and status are inferred.")
+        return None
+    missing = [c for c in ("id", "status") if c not in cols]
+    if missing:
+        run.warnings.append(f"table 'run' lacks column(s) {', '.join(missing)}.")
+    row = conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM run LIMIT 1").fetchone()
+    if row is None:
+        run.warnings.append("table 'run' is empty.")
+        return None
+    data = dict(zip(cols, row))
+    for k, v in data.items():
+        if v is not None and k != "program_source":
+            run.header[k] = visible(str(v))
+    if data.get("program_source"):
+        run.header["program_source_chars"] = str(len(str(data["program_source"])))
+    if data.get("id"):
+        run.id = visible(str(data["id"]))
+    prog = data.get("program_path")
+    if prog:
+        run.program = visible(str(prog))
+        cand = Path(str(prog))
+        cand = cand if cand.is_absolute() else run_dir / cand.name
+        run.program_path = cand if cand.exists() else None
+    run.started = parse_time(data.get("started_at"))
+    run.updated = parse_time(data.get("updated_at"))
+    return str(data["status"]) if data.get("status") is not None else None
+
+
+def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int = DEFAULT_WINDOW) -> Run:
+    """Read a SQLite run into a :class:`Run` (backend ``SQLITE``, format ``SQLITE``).
+
+    ``run_dir`` is the run folder (``.prose/runs/{id}/``) or the ``.db`` file itself.
+    Loads the ``run`` row (id, program, status, times; seeds/sqlite.md, Core Schema), the
+    last ``window`` ``execution`` rows as ``trace`` and ``events`` (older rows through
+    :func:`execution_page`), the open call stack (``parent_id`` chain of the latest
+    executing row), binding metadata (values on demand, ``Binding.path`` is the db path),
+    agents and segments (run, project ``.prose/agents.db`` and user ``~/.prose/agents.db``)
+    and ``imports`` as child runs. ``Run.header`` gains ``execution_rows`` (total count),
+    ``execution_window`` (``first-last`` ids loaded), ``bindings_rows`` and ``open_mode``.
+    ``now`` is accepted for symmetry with other sources (staleness is not inferred).
+
+    Never raises: unreadable, locked or non-SQLite files give a run with a warning.
+    """
+    del now
+    run_dir = Path(run_dir)
+    dbp = db_path_for(run_dir)
+    root = dbp.parent
+    run = Run(id=visible_name(root.name if dbp.name == "state.db" else dbp.stem), path=root, backend=Backend.SQLITE, format=RunFormat.SQLITE)
+    run.state_file = dbp
+    try:
+        run.state_mtime = max(p.stat().st_mtime for p in (dbp, Path(f"{dbp}-wal")) if p.exists())
+    except ValueError:
+        pass
+    db, warnings = open_readonly(dbp)
+    run.warnings.extend(warnings)
+    if db is None:
+        return run
+    with db:
+        run.header["open_mode"] = db.mode
+        try:
+            _fill(db.conn, run, root, dbp, window)
+        except Exception as exc:  # noqa: BLE001 - a bad database must never crash the app
+            run.warnings.append(f"state.db could not be read completely: {exc}.")
+    _load_import_folders(run, root, window)
+    return run
+
+
+def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
+    schema = read_schema(conn)
+    status_word = _load_run_table(conn, schema, run, root)
+    cols = schema.get("execution")
+    rows: list[ExecutionRow] = []
+    if cols is None:
+        run.warnings.append("state.db has no 'execution' table: no trace or history.")
+    else:
+        missing = [c for c in EXECUTION_COLUMNS if c not in cols]
+        if missing:
+            run.warnings.append(f"table 'execution' lacks column(s) {', '.join(missing)}.")
+        key = _exec_key(cols)
+        total = conn.execute("SELECT count(*) FROM execution").fetchone()[0]
+        rows = fetch_rows(conn, cols, f"ORDER BY {key} DESC LIMIT ?", (max(window, 0),))
+        rows.reverse()
+        run.header["execution_rows"] = str(total)
+        if rows:
+            run.header["execution_window"] = f"{rows[0].id}-{rows[-1].id}"
+        known = {r.id: r for r in rows}
+        depths = _depths(conn, rows, known, key) if "parent_id" in cols else {}
+        first_line = total - len(rows) + 1
+        run.trace = [row_trace_line(r, first_line + i, depths.get(r.id, 0)) for i, r in enumerate(rows)]
+        run.events = events_for_rows(rows, run.warnings)
+        run.call_stack = _call_stack(conn, cols, key, known)
+        failed = conn.execute(
+            f"SELECT {key} FROM execution WHERE lower(status) IN ('failed','error') ORDER BY {key} DESC LIMIT 1"
+        ).fetchone() if "status" in cols else None
+        if failed is not None:
+            frow = known.get(failed[0]) or next(iter(fetch_rows(conn, cols, f"WHERE {key} = ?", (failed[0],))), None)
+            if frow is not None:
+                run.header["failed_execution_id"] = str(frow.id)
+                run.status_reason = f"statement {frow.statement_index} failed: {frow.error_message or 'no error message'}"
+    run.status = _RUN_STATUS.get((status_word or "").strip().lower(), RunStatus.UNKNOWN)
+    if status_word is None and rows:
+        last = (rows[-1].status or "").lower()
+        run.status = RunStatus.RUNNING if run.call_stack else _RUN_STATUS.get(last, RunStatus.UNKNOWN)
+    elif status_word is not None and run.status is RunStatus.UNKNOWN:
+        run.warnings.append(f"run status {status_word!r} is not one the seed names.")
+    if run.status is not RunStatus.FAILED and "failed_execution_id" in run.header and run.status_reason:
+        run.status_reason = f"recovered after: {run.status_reason}"
+    run.bindings = load_bindings(conn, schema, dbp, run.warnings)
+    run.header["bindings_rows"] = str(len(run.bindings))
+    run.agents = load_agents(conn, schema, dbp, "execution", run.warnings)
+    _load_shared_agents(run, root)
+    run.imports.extend(_imports_table(conn, schema, run, dbp))
+
+
+def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:
+    """Nesting depth of each row (number of ``parent_id`` hops), looking parents up in batches."""
+    parents: dict[int, int | None] = {r.id: r.parent_id for r in known.values()}
+    for _ in range(64):
+        unknown = {p for p in parents.values() if p is not None and p not in parents}
+        if not unknown:
+            break
+        marks = ",".join("?" * len(unknown))
+        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(unknown)).fetchall())
+        for u in unknown:
+            parents[u] = found.get(u)
+    depths: dict[int, int] = {}
+    for r in rows:
+        d, cur, seen = 0, r.parent_id, set()
+        while cur is not None and cur not in seen and d < 1000:
+            seen.add(cur)
+            d += 1
+            cur = parents.get(cur)
+        depths[r.id] = d
+    return depths
+
+
+def _load_shared_agents(run: Run, root: Path) -> None:
+    """Project (``.prose/agents.db``) and user (``~/.prose/agents.db``) agents (seeds/sqlite.md, Project-Scoped and User-Scoped Agents)."""
+    places: list[tuple[Path, str]] = []
+    if root.parent.name == "runs":
+        places.append((root.parent.parent / "agents.db", "project"))
+    places.append((Path.home() / ".prose" / "agents.db", "user"))
+    seen: set[Path] = set()
+    for path, scope in places:
+        if not path.is_file() or path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        db, warnings = open_readonly(path)
+        run.warnings.extend(f"{scope} agents: {w}" for w in warnings)
+        if db is None:
+            continue
+        with db:
+            try:
+                run.agents.extend(load_agents(db.conn, read_schema(db.conn), path, scope, run.warnings))
+            except Exception as exc:  # noqa: BLE001
+                run.warnings.append(f"{scope} agents in {path} could not be read: {exc}.")
+
+
+def _imports_table(conn, schema: dict[str, list[str]], run: Run, dbp: Path) -> list[Run]:
+    """``imports`` rows as child runs (seeds/sqlite.md, Core Schema: Import registry)."""
+    cols = schema.get("imports")
+    if cols is None:
+        return []
+    children = []
+    for row in conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM imports").fetchall():
+        data = {k: v for k, v in zip(cols, row) if v is not None}
+        alias = str(data.get("alias") or data.get("name") or f"import-{len(children) + 1}")
+        child = Run(id=alias, path=dbp, backend=Backend.SQLITE, format=RunFormat.SQLITE, import_handle=alias)
+        child.program = str(data["source_url"]) if "source_url" in data else None
+        child.header = {k: str(v) for k, v in data.items()}
+        child.started = parse_time(data.get("fetched_at"))
+        prefix = alias + "."
+        child.bindings = [b for b in run.bindings if b.name.startswith(prefix)]
+        children.append(child)
+    return children
+
+
+def _load_import_folders(run: Run, root: Path, window: int) -> None:
+    """Nested runs under ``imports/*/state.db`` are loaded as child runs (one level per call)."""
+    folder = root / "imports"
+    if not folder.is_dir():
+        return
+    for sub in sorted(folder.iterdir()):
+        if sub.is_dir() and is_sqlite_run(sub):
+            child = load_sqlite_run(sub, window=window)
+            child.import_handle = sub.name.split("--", 1)[0]
+            match = next((c for c in run.imports if c.import_handle == child.import_handle), None)
+            if match is not None:
+                child.header = {**match.header, **child.header}
+                run.imports.remove(match)
+            run.imports.append(child)

@@ -1,0 +1,163 @@
+"""Command line: ``prose-tui [PATH]`` opens the explorer; subcommands work headless.
+
+    prose-tui [PATH] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
+    prose-tui runs [PATH] [--json]
+    prose-tui show RUN_PATH [--json] [--at N]
+    prose-tui record PATH
+    prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
+
+Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
+is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from prose_tui import __version__
+from prose_tui.backends import NotARunError, open_run
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
+from prose_tui.model import Run
+from prose_tui.model.serialize import run_detail, run_row
+
+SUBCOMMANDS = ("runs", "show", "agent", "record")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=DEFAULT_STALE_AFTER,
+        metavar="SECONDS",
+        help="a run whose executing statement has not changed for this long is interrupted "
+        f"(default {DEFAULT_STALE_AFTER:.0f})",
+    )
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prose-tui",
+        description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
+        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | agent ACTION",
+    )
+    parser.add_argument("path", nargs="?", default=".", type=Path,
+                        help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
+    parser.add_argument("--demo", action="store_true", help="start a simulated VM writing a run and explore it")
+    parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
+    parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
+    parser.add_argument("--no-watch", action="store_true", help="do not watch files for changes")
+    parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
+    _common(parser)
+    return parser
+
+
+def _sub_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prose-tui")
+    sub = parser.add_subparsers(dest="command", required=True)
+    runs = sub.add_parser("runs", help="list runs below PATH, newest first")
+    runs.add_argument("path", nargs="?", default=".", type=Path)
+    runs.add_argument("--json", action="store_true", help="one JSON array of run rows")
+    _common(runs)
+    show = sub.add_parser("show", help="print one parsed run")
+    show.add_argument("path", type=Path, metavar="RUN_PATH", help="run folder, state file, state.db, narration file, or - for stdin")
+    show.add_argument("--json", action="store_true", help="the parsed run as one JSON object")
+    show.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see the events list)")
+    _common(show)
+    record = sub.add_parser("record", help="journal the runs below PATH without a UI, until Ctrl+C/SIGTERM/SIGHUP")
+    record.add_argument("path", nargs="?", default=".", type=Path)
+    try:
+        from prose_tui.headless.agent import add_agent_parser
+    except ImportError:  # pragma: no cover - mission control is part of the package
+        pass
+    else:
+        add_agent_parser(sub)
+    return parser
+
+
+def load_runs(path: Path, stale_after: float = DEFAULT_STALE_AFTER) -> list[Run]:
+    """Every run below ``path``, newest first (by start time, then id), read as summaries
+    (a row needs the state file only). Raises ``FileNotFoundError`` for a missing path."""
+    from prose_tui.live.workspace import Workspace
+
+    workspace = Workspace(path, stale_after=stale_after)
+    if not workspace.root.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    return workspace.scan(detail_first=False)
+
+
+def _print_runs(runs: list[Run], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([run_row(r) for r in runs], indent=2, ensure_ascii=False))
+        return
+    from prose_tui.headless.render import runs_table
+
+    runs_table(runs)
+
+
+def _show(args: argparse.Namespace) -> int:
+    """``show``: the parsed run, its history's events, or its state as of event ``--at``."""
+    from prose_tui.history import Journal, events_json, history_of, state_at
+
+    if str(args.path) == "-":
+        from prose_tui.backends.narration.parse import parse_narration_text
+
+        run = parse_narration_text(sys.stdin.read())
+    else:
+        run = open_run(args.path, stale_after=args.stale_after)
+    history = history_of(run, journal=Journal())
+    if args.at is not None:
+        if not 0 <= args.at < len(history.events):
+            return _fail(f"--at {args.at}: this run has {len(history.events)} events (0-{len(history.events) - 1})")
+        run = state_at(run, history, args.at)
+    if args.json:
+        detail = run_detail(run)
+        detail["events"] = events_json(history)
+        detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
+        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        return 0
+    from prose_tui.headless.render import run_report
+
+    run_report(run)
+    if args.at is not None:
+        event = history.events[args.at]
+        print(f"as of event {args.at}/{len(history.events) - 1}: {event.text}")
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"prose-tui: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        args = _sub_parser().parse_args(argv)
+        try:
+            if args.command == "runs":
+                _print_runs(load_runs(args.path, args.stale_after), args.json)
+                return 0
+            if args.command == "show":
+                return _show(args)
+            if args.command == "record":
+                from prose_tui.live.record import main_record
+
+                return main_record(args.path)
+            from prose_tui.headless.agent import run_agent_command
+
+            return run_agent_command(args)
+        except (FileNotFoundError, NotARunError) as exc:
+            return _fail(str(exc))
+        except BrokenPipeError:
+            return 0
+    args = _main_parser().parse_args(argv)
+    from prose_tui.headless.launch import launch
+
+    return launch(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""Starting the TUI from the command line, including ``--demo`` (a simulated VM writing a run)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+
+def launch(args: argparse.Namespace) -> int:
+    """Run the app for parsed ``args``; returns the exit status."""
+    from prose_tui.tui.app import ProseTUI
+
+    stop = threading.Event()
+    demo_dir: Path | None = None
+    thread: threading.Thread | None = None
+    path: Path = args.path
+    if args.demo:
+        from prose_tui.demo import DemoVM, write_history_runs
+
+        demo_dir = Path(tempfile.mkdtemp(prefix="prose-tui-demo-"))
+        write_history_runs(demo_dir)
+        vm = DemoVM(demo_dir)
+        thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop}, daemon=True, name="demo-vm")
+        thread.start()
+        path = demo_dir
+    elif str(path) == "-":
+        path = _stdin_to_file()
+        demo_dir = path.parent
+    elif not path.exists():
+        print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
+        return 1
+    try:
+        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state).run()
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=2)
+        if demo_dir is not None:
+            shutil.rmtree(demo_dir, ignore_errors=True)
+    return 0
+
+
+def _stdin_to_file() -> Path:
+    """Save piped narration to a temporary file and give the TUI the terminal back as stdin."""
+    data = sys.stdin.buffer.read()
+    folder = Path(tempfile.mkdtemp(prefix="prose-tui-stdin-"))
+    target = folder / "stdin-narration.md"
+    target.write_bytes(data)
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY)
+        os.dup2(tty, 0)
+        os.close(tty)
+    except OSError:
+        pass  # no terminal: the app will say so when it starts
+    return target

@@ -1,0 +1,172 @@
+"""``prose-tui record PATH``: journal runs without a UI (issue 3).
+
+For a run started and left over SSH: discover the runs below ``PATH``
+(:func:`prose_tui.backends.find_runs`), journal what they hold now, then watch and journal
+every change until stopped (SIGINT, SIGTERM or SIGHUP). The journal lives under the user
+state folder (:class:`~prose_tui.history.journal.Journal`), never inside a run; a run
+opened later replays it. No Textual here.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import watchfiles
+
+from prose_tui.backends import find_runs
+from prose_tui.backends.discover import owning_run, runs_roots
+from prose_tui.history.journal import Journal, JournalEntry, run_files
+
+__all__ = ["describe", "main_record", "record"]
+
+OnChange = Callable[[Path, list[JournalEntry]], None]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _run_dirs(path: Path) -> list[Path]:
+    return sorted({ref.path.resolve() for ref in find_runs(path) if ref.path.is_dir()})
+
+
+def _watch_roots(path: Path) -> list[Path]:
+    """The ``runs`` folders below ``path``; the path itself when there are none yet (or it is one run)."""
+    path = path.resolve()
+    if path.is_file():
+        return [path.parent]
+    roots = [r for r in runs_roots(path) if r.is_dir()]
+    if not roots or any(path == r or r in path.parents for r in roots):
+        return [path]
+    return roots
+
+
+def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
+           on_change: OnChange | None = None, debounce_ms: int = 30) -> int:
+    """Journal every run below ``path`` until ``stop`` is set; returns the entries written.
+
+    First each run's current files are journaled (only what the journal does not hold
+    yet is added), then ``watchfiles.watch`` reports changes, grouped over
+    ``debounce_ms`` milliseconds, and each batch is journaled with the time it was seen.
+    A folder that appears under a ``runs`` folder is picked up as a new run.
+    ``on_change(run_dir, entries)`` is called after each batch that added entries.
+    Raises ``FileNotFoundError`` when ``path`` does not exist; returns promptly (within
+    about 50 ms plus the batch in hand) once ``stop`` is set.
+    """
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    journal = journal if journal is not None else Journal()
+    known = _run_dirs(path)
+    total = 0
+
+    def take(run_dir: Path, changed: set[Path]) -> None:
+        nonlocal total
+        try:
+            added = journal.record_entries(run_dir, changed, _now())
+        except OSError as exc:  # a vanished run or a full disk: say so, keep going
+            print(f"prose-tui record: {run_dir.name}: {exc}", file=sys.stderr)
+            return
+        total += len(added)
+        if added and on_change is not None:
+            on_change(run_dir, added)
+
+    for run_dir in known:
+        take(run_dir, run_files(run_dir))
+    roots = _watch_roots(path)
+    for batch in watchfiles.watch(*roots, stop_event=stop, debounce=debounce_ms, step=50,
+                                  rust_timeout=500, yield_on_timeout=False, raise_interrupt=False):
+        if stop.is_set():
+            break
+        touched: dict[Path, set[Path]] = {}
+        unknown = False
+        for _change, raw in batch:
+            changed = Path(raw)
+            run_dir = owning_run(changed, known) or owning_run(_resolved(changed), known)
+            if run_dir is None:
+                unknown = True
+                continue
+            touched.setdefault(run_dir, set()).add(_resolved(changed))
+        if unknown:
+            try:
+                found = _run_dirs(path)
+            except OSError:
+                found = known
+            for run_dir in sorted(set(found) - set(known)):
+                known.append(run_dir)
+                take(run_dir, run_files(run_dir))
+        for run_dir, changed in sorted(touched.items()):
+            take(run_dir, changed)
+    return total
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.parent.resolve() / path.name
+    except OSError:
+        return path
+
+
+def describe(run_dir: Path, entry: JournalEntry) -> str:
+    """One line for a journaled change: ``run-id: what changed``."""
+    try:
+        rel = entry.path.relative_to(run_dir).as_posix()
+    except ValueError:
+        rel = entry.path.name
+    what = {
+        "state": f"{rel} revision {entry.sha256[:12] if entry.sha256 else '?'}",
+        "binding": f"binding {rel} ({entry.size} bytes)",
+        "segment": f"segment {rel}",
+        "removed": f"removed {rel}",
+    }.get(entry.kind, rel)
+    return f"{run_dir.name}: {what}"
+
+
+def main_record(argv_path: Path) -> int:
+    """What ``prose-tui record PATH`` runs; returns the exit code.
+
+    Prints one line per journaled change and a summary when stopped. SIGINT, SIGTERM and
+    SIGHUP stop it cleanly (exit 0). A missing path prints one line to stderr and
+    returns 1.
+    """
+    path = Path(argv_path)
+    if not path.exists():
+        print(f"prose-tui record: {path}: no such file or folder", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    journal = Journal()
+    previous: dict[int, object] = {}
+
+    def handler(signum, _frame) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                previous[signum] = signal.signal(signum, handler)
+    runs_seen: set[Path] = set()
+
+    def on_change(run_dir: Path, entries: list[JournalEntry]) -> None:
+        runs_seen.add(run_dir)
+        for entry in entries:
+            print(describe(run_dir, entry), flush=True)
+
+    try:
+        count = len(_run_dirs(path))
+        print(f"recording {count} run{'s' if count != 1 else ''} below {path} into {journal.root / 'journals'}"
+              " (Ctrl-C to stop)", flush=True)
+        total = record(path, stop=stop, journal=journal, on_change=on_change)
+    except OSError as exc:
+        print(f"prose-tui record: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)  # type: ignore[arg-type]
+    print(f"stopped: {total} journal entr{'y' if total == 1 else 'ies'} for {len(runs_seen)} "
+          f"run{'s' if len(runs_seen) != 1 else ''}", flush=True)
+    return 0

@@ -1,0 +1,111 @@
+"""Runs as plain JSON-ready dicts: the shape of ``prose-tui runs --json``, ``show --json`` and exports.
+
+Times are ISO 8601 strings (``null`` when unknown); paths are absolute strings, except a
+trace line's ``binding``, which is the run-relative path its annotation names.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .agent import Agent
+from .binding import Binding
+from .event import Event
+from .frame import Frame
+from .run import Run
+from .statement import TraceLine
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def run_row(run: Run) -> dict[str, Any]:
+    """One row of ``prose-tui runs``: id, path, backend, format, program, status, times."""
+    return {
+        "id": run.id,
+        "path": str(run.path),
+        "backend": run.backend.value,
+        "format": run.format.value,
+        "program": run.program,
+        "status": run.status.value,
+        "status_reason": run.status_reason,
+        "started": _time(run.started),
+        "updated": _time(run.updated),
+    }
+
+
+def trace_line(t: TraceLine) -> dict[str, Any]:
+    return {
+        "line": t.line,
+        "text": t.text,
+        "state": t.state.value if t.state else None,
+        "note": t.note,
+        "binding": t.binding,
+        **({"step": t.step} if t.step else {}),
+        **({"attempt": t.attempt, "max_attempts": t.max_attempts} if t.attempt else {}),
+    }
+
+
+def binding(b: Binding) -> dict[str, Any]:
+    return {
+        "name": b.name,
+        "kind": b.kind,
+        "execution_id": b.execution_id,
+        "path": str(b.path),
+        "bytes": b.bytes,
+        "exists": b.exists,
+        **({"service": b.service} if b.service else {}),
+        **({"encrypted": True} if b.encrypted else {}),
+        **({"warning": b.warning} if b.warning else {}),
+    }
+
+
+def agent(a: Agent) -> dict[str, Any]:
+    return {
+        "name": a.name,
+        "scope": a.scope,
+        "path": str(a.path) if a.path else None,
+        "memory": str(a.memory) if a.memory else None,
+        "segments": [
+            {"number": s.number, "path": str(s.path), "timestamp": s.timestamp, "prompt": s.prompt}
+            for s in a.segments
+        ],
+    }
+
+
+def frame(f: Frame) -> dict[str, Any]:
+    return {"execution_id": f.execution_id, "block": f.block, "depth": f.depth, "status": f.status}
+
+
+def event(e: Event) -> dict[str, Any]:
+    return {
+        "seq": e.seq,
+        "time": _time(e.time),
+        "kind": e.kind.value,
+        "step": e.step,
+        "name": e.name,
+        "status": e.status,
+        "text": e.text,
+    }
+
+
+def run_detail(run: Run) -> dict[str, Any]:
+    """The whole parsed run (``prose-tui show --json``), imports nested the same way."""
+    return {
+        **run_row(run),
+        "state_file": str(run.state_file) if run.state_file else None,
+        "program_path": str(run.program_path) if run.program_path else None,
+        "encrypted": run.encrypted,
+        "header": run.header,
+        "trace": [trace_line(t) for t in run.trace],
+        "bindings": [binding(b) for b in run.bindings],
+        "agents": [agent(a) for a in run.agents],
+        "call_stack": [frame(f) for f in run.call_stack],
+        "active_constructs": [{"title": c.title, "items": c.items} for c in run.constructs],
+        "sections": [{"title": s.title, "text": s.text} for s in run.sections],
+        "imports": [{"handle": i.import_handle, **run_detail(i)} for i in run.imports],
+        "events": [event(e) for e in run.events],
+        "warnings": run.warnings,
+    }

@@ -1,0 +1,59 @@
+"""Command palette (ctrl+p): open any run by id or program, and every explorer action."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from prose_tui.model.run import program_name
+
+
+class ExplorerCommands(Provider):
+    """Runs of the workspace and the explorer's actions, fuzzy-matched."""
+
+    def _explorer(self):
+        from prose_tui.tui.screens.explorer import ExplorerScreen
+
+        for screen in reversed(self.app.screen_stack):
+            if isinstance(screen, ExplorerScreen):
+                return screen
+        return None
+
+    def _commands(self):
+        explorer = self._explorer()
+        if explorer is None:
+            return
+        yield "Toggle follow", explorer.action_toggle_follow, "Follow the executing statement, or stop following"
+        yield "Search the current pane", explorer.action_search, "Like pressing /"
+        yield "Rescan runs", explorer.action_rescan, "Look for runs again below the path"
+        from prose_tui.tui.widgets.trace_view import TraceView
+        from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+        yield "Jump to executing statement", explorer.query_one(TraceView).action_jump_executing, "In the trace"
+        yield "Toggle raw / Markdown value", explorer.query_one(ValueViewer).action_toggle_raw, "In the value viewer"
+        for i, name in enumerate(("Runs", "Trace", "Call stack", "Bindings and agents", "Value")):
+            yield f"Go to {name} pane", partial(explorer.activate, i), f"Key {i + 1}"
+        yield "Help: keys", self.app.action_help, "Every key binding"
+        for run in explorer.workspace.sorted_runs():
+            yield (f"Open run {run.id}", partial(self._open, run.path),
+                   f"{program_name(run.program)} · {run.status.value} · {run.format.value}")
+
+    def _open(self, path) -> None:
+        explorer = self._explorer()
+        if explorer is not None:
+            from prose_tui.tui.widgets.run_list import RunList
+
+            explorer.query_one(RunList).select_path(path)
+            explorer.open_run_at(path)
+
+    async def discover(self) -> Hits:
+        for name, action, help_text in self._commands():
+            yield DiscoveryHit(name, action, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, action, help_text in self._commands():
+            score = max(matcher.match(name), matcher.match(help_text) * 0.8)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), action, help=help_text)

@@ -1,0 +1,116 @@
+"""The history cursor the explorer moves: live at the end, or frozen at one event.
+
+Textual-free. Holds the run's ``History`` and a cursor on it; ``view(run)`` is the run the
+panes show (the run itself when live, ``state_at`` otherwise); the navigation methods
+implement the keys (step, start, live, next/previous failure or retry, first failure).
+"""
+
+from __future__ import annotations
+
+from prose_tui.history import (
+    FailureContext,
+    History,
+    Journal,
+    failure_context,
+    history_of,
+    state_at,
+)
+from prose_tui.model import EventKind, Run
+
+PROBLEMS = (EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED, EventKind.RETRY)
+
+
+class HistoryNavigator:
+    """``cursor`` is an event index, or ``None`` when live (following the end)."""
+
+    def __init__(self, journal: Journal | None = None) -> None:
+        self.journal = journal
+        self.history: History | None = None
+        self.cursor: int | None = None
+        self._run_path = None
+
+    # -- loading ------------------------------------------------------------------------------
+    def load(self, run: Run | None) -> None:
+        """Recompute the history of ``run``; a different run starts live."""
+        if run is None:
+            self.history, self.cursor, self._run_path = None, None, None
+            return
+        if run.path != self._run_path:
+            self.cursor = None
+            self._run_path = run.path
+        try:
+            self.history = history_of(run, journal=self.journal)
+        except Exception as exc:  # a history that cannot be built must not take the views down
+            self.history = History(events=[], origin="log", note=f"history unavailable: {exc}")
+        if self.cursor is not None and self.cursor >= len(self.history.events):
+            self.cursor = None
+
+    @property
+    def events(self):
+        return self.history.events if self.history else []
+
+    @property
+    def live(self) -> bool:
+        return self.cursor is None
+
+    @property
+    def position(self) -> int:
+        """The index the cursor shows (the last event when live)."""
+        return len(self.events) - 1 if self.cursor is None else self.cursor
+
+    @property
+    def pending(self) -> int:
+        """Events that arrived after the cursor (0 when live)."""
+        return 0 if self.cursor is None else max(0, len(self.events) - 1 - self.cursor)
+
+    def view(self, run: Run) -> Run:
+        """The run as the panes should show it."""
+        if self.cursor is None or self.history is None or not self.events:
+            return run
+        return state_at(run, self.history, self.cursor, journal=self.journal)
+
+    # -- moving ---------------------------------------------------------------------------------
+    def move_to(self, index: int) -> bool:
+        """Put the cursor on ``index``; the last index means live. False when there are no events."""
+        if not self.events:
+            return False
+        index = max(0, min(index, len(self.events) - 1))
+        self.cursor = None if index == len(self.events) - 1 else index
+        return True
+
+    def step(self, delta: int) -> bool:
+        return self.move_to(self.position + delta)
+
+    def to_start(self) -> bool:
+        return self.move_to(0)
+
+    def go_live(self) -> None:
+        self.cursor = None
+
+    def problems(self) -> list[int]:
+        return [i for i, e in enumerate(self.events) if e.kind in PROBLEMS]
+
+    def next_problem(self, forward: bool = True) -> int | None:
+        """Move to the next (or previous) failure or retry; returns its index or None."""
+        here = self.position
+        found = [i for i in self.problems() if (i > here if forward else i < here)]
+        if not found:
+            return None
+        target = found[0] if forward else found[-1]
+        self.move_to(target)
+        return target
+
+    def first_failure(self) -> int | None:
+        index = self.history.first_failure() if self.history else None
+        if index is not None:
+            self.move_to(index)
+        return index
+
+    def failure_here(self, run: Run) -> FailureContext | None:
+        """What the failure under the cursor had around it, if the cursor is on one."""
+        if self.history is None or not self.events:
+            return None
+        index = self.position
+        if self.events[index].kind not in (EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED):
+            return None
+        return failure_context(run, self.history, index)

@@ -1,0 +1,97 @@
+"""What the value viewer can show: a binding, agent memory, a segment, the program, a raw file.
+
+Textual-free; the tree and the trace produce targets, the viewer reads them through the
+source layer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from prose_tui.backends.sqlite.tables import read_table_page
+from prose_tui.backends.sqlite.values import read_sqlite_binding_value
+from prose_tui.model import Backend, Binding, Run
+
+TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "table"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One viewable thing. ``path`` is the file that changes it; the content is ``text``
+    (in memory), else ``read()`` (a source's reader, for SQLite and narration values),
+    else the file itself from the binding's value offset."""
+
+    kind: TargetKind
+    title: str
+    path: Path | None = None
+    binding: Binding | None = None
+    text: str | None = None
+    warning: str | None = None
+    read: Callable[[], str] | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What item this is, whatever its metadata: the same file seen twice has one key."""
+        return (self.kind, self.path, self.title, self.text if self.path is None else None)
+
+    @property
+    def markdown(self) -> bool:
+        """Rendered as Markdown by default (program text and raw state files are not)."""
+        return self.kind in ("binding", "memory", "segment", "section", "table")
+
+
+def binding_target(binding: Binding, run: Run | None = None) -> Target:
+    """The viewer target for ``binding``; values not in a file of their own get a reader."""
+    read = None
+    if run is not None and run.backend is Backend.SQLITE:
+        run_dir = run.path
+
+        def read() -> str:
+            return read_sqlite_binding_value(run_dir, binding.name, binding.execution_id)
+    elif run is not None and run.backend is Backend.NARRATION:
+        value = (binding.fields or {}).get("value") or ""  # narrated values live on the binding
+
+        def read() -> str:
+            return value
+    return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read)
+
+
+def resolve_trace_binding(run: Run, rel_path: str | None, text: str) -> Binding | None:
+    """The binding a trace line wrote: its ``-->`` path, else the name it assigns."""
+    if rel_path:
+        wanted = (run.path / rel_path).resolve()
+        for b in run.bindings:
+            if b.path.resolve() == wanted:
+                return b
+    m = re.match(r"\s*(?:let|const|output|input)?\s*([A-Za-z_][\w]*)\s*=", text)
+    if m:
+        frame = run.call_stack[0].execution_id if run.call_stack else None
+        return run.binding_named(m.group(1), frame)
+    return None
+
+
+TABLE_ROWS = 200
+
+
+def table_target(run: Run, table: str) -> Target:
+    """An SQLite extension table, read as a Markdown table of its first ``TABLE_ROWS`` rows."""
+    run_dir = run.path
+
+    def read() -> str:
+        columns, rows = read_table_page(run_dir, table, 0, TABLE_ROWS)
+        if not columns:
+            return f"{table} has no columns or could not be read."
+
+        def cell(value: object) -> str:
+            return ("" if value is None else str(value)).replace("|", "\\|").replace("\n", " ")[:80]
+
+        lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+        lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+        more = f"\n\nFirst {TABLE_ROWS} rows shown." if len(rows) >= TABLE_ROWS else ""
+        return "\n".join(lines) + more
+
+    return Target("table", table, run.path / "state.db", read=read)

@@ -1,0 +1,35 @@
+"""The status line: run status and why, last change age, watcher state, follow state."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from prose_tui.model import Run
+from prose_tui.tui.glyphs import STATUS_BADGE
+
+
+class StatusLine(Static):
+    """One line at the bottom. Call ``show`` whenever any of its inputs change."""
+
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0) -> None:
+        """``last_change`` is an age (``12 s``); ``watcher`` a short state (``watching``)."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if run is None:
+            text.append("no run selected", "dim")
+        else:
+            badge, style = STATUS_BADGE[run.status]
+            text.append(badge, style)
+        if last_change != "—":
+            text.append(f" changed {last_change} ago")
+        text.append(" · follow " + ("on" if following else "off (f)"), "" if following else "bold")
+        if pending:
+            text.append(f" · {pending} new", "bold")
+        text.append(f" · {watcher}", "dim")
+        if run is not None:
+            text.append(f" · {run.status_reason}", "dim")
+        self.update(text)

@@ -1,0 +1,183 @@
+"""The timeline: one row per event with time, elapsed since the previous, a duration bar.
+
+The bar is how long the step took (until the next event), scaled to the longest step, so
+where the time went is visible at a glance.
+
+The highlighted row is the history cursor: the other views show the run as of that event.
+At the last row the explorer is live. Rows are rendered lazily (Line API), so a run with
+20,000 events costs what the screen shows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.segment import Segment
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from prose_tui.model import Event
+from prose_tui.tui.glyphs import KIND_GLYPH
+
+BAR_WIDTH = 8
+
+
+def elapsed(seconds: float | None) -> str:
+    """``+4s``, ``+2m05``, ``+1h03``; blank when unknown."""
+    if seconds is None or seconds < 0:
+        return ""
+    if seconds < 60:
+        return f"+{seconds:.0f}s"
+    if seconds < 3600:
+        return f"+{int(seconds // 60)}m{int(seconds % 60):02d}"
+    return f"+{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}"
+
+
+class Timeline(ScrollView, can_focus=True):
+    """Posts ``CursorMoved(index)`` when the user moves the history cursor."""
+
+    BINDINGS = [
+        Binding("j,down", "move(1)", "Next event", show=False),
+        Binding("k,up", "move(-1)", "Previous event", show=False),
+        Binding("ctrl+d,pagedown", "page(1)", "Page down", show=False),
+        Binding("ctrl+u,pageup", "page(-1)", "Page up", show=False),
+        Binding("g,home", "to(0)", "First event", show=False),
+        Binding("G,end", "to(-1)", "Last event (live)", show=False),
+    ]
+    HELP_GROUP = "History"
+    DEFAULT_CSS = """
+    Timeline { background: $surface; scrollbar-size-horizontal: 0; }
+    Timeline > .timeline--cursor { background: $accent 30%; }
+    """
+    COMPONENT_CLASSES = {"timeline--cursor"}
+
+    class CursorMoved(Message):
+        """The user moved the history cursor to event ``index``."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.events: list[Event] = []
+        self.cursor = 0
+        self._gaps: list[float | None] = []
+        self._longest = 0.0
+        self._cache: dict[int, Strip] = {}
+        self.search_term = ""
+
+    def set_events(self, events: list[Event], cursor: int) -> None:
+        """Show ``events`` with the cursor on ``cursor`` (the last index when live)."""
+        self.events = events
+        self._gaps = [_gap(events, i) for i in range(len(events))]
+        self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(events))
+        self.set_cursor(cursor)
+
+    def set_cursor(self, index: int) -> None:
+        if not self.events:
+            self.cursor = 0
+            self.refresh()
+            return
+        self._cache.pop(self.cursor, None)
+        self.cursor = max(0, min(index, len(self.events) - 1))
+        self._cache.pop(self.cursor, None)
+        self._scroll_to_cursor()
+        # A new virtual size applies on the next refresh; scroll again once it has.
+        self.call_after_refresh(self._scroll_to_cursor)
+        self.refresh()
+
+    def _scroll_to_cursor(self) -> None:
+        height = self.scrollable_content_region.height or 1
+        top = self.scroll_offset.y
+        if not top <= self.cursor < top + height:
+            self.scroll_to(y=max(0, self.cursor - height // 2), animate=False)
+
+    def _user_move(self, index: int) -> None:
+        if not self.events:
+            return
+        index = max(0, min(index, len(self.events) - 1))
+        self.set_cursor(index)
+        self.post_message(self.CursorMoved(index))
+
+    def action_move(self, delta: int) -> None:
+        self._user_move(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._user_move(self.cursor + direction * max(1, self.scrollable_content_region.height - 1))
+
+    def action_to(self, index: int) -> None:
+        self._user_move(index if index >= 0 else len(self.events) - 1)
+
+    def on_click(self, event) -> None:
+        self._user_move(event.y + self.scroll_offset.y)
+
+    def search(self, term: str, *, backwards: bool = False) -> bool:
+        """Move the cursor to the next event whose text contains ``term``."""
+        needle = term.lower()
+        count = len(self.events)
+        for step in range(1, count + 1):
+            index = (self.cursor + (-step if backwards else step)) % count
+            if needle in self.events[index].text.lower():
+                self._user_move(index)
+                return True
+        return False
+
+    def on_resize(self) -> None:
+        self._cache.clear()
+        self.call_after_refresh(self._scroll_to_cursor)
+
+    def on_show(self) -> None:
+        self.call_after_refresh(self._scroll_to_cursor)
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if index >= len(self.events):
+            return Strip.blank(width, self.rich_style)
+        strip = self._cache.get(index)
+        if strip is None:
+            strip = self._row(index, width)
+            self._cache[index] = strip
+        return strip.crop_extend(0, width, self.rich_style)
+
+    def _row(self, index: int, width: int) -> Strip:
+        event = self.events[index]
+        glyph, style = KIND_GLYPH.get(event.kind, ("·", "dim"))
+        gap = self._gaps[index]  # how long this step took: until the next event
+        since = self._gaps[index - 1] if index > 0 else None
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append(f"{event.seq:>4} ", "dim")
+        text.append(f"{event.time:%H:%M:%S}" if isinstance(event.time, datetime) else "--:--:--", "dim")
+        text.append(f" {elapsed(since):>6} ", "dim")
+        filled = round(BAR_WIDTH * gap / self._longest) if gap and gap > 0 and self._longest > 0 else 0
+        filled = max(0, min(BAR_WIDTH, filled))
+        text.append("█" * filled, "blue")
+        text.append(" " * (BAR_WIDTH - filled))
+        text.append(f" {glyph} ", style)
+        text.append(event.text.strip())
+        base = self.rich_style
+        if index == self.cursor:
+            base = base + self.get_component_rich_style("timeline--cursor")
+        segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
+        return Strip(segments).simplify()
+
+
+def _gap(events: list[Event], index: int) -> float | None:
+    """Seconds from this event to the next (how long this step took), where both have times."""
+    if index + 1 >= len(events):
+        return None
+    here, there = events[index].time, events[index + 1].time
+    if not isinstance(here, datetime) or not isinstance(there, datetime):
+        return None
+    try:
+        seconds = (there - here).total_seconds()
+    except TypeError:  # one naive, one aware
+        return None
+    return seconds if seconds >= 0 else None  # out-of-order times say nothing about durations

@@ -1,0 +1,279 @@
+"""The value viewer: a binding, memory or segment as Markdown (or raw), tailing the file.
+
+Reads through the source layer in windows (``sources.text.read_window``), never a whole
+large file. When the file changes on disk, ``reload`` updates in place: the reader's
+scroll position is kept (or the end is followed if the reader was at the end) and text
+appended since the last read is marked with a bar and a "new" rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.rule import Rule
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from prose_tui.backends.common.text import read_window, visible
+from prose_tui.tui.highlight import highlight_lines
+from prose_tui.tui.targets import Target
+from prose_tui.tui.widgets.line_view import LineView
+
+WINDOW = 32 * 1024  # the first window into a value: a few screens, quick to render
+MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
+MARKDOWN_LIMIT = 96 * 1024
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+class ValueViewer(Vertical, can_focus=True):
+    """Shows one ``Target``. ``r`` toggles raw, ``t`` jumps between the head and tail windows."""
+
+    BINDINGS = [
+        Binding("r", "toggle_raw", "Raw/Markdown"),
+        Binding("t", "toggle_tail", "Head/tail", show=False),
+        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("k,up", "scroll(-1)", "Up", show=False),
+        Binding("ctrl+d,pagedown", "page(1)", "Page down", show=False),
+        Binding("ctrl+u,pageup", "page(-1)", "Page up", show=False),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
+    ]
+    HELP_GROUP = "Value"
+    DEFAULT_CSS = """
+    ValueViewer { padding: 0 0 0 1; }
+    ValueViewer > #value-head { color: $text-muted; height: 1; }
+    ValueViewer > #value-body { height: 1fr; }
+    ValueViewer > #value-warning { color: $warning; display: none; }
+    ValueViewer > #value-warning.-shown { display: block; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.target: Target | None = None
+        self.raw = False
+        self.tail = False
+        self.window = WINDOW
+        self.text = ""
+        self._new_from: int | None = None
+        self._changed_at: datetime | None = None
+        self.search_term = ""
+
+    def compose(self):
+        yield Static(id="value-head")
+        yield Static(id="value-warning")
+        yield LineView(id="value-body")
+
+    # -- public -------------------------------------------------------------------------------
+    def show_target(self, target: Target | None) -> None:
+        """Show ``target`` from the top (a new item resets position, raw mode and tail)."""
+        if target is not None and self.target is not None and target.key == self.target.key:
+            return  # the same item (a tree re-highlight): keep position and the new-text mark
+        self.target = target
+        self.tail = False
+        self.window = WINDOW
+        self._new_from = None
+        self._changed_at = None
+        self.text = self._read()
+        self._render_all()
+        self.scroll_home(animate=False)
+
+    def reload(self, *, now: datetime | None = None, target: Target | None = None) -> None:
+        """Re-read the shown file after it changed; keep position, mark what is new.
+
+        ``target`` replaces the shown target (the same file, re-read binding metadata)."""
+        if target is not None:
+            self.target = target
+        if self.target is None:
+            return
+        body = self.body
+        at_end = body.max_scroll_y > 0 and body.scroll_y >= body.max_scroll_y - 1
+        old = self.text
+        new = self._read()
+        if new == old:
+            return
+        self._new_from = len(old) if new.startswith(old) and old else None
+        self._changed_at = now or datetime.now()
+        self.text = new
+        self._render_all(scroll="end" if at_end or self.tail else "keep")
+
+    @property
+    def body(self) -> LineView:
+        return self.query_one("#value-body", LineView)
+
+    def search(self, term: str, *, backwards: bool = False) -> bool:
+        """Show the value raw with ``term`` highlighted and scroll to its next line."""
+        self.search_term = term
+        needle = term.lower()
+        hits = [i for i, ln in enumerate(self.text.splitlines()) if needle in ln.lower()]
+        if not hits:
+            self._render_all()
+            return False
+        self.raw = True  # line positions are exact in raw mode
+        self._render_all()
+        y = int(self.body.scroll_y)
+        later = [i for i in hits if (i < y if backwards else i > y)]
+        pick = (later[-1] if backwards else later[0]) if later else hits[0]
+        self.body.scroll_to(y=max(0, pick - 1), animate=False)
+        return True
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self._render_all()
+
+    def action_toggle_tail(self) -> None:
+        self.tail = not self.tail
+        self.text = self._read()
+        self._render_all(scroll="end" if self.tail else "home")
+
+    def on_line_view_near_end(self, event: LineView.NearEnd) -> None:
+        """Grow the window into a large value as the reader nears its end."""
+        if self._cut and not self.tail and self.window < MAX_WINDOW:
+            self.window = min(self.window * 2, MAX_WINDOW)
+            self.text = self._read()
+            self._render_all(scroll="keep")
+
+    def action_scroll(self, delta: int) -> None:
+        self.body.scroll_to(y=self.body.scroll_y + delta, animate=False)
+
+    def action_page(self, direction: int) -> None:
+        self.body.scroll_to(y=self.body.scroll_y + direction * max(1, self.body.size.height - 1), animate=False)
+
+    def action_top(self) -> None:
+        self.body.scroll_to(y=0, animate=False)
+
+    def action_bottom(self) -> None:
+        self.body.scroll_end(animate=False)
+
+    # -- reading and rendering ---------------------------------------------------------------------
+    def _read(self) -> str:
+        target = self.target
+        self._file_bytes = 0
+        self._cut = False
+        self._read_error: str | None = None
+        if target is None:
+            return ""
+        if target.text is not None:
+            return visible(target.text)
+        if target.read is not None:
+            try:
+                text = target.read()
+            except Exception as exc:  # a source's reader: say what failed, keep the view
+                self._read_error = f"cannot read the value: {exc}"
+                return ""
+            self._file_bytes = len(text.encode("utf-8", "replace"))
+            return visible(text)
+        if target.binding is not None and target.binding.encrypted:
+            return ""
+        if target.path is None:
+            return ""
+        offset = target.binding.value_offset if target.binding is not None else 0
+        try:
+            text, size, truncated = read_window(target.path, offset=offset, max_bytes=self.window, tail=self.tail)
+        except OSError as exc:
+            self._read_error = f"cannot read {target.path.name}: {exc.strerror or exc}"
+            return ""
+        self._file_bytes, self._cut = size, truncated
+        return text.lstrip("\n")
+
+    def _head(self) -> Text:
+        t = self.target
+        head = Text(no_wrap=True, overflow="ellipsis")
+        if t is None:
+            head.append("Select a binding, memory or segment (Enter on a trace line opens its binding)")
+            return head
+        head.append(t.title, "bold")
+        b = t.binding
+        if b is not None:
+            head.append(f"  {b.kind or 'no kind'} · {b.scope}")
+            if b.service:
+                head.append(f" · service {b.service}")
+        if self._file_bytes:
+            head.append(f" · {_size(self._file_bytes)}")
+        head.append(f" · {'raw' if self.raw or not t.markdown else 'markdown'}", "dim")
+        if self._changed_at is not None:
+            head.append(f" · updated {self._changed_at:%H:%M:%S}", "bold")
+        return head
+
+    def _warning(self) -> str | None:
+        t = self.target
+        parts = []
+        if self._read_error:
+            parts.append(self._read_error)
+        if t is not None and t.binding is not None and t.binding.encrypted:
+            parts.append("This binding is SOPS-encrypted; its value cannot be shown without the key.")
+        elif t is not None and t.binding is not None and not t.binding.exists:
+            parts.append("The Index names this binding but its file does not exist yet.")
+        elif t is not None and t.warning:
+            parts.append(t.warning)
+        if self._cut:
+            where = "last" if self.tail else "first"
+            more = "" if self.tail else "scroll down for more, "
+            parts.append(f"Showing the {where} {_size(self.window)} of {_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
+        return "  ".join(f"⚠ {p}" for p in parts) or None
+
+    def _body(self) -> RenderableType:
+        t = self.target
+        text = self.text
+        if t is None or not text:
+            encrypted = t is not None and t.binding is not None and t.binding.encrypted
+            return Text("(empty)" if t is not None and not encrypted else "", "dim")
+        if t.binding is not None and t.binding.source and not self.raw:
+            source = Text("source:\n", "dim")
+            for line in highlight_lines(t.binding.source.splitlines()):
+                source.append("  ")
+                source.append_text(line)
+                source.append("\n")
+        else:
+            source = None
+        old, new = (text[: self._new_from], text[self._new_from:]) if self._new_from is not None else (text, "")
+        if self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT:
+            body = self._raw(old, new)
+        else:
+            parts: list[RenderableType] = [Markdown(old)] if old.strip() else []
+            if new:
+                parts += [Rule("new", style="bold green"), Markdown(new)]
+            body = Group(*parts)
+        return Group(source, body) if source is not None else body
+
+    def _raw(self, old: str, new: str) -> Text:
+        if self.target is not None and self.target.kind == "program":
+            out = Text()
+            for line in highlight_lines((old + new).splitlines()):
+                out.append_text(line)
+                out.append("\n")
+            return out
+        out = Text(old)
+        if new:
+            for line in new.splitlines(keepends=True):
+                out.append("▌", "bold green")
+                out.append(line)
+        if self.search_term:
+            out.highlight_words([self.search_term], "reverse", case_sensitive=False)
+        return out
+
+    def _render_all(self, *, scroll: str = "keep") -> None:
+        if not self.is_mounted:
+            return
+        head = self._head()
+        if head != getattr(self, "_shown_head", None):
+            self._shown_head = head
+            self.query_one("#value-head", Static).update(head)
+        warning = self._warning()
+        if warning != getattr(self, "_shown_warning", None):
+            self._shown_warning = warning
+            box = self.query_one("#value-warning", Static)
+            box.update(Text(warning or ""))
+            box.set_class(bool(warning), "-shown")
+        self.body.set_renderable(self._body(), scroll=scroll)
