@@ -2,6 +2,7 @@
 
 from prose_tui.model.agent import Agent, Segment
 from prose_tui.model.binding import Binding
+from prose_tui.model.delta import Delta
 from prose_tui.model.event import Event, EventKind
 from prose_tui.model.frame import Frame
 from prose_tui.model.run import (
@@ -19,6 +20,7 @@ __all__ = [
     "Agent",
     "Backend",
     "Binding",
+    "Delta",
     "Event",
     "EventKind",
     "Frame",

@@ -34,6 +34,8 @@ class Backend(StrEnum):
     FILESYSTEM = "filesystem"
     SQLITE = "sqlite"
     NARRATION = "narration"
+    REACTOR = "reactor"  # openprose-0.15 reactor.md: a Reactor state dir
+    POSTGRES = "postgres"  # openprose-0.15 state/postgres.md
 
 
 class RunFormat(StrEnum):
@@ -43,7 +45,10 @@ class RunFormat(StrEnum):
     EVENT_LOG = "event-log"  # compact "# run:" log in state.md
     CONTRACT = "contract"  # manifest.md/program.md/services/ runs with an event log
     VM_LOG = "vm-log"  # vm.log.md
+    SKILL = "skill"  # openprose-0.15 state/filesystem.md: vm.log.md + world-model/ + receipts/
     SQLITE = "sqlite"  # seeds/sqlite.md state.db
+    REACTOR = "reactor"  # openprose-0.15 reactor.md: receipts.json + compile/topology.json
+    POSTGRES = "postgres"  # openprose-0.15 state/postgres.md, schema openprose
     NARRATION = "narration"  # seeds/in-context.md markers
     ENCRYPTED = "encrypted"  # SOPS-encrypted state; nothing readable
     BARE = "bare"  # a run folder with no state file at all

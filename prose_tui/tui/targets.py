@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from prose_tui.backends.registry import backend_of
 from prose_tui.backends.sqlite.tables import read_table_page
-from prose_tui.backends.sqlite.values import read_sqlite_binding_value
 from prose_tui.model import Backend, Binding, Run
 
 TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "table"]
@@ -45,18 +45,14 @@ class Target:
 
 
 def binding_target(binding: Binding, run: Run | None = None) -> Target:
-    """The viewer target for ``binding``; values not in a file of their own get a reader."""
+    """The viewer target for ``binding``; a value its backend holds outside a file of its own
+    (a database row, a narrated value) gets a reader through the backend's ``read_value``."""
     read = None
-    if run is not None and run.backend is Backend.SQLITE:
-        run_dir = run.path
+    if run is not None and run.backend is not Backend.FILESYSTEM:
+        backend = backend_of(run)
 
         def read() -> str:
-            return read_sqlite_binding_value(run_dir, binding.name, binding.execution_id)
-    elif run is not None and run.backend is Backend.NARRATION:
-        value = (binding.fields or {}).get("value") or ""  # narrated values live on the binding
-
-        def read() -> str:
-            return value
+            return backend.read_value(run, binding).text or ""
     return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read)
 
 

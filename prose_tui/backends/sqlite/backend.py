@@ -1,0 +1,65 @@
+"""The SQLite backend: ``state.db`` runs (seeds/sqlite.md), always opened read-only."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
+from prose_tui.backends.filesystem.folder import state_file_of
+from prose_tui.backends.protocol import Value
+from prose_tui.backends.sqlite.connect import is_sqlite_file
+from prose_tui.backends.sqlite.run import is_sqlite_run, load_sqlite_run
+from prose_tui.backends.sqlite.tables import list_extension_tables, metrics_summary
+from prose_tui.backends.sqlite.values import read_sqlite_binding_value
+from prose_tui.model import Backend, Binding, Delta, Event, Run, Section
+
+
+class SqliteBackend:
+    """A ``state.db`` file, or a run folder holding one and no ``state.md``/``vm.log.md``."""
+
+    kind: ClassVar[Backend] = Backend.SQLITE
+
+    def claims(self, path: Path) -> bool:
+        if path.is_file():
+            return is_sqlite_file(path)
+        return state_file_of(path) is None and is_sqlite_run(path)
+
+    def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+             observed: datetime | None = None, summary: bool = False) -> Run:
+        run_dir = path.parent if path.is_file() else path
+        run = load_sqlite_run(run_dir, now=now)
+        apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+        _add_tables_and_metrics(run, run_dir)
+        return run
+
+    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
+              stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
+        fresh = self.open(run.path, now=now, stale_after=stale_after, observed=observed)
+        return Delta.whole(fresh, paths)
+
+    def read_value(self, run: Run, binding: Binding) -> Value:
+        return Value(text=read_sqlite_binding_value(run.path, binding.name, binding.execution_id),
+                     warning=binding.warning)
+
+    def events(self, run: Run) -> list[Event]:
+        return run.events
+
+
+def _add_tables_and_metrics(run: Run, run_dir: Path) -> None:
+    """List the x_* tables as viewable and sum token/cost metrics per run and per statement
+    (seeds/sqlite.md, Flexibility Encouragement)."""
+    run.tables = list_extension_tables(run_dir)
+    summary = metrics_summary(run_dir)
+    run.metrics = dict(summary["run"])
+    rows = [(eid, figures) for eid, figures in summary["by_execution"].items() if eid is not None]
+    if rows:
+        names = sorted({name for _, figures in rows for name in figures})
+        lines = ["| execution | statement | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+        for eid, figures in sorted(rows):
+            statement = summary["statements"].get(eid, "").replace("|", "\\|").replace("\n", " ")[:60]
+            cells = " | ".join(f"{figures.get(n, 0):g}" for n in names)
+            lines.append(f"| {eid} | {statement} | {cells} |")
+        totals = ", ".join(f"{k} {v:g}" for k, v in sorted(run.metrics.items()))
+        run.sections.append(Section("Metrics", f"Run totals: {totals}\n\n" + "\n".join(lines)))
