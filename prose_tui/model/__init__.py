@@ -5,6 +5,7 @@ from prose_tui.model.binding import Binding
 from prose_tui.model.delta import Delta
 from prose_tui.model.event import Event, EventKind
 from prose_tui.model.frame import Frame
+from prose_tui.model.node import Node, Receipt
 from prose_tui.model.run import (
     ActiveConstruct,
     Backend,
@@ -24,6 +25,8 @@ __all__ = [
     "Event",
     "EventKind",
     "Frame",
+    "Node",
+    "Receipt",
     "Run",
     "RunFormat",
     "RunStatus",

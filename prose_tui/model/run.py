@@ -15,6 +15,7 @@ from prose_tui.model.agent import Agent
 from prose_tui.model.binding import Binding
 from prose_tui.model.event import Event
 from prose_tui.model.frame import Frame
+from prose_tui.model.node import Node, Receipt
 from prose_tui.model.statement import TraceLine, executing_line
 
 
@@ -108,6 +109,9 @@ class Run:
     metrics: dict[str, float] = field(default_factory=dict)  # token/cost totals (SQLite x_metrics-style)
     end_marker: str | None = None  # an event log's closing "---end ts" line
     error_marker: str | None = None  # an event log's closing "---error ts message" line
+    nodes: list[Node] = field(default_factory=list)  # openprose-0.15: one per compiled node
+    receipts: list[Receipt] = field(default_factory=list)  # every node's receipts, in ledger order
+    location: str | None = None  # where a run lives when not on local disk (e.g. "postgres host/db")
 
     @property
     def executing(self) -> TraceLine | None:
