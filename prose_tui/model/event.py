@@ -28,6 +28,10 @@ class EventKind(StrEnum):
     RUN_ERRORED = "run_errored"
     RUN_RESUMED = "run_resumed"
     NOTE = "note"
+    # openprose-0.15 (concepts/reactor.md): a node's receipt, named by its status
+    RECEIPT_RENDERED = "receipt_rendered"
+    RECEIPT_SKIPPED = "receipt_skipped"
+    RECEIPT_FAILED = "receipt_failed"
 
 
 @dataclass(slots=True)

@@ -53,4 +53,7 @@ KIND_GLYPH: dict[EventKind, tuple[str, str]] = {
     EventKind.RUN_ERRORED: ("■", "bold red"),
     EventKind.RUN_RESUMED: ("▷", "yellow"),
     EventKind.NOTE: ("…", "dim"),
+    EventKind.RECEIPT_RENDERED: ("◉", "green"),
+    EventKind.RECEIPT_SKIPPED: ("∅", "dim"),
+    EventKind.RECEIPT_FAILED: ("⨯", "bold red"),
 }
