@@ -28,6 +28,7 @@ from prose_tui.backends.common.status import (
 )
 from prose_tui.backends.common.text import decode, visible_name
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
+from prose_tui.backends.filesystem.skill import apply_skill, is_skill_run, settle_status, split_front_matter
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
     parse_snapshot,
@@ -41,7 +42,10 @@ MAX_IMPORT_DEPTH = 32
 MAX_STATE_BYTES = 8 * 1024 * 1024
 _AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
 _PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
-_RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md")
+_RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md",
+                # openprose 0.11-0.14 manifests (FORMATS.md generation 5) and 0.15 skill runs (6)
+                "manifest.run.md", "forme.manifest.json", "state/responsibilities",
+                "compiled-intent.json", "receipts", "world-model")
 
 
 def is_run_dir(path: Path) -> bool:
@@ -105,7 +109,9 @@ def load_run(
         raise FileNotFoundError(f"{run_dir} is not a folder")
     run, snapshot = _read_state(run_dir)
     if summary:
+        _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+        _skill_status(run)
         return run
     run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
     if run.events:
@@ -115,8 +121,23 @@ def load_run(
         run.warnings.append("some binding files are SOPS-encrypted")
     _project_files(run, run_dir)
     run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    _skill_hook(run, run_dir)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    _skill_status(run)
     return run
+
+
+# -- openprose 0.15 skill runs: kept apart in skill.py; these two calls are the whole hook ----
+
+def _skill_hook(run: Run, run_dir: Path, *, summary: bool = False) -> None:
+    """World model, receipts, nodes and compiled intent of a 0.15 skill run (skill.py)."""
+    if is_skill_run(run_dir):
+        apply_skill(run, run_dir, summary=summary)
+
+
+def _skill_status(run: Run) -> None:
+    if run.format is RunFormat.SKILL:
+        settle_status(run)
 
 
 def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
@@ -139,7 +160,9 @@ def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
             run.encrypted = True
             run.format = RunFormat.ENCRYPTED
         elif state_file.name == "vm.log.md" or looks_like_event_log(text):
+            text, front = split_front_matter(text)  # 0.12-0.15 logs: YAML status:/error: on top
             _apply_event_log(run, text, state_file.name)
+            run.header.update(front)
         else:
             snapshot = parse_snapshot(text)
             _apply_snapshot(run, snapshot)
@@ -179,7 +202,9 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     run.imports = previous.imports
     run.sections += [s for s in previous.sections if s.title.startswith("Project .prose/")]
     run.warnings += [w for w in previous.warnings if w.startswith(("some binding files", "imports nested", "import "))]
+    _skill_hook(run, run_dir)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    _skill_status(run)
     return run
 
 
