@@ -128,8 +128,9 @@ def _failure_text(receipt: Receipt | None, error: ErrorFile | None) -> str | Non
     if receipt is not None and receipt.failure_reason:
         parts.append(receipt.failure_reason.strip())
     if error is not None:
-        text = error.summary
-        if not any(text in p or p in text for p in parts):
+        text = error.summary  # "no-results: No relevant sources found", fuller than the reason
+        parts = [p for p in parts if p not in text]
+        if not any(text in p for p in parts):
             parts.append(text)
     return " — ".join(parts) or None
 
@@ -282,7 +283,7 @@ def settle_status(run: Run) -> None:
     failed = [n for n in run.nodes if n.status == "failed"]
     detail = "; ".join(f"node {n.name} failed: {n.failure_reason or 'no failure text'}" for n in failed[:3])
     written = (run.header.get("status") or "").strip().lower()
-    error = run.header.get("error")
+    error = " ".join((run.header.get("error") or "").split()) or None  # YAML block: one line
     test = next((e for e in reversed(run.events) if e.name == "test" and e.step is None
                  and e.kind in (EventKind.STATEMENT_FAILED, EventKind.STATEMENT_COMPLETED)), None)
     if run.error_marker is None and run.end_marker is None and written.startswith(_FAILED_WORDS):
