@@ -44,13 +44,17 @@ _AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
 _PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
 _RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md",
                 # openprose 0.11-0.14 manifests (FORMATS.md generation 5) and 0.15 skill runs (6)
-                "manifest.run.md", "forme.manifest.json", "state/responsibilities",
-                "compiled-intent.json", "receipts", "world-model")
+                "manifest.run.md", "forme.manifest.json", "compiled-intent.json", "receipts", "world-model")
+_RUN_ID = re.compile(r"^\d{8}-\d{6}")
 
 
 def is_run_dir(path: Path) -> bool:
-    """True when ``path`` holds any file a VM writes into a run folder."""
-    return any((path / marker).exists() for marker in _RUN_MARKERS)
+    """True when ``path`` holds any file a VM writes into a run folder. A judge-era (0.12-0.14)
+    ``state/responsibilities/`` counts only in a folder named by a run id: an OpenProse root
+    keeps a durable ``state/`` of its own."""
+    if any((path / marker).exists() for marker in _RUN_MARKERS):
+        return True
+    return _RUN_ID.match(path.name) is not None and (path / "state" / "responsibilities").is_dir()
 
 
 def state_file_of(run_dir: Path) -> Path | None:
