@@ -92,8 +92,8 @@ def split_front_matter(text: str) -> tuple[str, dict[str, str]]:
 def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     """Fill ``run`` (read from ``run_dir``'s ``vm.log.md``) with what a 0.15 skill run holds.
 
-    Sets ``format`` to SKILL. ``summary`` reads only the receipts (for the status and a
-    row's facts), not the world model or the compiled intent.
+    Sets ``format`` to SKILL. ``summary`` reads the receipts and the compiled intent (for
+    the status and a row's facts), not the world model's files.
     """
     run.format = RunFormat.SKILL
     if run.program is None and run.header.get("root"):
@@ -102,7 +102,7 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     run.warnings.extend(ledger.warnings)
     run.receipts = ledger.receipts
     errors = {node: err for node in error_nodes(run_dir) if (err := read_error(run_dir, node)) is not None}
-    intent = None if summary else read_compiled_intent(run_dir / INTENT_FILE)
+    intent = read_compiled_intent(run_dir / INTENT_FILE)
     if intent is not None:
         run.warnings.extend(intent.warnings)
     run.nodes = _nodes(run_dir, ledger, intent, errors)
