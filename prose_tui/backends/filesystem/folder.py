@@ -181,7 +181,8 @@ def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
         mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
         # A file a day newer than the run's own start time was copied or cloned, not written
         # by the VM: its time says nothing about the run (status.last_change applies the same rule).
-        if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
+        started = as_utc(run.started)
+        if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
 
     return run, snapshot
@@ -325,11 +326,11 @@ def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, hom
         if not name or name in agents:
             continue
         scope_word = (rows[name].get("scope") if name in rows else None) or declared.get(name)
-        folder = _scoped_folder(name, scope_word, project, user_home)
-        agent = agent_files.read_agent_dir(folder, scope_word or "project") if folder else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
+        scoped = _scoped_folder(name, scope_word, project, user_home)
+        agent = agent_files.read_agent_dir(scoped, scope_word or "project") if scoped else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
         if name in rows:
             agent.details = {k: v for k, v in rows[name].cells.items() if k not in ("name", "scope", "path") and v}
-            agent.scope = agent.scope if folder else rows[name].get("scope") or agent.scope
+            agent.scope = agent.scope if scoped else rows[name].get("scope") or agent.scope
         agents[name] = agent
     return list(agents.values())
 

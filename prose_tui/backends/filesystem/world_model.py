@@ -76,14 +76,15 @@ def read_compiled_intent(path: Path) -> CompiledIntent | None:
     if not isinstance(data, dict):
         intent.warnings.append(f"{path.name} is not a JSON object; shown raw")
         return intent
-    topology = data.get("topology") if isinstance(data.get("topology"), dict) else data
+    raw_topology = data.get("topology")
+    topology: dict[str, Any] = raw_topology if isinstance(raw_topology, dict) else data
     by_name: dict[str, IntentNode] = {}
-    for entry in topology.get("nodes") or []:
+    for entry in _list(topology.get("nodes")):
         name = _node_name(entry)
         if name and name not in by_name:
             wake = entry.get("wake_source") if isinstance(entry, dict) else None
             by_name[name] = IntentNode(name, wake_source=str(wake) if wake else None)
-    for edge in topology.get("edges") or []:
+    for edge in _list(topology.get("edges")):
         if not isinstance(edge, dict):
             continue
         sub, prod = edge.get("subscriber"), edge.get("producer")
@@ -92,14 +93,18 @@ def read_compiled_intent(path: Path) -> CompiledIntent | None:
         node = by_name.setdefault(str(sub), IntentNode(str(sub)))
         if str(prod) not in node.producers:
             node.producers.append(str(prod))
-    for canon in data.get("canonicalizers") or []:
+    for canon in _list(data.get("canonicalizers")):
         if isinstance(canon, dict) and canon.get("node") in by_name and isinstance(canon.get("facets"), list):
             by_name[canon["node"]].facets = [str(f) for f in canon["facets"]]
     intent.nodes = list(by_name.values())
-    intent.entry_points = [str(e) for e in topology.get("entry_points") or [] if e]
+    intent.entry_points = [str(e) for e in _list(topology.get("entry_points")) if e]
     if not intent.nodes:
         intent.warnings.append(f"{path.name} names no topology nodes")
     return intent
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _node_name(entry: Any) -> str | None:
