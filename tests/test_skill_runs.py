@@ -235,7 +235,10 @@ def test_mixed_layout_lists_both_binding_stores():
 def test_mixed_test_run_fails_on_its_test_verdict():
     run = open_run(MIXED, now=LATER)
     assert run.status is RunStatus.FAILED
-    assert "the test failed (---test FAIL (1/2 assertions))" in run.status_reason
+    assert run.status_reason == "the test failed: ---test FAIL (1/2 assertions), then the log ends with ---end"
+    from prose_tui.backends.common.status import infer_status
+
+    assert infer_status(run, now=LATER)[0] is RunStatus.FAILED  # the explorer's re-inference agrees
     glossary = next(n for n in run.nodes if n.name == "glossary")
     assert (glossary.status, glossary.receipts, glossary.tokens_fresh, glossary.chain_ok) == ("skipped", 2, 1500, True)
     evals = [e for e in run.events if e.text.startswith(("5→", "6→"))]
@@ -267,6 +270,9 @@ def test_front_matter_status_and_error_decide_without_a_terminator():
     assert run.header["status"] == "failed"
     assert run.header["root"] == "harbour/harbour-forecast"
     assert run.warnings == []  # the front matter is not read as unrecognised events
+    from prose_tui.backends.common.status import infer_status
+
+    assert infer_status(run, now=LATER)[0] is RunStatus.FAILED  # the explorer's re-inference agrees
 
 
 def test_front_matter_keeps_file_line_numbers():

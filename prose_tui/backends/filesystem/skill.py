@@ -107,6 +107,7 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
         run.warnings.extend(intent.warnings)
     run.nodes = _nodes(run_dir, ledger, intent, errors)
     _metrics(run)
+    _test_verdict(run)
     _receipt_events(run, ledger, {n.name: n for n in run.nodes})
     if summary:
         return
@@ -115,6 +116,16 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
         run.sections.append(Section(f"Error: {node} (workspace/{node}/__error.md)", err.text.strip()))
     if intent is not None and intent.nodes and run.program_path is None:
         _program_from_intent(run, intent)
+
+
+def _test_verdict(run: Run) -> None:
+    """A test run whose last ``---test`` verdict failed ends failed even after ``---end``
+    (openprose-0.15 prose.md, Executing Tests). Said through ``error_marker`` so that every
+    later status inference (the explorer re-infers as time passes) agrees."""
+    test = next((e for e in reversed(run.events) if e.name == "test" and e.step is None
+                 and e.kind in (EventKind.STATEMENT_FAILED, EventKind.STATEMENT_COMPLETED)), None)
+    if test is not None and test.kind is EventKind.STATEMENT_FAILED and run.end_marker is not None:
+        run.error_marker, run.end_marker = test.text.strip(), None
 
 
 def _merge(world: list[Binding], legacy: list[Binding]) -> list[Binding]:
@@ -284,17 +295,14 @@ def settle_status(run: Run) -> None:
     detail = "; ".join(f"node {n.name} failed: {n.failure_reason or 'no failure text'}" for n in failed[:3])
     written = (run.header.get("status") or "").strip().lower()
     error = " ".join((run.header.get("error") or "").split()) or None  # YAML block: one line
-    test = next((e for e in reversed(run.events) if e.name == "test" and e.step is None
-                 and e.kind in (EventKind.STATEMENT_FAILED, EventKind.STATEMENT_COMPLETED)), None)
     if run.error_marker is None and run.end_marker is None and written.startswith(_FAILED_WORDS):
         run.status = RunStatus.FAILED
         run.status_reason = f"the log's front matter says status: {written}" + (f" ({error})" if error else "")
     elif run.error_marker is None and run.end_marker is None and written.startswith(_STOPPED_WORDS):
         run.status = RunStatus.INTERRUPTED
         run.status_reason = f"the log's front matter says status: {written}" + (f" ({error})" if error else "")
-    elif run.status is RunStatus.COMPLETED and test is not None and test.kind is EventKind.STATEMENT_FAILED:
-        run.status = RunStatus.FAILED
-        run.status_reason = f"{run.status_reason}, but the test failed ({test.text.strip()})"
+    elif run.status is RunStatus.FAILED and (run.error_marker or "").startswith("---test"):
+        run.status_reason = f"the test failed: {run.error_marker}, then the log ends with ---end"
     elif error and run.status is RunStatus.FAILED and error not in run.status_reason:
         run.status_reason += f"; front matter error: {error}"
     if detail and run.status in (RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.RUNNING):
