@@ -303,3 +303,15 @@ def test_judge_era_responsibilities_run_is_a_run_folder():
     run = open_run(MANIFESTS / "runs" / "20260528-090000-cc22dd", now=LATER)
     assert run.format is RunFormat.BARE
     assert run.status is RunStatus.UNKNOWN
+
+
+def test_receipts_written_as_one_json_array_are_read(tmp_path):
+    run_dir = tmp_path / "runs" / FAILED.name
+    shutil.copytree(FAILED, run_dir)
+    lines = (run_dir / "receipts" / "scout.jsonl").read_text().splitlines()
+    (run_dir / "receipts" / "scout.jsonl").unlink()
+    (run_dir / "receipts" / "scout.json").write_text("[" + ",".join(lines) + ", 7]")
+    run = open_run(run_dir, now=LATER)
+    scout = next(n for n in run.nodes if n.name == "scout")
+    assert (scout.status, scout.receipts, scout.tokens_fresh) == ("rendered", 1, 12040)
+    assert run.warnings == ["receipts/scout.json item 2: not a JSON object, skipped"]

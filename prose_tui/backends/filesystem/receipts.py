@@ -3,7 +3,7 @@
 Source: openprose-0.15 ``state/filesystem.md`` (receipts/, The Commit-and-Sign Protocol) and
 ``concepts/reactor.md`` (The receipt: ``node``, ``status``, ``prev``, ``fingerprints``,
 ``semantic_diff``, ``cost``, ``wake``). A VM writes these lines by hand, so every field is
-optional and read tolerantly: ``cost.tokens.{fresh,reused}`` (the Reactor's shape) or
+optional and read tolerantly (a ``{node}.json`` holding one array is read too): ``cost.tokens.{fresh,reused}`` (the Reactor's shape) or
 ``cost.tokens_fresh``/``cost.fresh``; the content hash as ``content_hash``/``hash``/``id``;
 the published version as ``version``/``content_address``, else the ``@atomic`` fingerprint;
 the time as ``at``/``time``/``timestamp``/``ts``/``created_at``. A line that is not a JSON
@@ -160,7 +160,11 @@ def read_ledgers(run_dir: Path) -> Ledger:
         chain = ledger.by_node.setdefault(node, [])
         if node not in ledger.order:
             ledger.order.append(node)
-        for number, raw in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        text = data.decode("utf-8", errors="replace")
+        if name.endswith(".json") and text.lstrip().startswith("["):
+            _read_array(text, name, node, chain, ledger.warnings)  # a VM that wrote one array
+            continue
+        for number, raw in enumerate(text.splitlines(), start=1):
             if not raw.strip():
                 continue
             try:
@@ -174,6 +178,19 @@ def read_ledgers(run_dir: Path) -> Ledger:
                 continue
             chain.append(receipt_from(parsed, node, len(chain)))
     return ledger
+
+
+def _read_array(text: str, name: str, node: str, chain: list[Receipt], warnings: list[str]) -> None:
+    try:
+        items = json.loads(text)
+    except ValueError:
+        warnings.append(f"receipts/{name} is not a JSON array; skipped")
+        return
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict):
+            chain.append(receipt_from(item, node, len(chain)))
+        else:
+            warnings.append(f"receipts/{name} item {index + 1}: not a JSON object, skipped")
 
 
 def chain_break(chain: list[Receipt]) -> str | None:
