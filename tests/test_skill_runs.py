@@ -315,3 +315,31 @@ def test_receipts_written_as_one_json_array_are_read(tmp_path):
     scout = next(n for n in run.nodes if n.name == "scout")
     assert (scout.status, scout.receipts, scout.tokens_fresh) == ("rendered", 1, 12040)
     assert run.warnings == ["receipts/scout.json item 2: not a JSON object, skipped"]
+
+
+def test_a_receipt_appended_while_watching_updates_nodes_events_and_status(tmp_path):
+    from prose_tui.live.workspace import Workspace
+
+    run_dir = tmp_path / "runs" / INTERRUPTED.name
+    shutil.copytree(INTERRUPTED, run_dir)
+    clock = [utc("2026-07-05T22:05:00Z")]
+    workspace = Workspace(tmp_path, clock=lambda: clock[0])
+    workspace.scan()
+    run = workspace.detail(run_dir.resolve())
+    assert run is not None and run.status is RunStatus.RUNNING
+    (run_dir / "workspace" / "summarizer").mkdir(exist_ok=True)
+    (run_dir / "workspace" / "summarizer" / "__error.md").write_text("# Error: translator-timeout\n\nThe translator did not answer.\n")
+    (run_dir / "receipts" / "summarizer.jsonl").write_text(
+        '{"node":"summarizer","status":"failed","semantic_diff":{"failure_reason":"translator-timeout"},'
+        '"cost":{"tokens":{"fresh":900,"reused":2200}}}\n')
+    with (run_dir / "vm.log.md").open("a") as fh:
+        fh.write("3→ summarizer ✗ translator-timeout\n---error 2026-07-05T22:06:00Z translator-timeout\n")
+    paths = {(run_dir / "receipts" / "summarizer.jsonl").resolve(), (run_dir / "vm.log.md").resolve(),
+             (run_dir / "workspace" / "summarizer" / "__error.md").resolve()}
+    applied = workspace.apply(paths)
+    fresh = applied.changed[run_dir.resolve()].run
+    assert fresh.status is RunStatus.FAILED
+    summarizer = next(n for n in fresh.nodes if n.name == "summarizer")
+    assert summarizer.failure_reason == "translator-timeout: The translator did not answer."
+    failed = next(e for e in fresh.events if e.kind is K.RECEIPT_FAILED)
+    assert "900 fresh + 2,200 reused tokens" in failed.text and failed.text.endswith("✗ translator-timeout: The translator did not answer.")
