@@ -343,3 +343,13 @@ def test_a_receipt_appended_while_watching_updates_nodes_events_and_status(tmp_p
     assert summarizer.failure_reason == "translator-timeout: The translator did not answer."
     failed = next(e for e in fresh.events if e.kind is K.RECEIPT_FAILED)
     assert "900 fresh + 2,200 reused tokens" in failed.text and failed.text.endswith("✗ translator-timeout: The translator did not answer.")
+
+
+def test_an_imported_skill_run_is_read_as_one(tmp_path):
+    run_dir = tmp_path / "runs" / COMPLETED.name
+    shutil.copytree(COMPLETED, run_dir)
+    shutil.copytree(FAILED, run_dir / "imports" / "std--grant-scout")
+    run = open_run(run_dir, now=LATER)
+    assert [(i.import_handle, i.format, i.status) for i in run.imports] == [
+        ("std--grant-scout", RunFormat.SKILL, RunStatus.FAILED)]
+    assert [n.name for n in run.imports[0].nodes] == ["scout", "ranker", "writer"]

@@ -127,12 +127,18 @@ class _Found:
     state_dirs: list[Path] = field(default_factory=list)
 
 
+NATIVE_SNIFF = 200  # children of a runs/ folder looked at to decide whether it holds runs
+
+
 def _has_native_runs(folder: Path) -> bool:
+    """Whether a ``runs`` folder outside ``.prose`` holds run folders (the first
+    :data:`NATIVE_SNIFF` sub-folders decide, so a huge ML ``runs/`` costs little)."""
     try:
-        children = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+        children = [p for _, p in zip(range(NATIVE_SNIFF * 4), folder.iterdir())]
     except OSError:
         return False
-    return any(is_native_run(c) for c in children[:2000])
+    folders = [p for p in children if not p.is_symlink() and p.is_dir()][:NATIVE_SNIFF]
+    return any(is_native_run(c) for c in folders)
 
 
 def _walk(path: Path, max_depth: int, max_dirs: int) -> _Found:
