@@ -110,11 +110,14 @@ def receipt_from(data: dict[str, Any], node: str, seq: int) -> Receipt:
     fresh, reused, cause = _tokens(data.get("cost"))
     wake = data.get("wake")
     wake_source = wake.get("source") if isinstance(wake, dict) else wake
-    version = next((str(data[k]) for k in _VERSION_KEYS if data.get(k)), None)
+    version = next((str(data[k]) for k in _VERSION_KEYS if k in data and data[k]), None)
     prints = data.get("fingerprints")
     if version is None and isinstance(prints, dict) and prints.get("@atomic"):
         version = str(prints["@atomic"])
-    when = next((t for k in _TIME_KEYS if (t := _time(data.get(k))) is not None), None)
+    when = None
+    for key in _TIME_KEYS:
+        if key in data and (when := _time(data[key])) is not None:
+            break
     prev = data.get("prev")
     return Receipt(
         node=str(data.get("node") or node),
