@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 from conftest import FIXTURES

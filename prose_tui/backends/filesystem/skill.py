@@ -108,7 +108,7 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     run.nodes = _nodes(run_dir, ledger, intent, errors)
     _metrics(run)
     _test_verdict(run)
-    _receipt_events(run, ledger, {n.name: n for n in run.nodes})
+    _receipt_events(run, ledger)
     if summary:
         return
     run.bindings = _merge(world_model_bindings(run_dir, run.warnings), run.bindings)
@@ -219,7 +219,7 @@ def receipt_text(receipt: Receipt, of: int) -> str:
     return f"{receipt.node} receipt {receipt.seq + 1}/{of} ({cost}) {mark} {outcome}"
 
 
-def _receipt_events(run: Run, ledger: Ledger, nodes: dict[str, Node]) -> None:
+def _receipt_events(run: Run, ledger: Ledger) -> None:
     """Receipts as events, each after the log line that reports the same outcome of the same
     node (the k-th receipt of a node after the k-th such line), the rest at the end; ``seq``
     is renumbered."""
