@@ -1,7 +1,7 @@
 """Command line: ``prose-tui [PATH]`` opens the explorer; subcommands work headless.
 
-    prose-tui [PATH] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
-    prose-tui runs [PATH] [--json]
+    prose-tui [PATH] [--user] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
+    prose-tui runs [PATH] [--user] [--json]
     prose-tui show RUN_PATH [--json] [--at N]
     prose-tui record PATH
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
@@ -24,6 +24,18 @@ from prose_tui.model import Run
 from prose_tui.model.serialize import run_detail, run_row
 
 SUBCOMMANDS = ("runs", "show", "agent", "record")
+
+
+def _user_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", action="store_true",
+                        help="also list the user-scope runs in ~/.agents/prose/runs (openprose 0.15)")
+
+
+def _apply_user_flag(args: argparse.Namespace) -> None:
+    """``--user``: discovery adds ``~/.agents/prose/runs`` for this command (never by default)."""
+    from prose_tui.backends.discover import include_user_scope
+
+    include_user_scope(bool(getattr(args, "user", False)))
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +62,7 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
     parser.add_argument("--no-watch", action="store_true", help="do not watch files for changes")
     parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
+    _user_flag(parser)
     _common(parser)
     return parser
 
@@ -60,6 +73,7 @@ def _sub_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list runs below PATH, newest first")
     runs.add_argument("path", nargs="?", default=".", type=Path)
     runs.add_argument("--json", action="store_true", help="one JSON array of run rows")
+    _user_flag(runs)
     _common(runs)
     show = sub.add_parser("show", help="print one parsed run")
     show.add_argument("path", type=Path, metavar="RUN_PATH", help="run folder, state file, state.db, narration file, or - for stdin")
@@ -136,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         args = _sub_parser().parse_args(argv)
+        _apply_user_flag(args)
         try:
             if args.command == "runs":
                 _print_runs(load_runs(args.path, args.stale_after), args.json)
@@ -154,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             return 0
     args = _main_parser().parse_args(argv)
+    _apply_user_flag(args)
     from prose_tui.headless.launch import launch
 
     return launch(args)

@@ -35,7 +35,9 @@ class FilesystemBackend:
         return Delta.whole(fresh, paths)
 
     def read_value(self, run: Run, binding: Binding) -> Value:
-        return Value(path=binding.path, offset=binding.value_offset, warning=binding.warning)
+        version = (binding.fields or {}).get("version")  # 0.15 world-model/{node}/.version
+        note = f"published by {binding.service}, content address {version}" if version else ""
+        return Value(path=binding.path, offset=binding.value_offset, note=note, warning=binding.warning)
 
     def events(self, run: Run) -> list[Event]:
         return run.events

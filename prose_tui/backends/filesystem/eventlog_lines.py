@@ -2,7 +2,9 @@
 format, 2. Compact event log; also 3. contract-markdown runs and 4. ``vm.log.md``).
 
 One event line is ``{step}→ {body}`` (or ``{step}-> {body}``), a terminator
-(``---end``/``---error``/``---resume``), or free text. :func:`classify_line` turns one line
+(``---end``/``---error``/``---resume``), or free text. The markers openprose 0.15 added
+(``∅ skipped``, ``⇒ delegate``, ``⟳ (resumed)``, ``✗ missing-env:VAR``, ``---test``) are
+recognised by :mod:`prose_tui.backends.filesystem.skill_lines`. :func:`classify_line` turns one line
 into a :class:`LineInfo`: the step label, the time the line carries, and one or more
 :class:`Item` (several only for one-line parallels ``a ✓ | b ✓ (parallel)``). It keeps no
 state between lines; frames, live states and the run status are worked out by
@@ -15,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from prose_tui.backends.filesystem.skill_lines import SkillItem, skill_statement, test_verdict
 from prose_tui.model import EventKind, StatementState
 
 # Outcome marks -> (event kind, default status, trace state). The spec's marks are ✓ ✗ ⊘;
@@ -329,6 +332,9 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
     a single NOTE with ``recognised=False``. Never raises.
     """
     text = line.rstrip("\r\n")
+    if (verdict := test_verdict(text)) is not None:
+        item = _from_skill(verdict)
+        return LineInfo(text=text, step=None, items=[item], state=item.state, note=item.note)
     term = _terminator(text)
     if term is not None:
         return term
@@ -338,7 +344,9 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
     if match:
         step, body = match.group("step"), match.group("body").strip()
     items: list[Item] | None = None
-    if (par := _one_line_parallel(body)) is not None:
+    if step is not None and (marker := skill_statement(body)) is not None:
+        items = [_from_skill(marker)]
+    elif (par := _one_line_parallel(body)) is not None:
         items = par
     elif (kw := _keyword_event(body)) is not None:
         items = [kw]
@@ -355,6 +363,11 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
         item.time = item.time or when
     return LineInfo(text=text, step=step, items=items, state=_line_state(items),
                     note=_line_note(items), time=when)
+
+
+def _from_skill(marker: SkillItem) -> Item:
+    """An openprose-0.15 marker (:mod:`.skill_lines`) as an :class:`Item`."""
+    return Item(marker.kind, name=marker.name, status=marker.status, note=marker.note, state=marker.state)
 
 
 def _line_state(items: list[Item]) -> StatementState | None:

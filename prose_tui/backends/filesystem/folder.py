@@ -28,6 +28,7 @@ from prose_tui.backends.common.status import (
 )
 from prose_tui.backends.common.text import decode, visible_name
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
+from prose_tui.backends.filesystem.skill import apply_skill, is_skill_run, settle_status, split_front_matter
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
     parse_snapshot,
@@ -41,12 +42,19 @@ MAX_IMPORT_DEPTH = 32
 MAX_STATE_BYTES = 8 * 1024 * 1024
 _AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
 _PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
-_RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md")
+_RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md",
+                # openprose 0.11-0.14 manifests (FORMATS.md generation 5) and 0.15 skill runs (6)
+                "manifest.run.md", "forme.manifest.json", "compiled-intent.json", "receipts", "world-model")
+_RUN_ID = re.compile(r"^\d{8}-\d{6}")
 
 
 def is_run_dir(path: Path) -> bool:
-    """True when ``path`` holds any file a VM writes into a run folder."""
-    return any((path / marker).exists() for marker in _RUN_MARKERS)
+    """True when ``path`` holds any file a VM writes into a run folder. A judge-era (0.12-0.14)
+    ``state/responsibilities/`` counts only in a folder named by a run id: an OpenProse root
+    keeps a durable ``state/`` of its own."""
+    if any((path / marker).exists() for marker in _RUN_MARKERS):
+        return True
+    return _RUN_ID.match(path.name) is not None and (path / "state" / "responsibilities").is_dir()
 
 
 def state_file_of(run_dir: Path) -> Path | None:
@@ -105,7 +113,9 @@ def load_run(
         raise FileNotFoundError(f"{run_dir} is not a folder")
     run, snapshot = _read_state(run_dir)
     if summary:
+        _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+        _skill_status(run)
         return run
     run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
     if run.events:
@@ -115,8 +125,23 @@ def load_run(
         run.warnings.append("some binding files are SOPS-encrypted")
     _project_files(run, run_dir)
     run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    _skill_hook(run, run_dir)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    _skill_status(run)
     return run
+
+
+# -- openprose 0.15 skill runs: kept apart in skill.py; these two calls are the whole hook ----
+
+def _skill_hook(run: Run, run_dir: Path, *, summary: bool = False) -> None:
+    """World model, receipts, nodes and compiled intent of a 0.15 skill run (skill.py)."""
+    if is_skill_run(run_dir):
+        apply_skill(run, run_dir, summary=summary)
+
+
+def _skill_status(run: Run) -> None:
+    if run.format is RunFormat.SKILL:
+        settle_status(run)
 
 
 def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
@@ -139,7 +164,9 @@ def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
             run.encrypted = True
             run.format = RunFormat.ENCRYPTED
         elif state_file.name == "vm.log.md" or looks_like_event_log(text):
+            text, front = split_front_matter(text)  # 0.12-0.15 logs: YAML status:/error: on top
             _apply_event_log(run, text, state_file.name)
+            run.header.update(front)
         else:
             snapshot = parse_snapshot(text)
             _apply_snapshot(run, snapshot)
@@ -154,7 +181,8 @@ def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
         mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
         # A file a day newer than the run's own start time was copied or cloned, not written
         # by the VM: its time says nothing about the run (status.last_change applies the same rule).
-        if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
+        started = as_utc(run.started)
+        if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
 
     return run, snapshot
@@ -179,7 +207,9 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     run.imports = previous.imports
     run.sections += [s for s in previous.sections if s.title.startswith("Project .prose/")]
     run.warnings += [w for w in previous.warnings if w.startswith(("some binding files", "imports nested", "import "))]
+    _skill_hook(run, run_dir)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    _skill_status(run)
     return run
 
 
@@ -296,11 +326,11 @@ def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, hom
         if not name or name in agents:
             continue
         scope_word = (rows[name].get("scope") if name in rows else None) or declared.get(name)
-        folder = _scoped_folder(name, scope_word, project, user_home)
-        agent = agent_files.read_agent_dir(folder, scope_word or "project") if folder else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
+        scoped = _scoped_folder(name, scope_word, project, user_home)
+        agent = agent_files.read_agent_dir(scoped, scope_word or "project") if scoped else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
         if name in rows:
             agent.details = {k: v for k, v in rows[name].cells.items() if k not in ("name", "scope", "path") and v}
-            agent.scope = agent.scope if folder else rows[name].get("scope") or agent.scope
+            agent.scope = agent.scope if scoped else rows[name].get("scope") or agent.scope
         agents[name] = agent
     return list(agents.values())
 

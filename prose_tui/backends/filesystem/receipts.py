@@ -1,0 +1,211 @@
+"""A 0.15 skill run's receipt ledger: ``receipts/{node}.jsonl``, one chain per node.
+
+Source: openprose-0.15 ``state/filesystem.md`` (receipts/, The Commit-and-Sign Protocol) and
+``concepts/reactor.md`` (The receipt: ``node``, ``status``, ``prev``, ``fingerprints``,
+``semantic_diff``, ``cost``, ``wake``). A VM writes these lines by hand, so every field is
+optional and read tolerantly (a ``{node}.json`` holding one array is read too): ``cost.tokens.{fresh,reused}`` (the Reactor's shape) or
+``cost.tokens_fresh``/``cost.fresh``; the content hash as ``content_hash``/``hash``/``id``;
+the published version as ``version``/``content_address``, else the ``@atomic`` fingerprint;
+the time as ``at``/``time``/``timestamp``/``ts``/``created_at``. A line that is not a JSON
+object is skipped with a warning naming its file and line; nothing raises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prose_tui.model import Receipt
+
+__all__ = ["Ledger", "read_ledgers", "receipt_from"]
+
+MAX_LEDGER_BYTES = 16 * 1024 * 1024
+_TIME_KEYS = ("at", "time", "timestamp", "ts", "created_at", "committed_at")
+_HASH_KEYS = ("content_hash", "hash", "id", "receipt_hash")
+_VERSION_KEYS = ("version", "content_address", "world_model_version")
+
+
+@dataclass(slots=True)
+class Ledger:
+    """Every node's receipts, each node's in ledger order; ``order`` the node names as found
+    (sorted file names). ``warnings`` are sentences naming the file and line."""
+
+    by_node: dict[str, list[Receipt]] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def receipts(self) -> list[Receipt]:
+        """All receipts: by time where every receipt has one, else node by node."""
+        out = [r for node in self.order for r in self.by_node[node]]
+        if out and all(r.time is not None for r in out):
+            out.sort(key=lambda r: _sort_key(r.time))
+        return out
+
+
+def _sort_key(when: datetime | None) -> float:
+    if when is None:
+        return 0.0
+    try:
+        return when.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return 0.0
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value.replace(",", "").strip()))
+        except ValueError:
+            return 0
+    return 0
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+
+
+def _tokens(cost: Any) -> tuple[int, int, str | None]:
+    """``(fresh, reused, surprise_cause)`` from a receipt's ``cost`` in any shape seen."""
+    if not isinstance(cost, dict):
+        return 0, 0, None
+    tokens = cost.get("tokens")
+    cause = cost.get("surprise_cause")
+    cause = str(cause) if cause not in (None, "") else None
+    if isinstance(tokens, dict):
+        return _int(tokens.get("fresh")), _int(tokens.get("reused")), cause
+    fresh = cost.get("tokens_fresh", cost.get("fresh", tokens if isinstance(tokens, (int, float)) else 0))
+    reused = cost.get("tokens_reused", cost.get("reused", 0))
+    return _int(fresh), _int(reused), cause
+
+
+def _failure_reason(data: dict[str, Any]) -> str | None:
+    diff = data.get("semantic_diff")
+    if isinstance(diff, dict):
+        reason = diff.get("failure_reason") or diff.get("error")
+        if reason:
+            return str(reason)
+    for key in ("failure_reason", "error"):
+        if data.get(key):
+            return str(data[key])
+    return None
+
+
+def receipt_from(data: dict[str, Any], node: str, seq: int) -> Receipt:
+    """One parsed receipt line as a :class:`Receipt` (``node`` from the file name when the
+    line names none). Never raises for a ``dict``."""
+    fresh, reused, cause = _tokens(data.get("cost"))
+    wake = data.get("wake")
+    wake_source = wake.get("source") if isinstance(wake, dict) else wake
+    version = next((str(data[k]) for k in _VERSION_KEYS if k in data and data[k]), None)
+    prints = data.get("fingerprints")
+    if version is None and isinstance(prints, dict) and prints.get("@atomic"):
+        version = str(prints["@atomic"])
+    when = None
+    for key in _TIME_KEYS:
+        if key in data and (when := _time(data[key])) is not None:
+            break
+    prev = data.get("prev")
+    return Receipt(
+        node=str(data.get("node") or node),
+        status=str(data.get("status") or "unknown"),
+        seq=seq,
+        time=when,
+        hash=next((str(data[k]) for k in _HASH_KEYS if data.get(k)), None),
+        prev=str(prev) if prev else None,
+        version=version,
+        wake=str(wake_source) if wake_source else None,
+        tokens_fresh=fresh,
+        tokens_reused=reused,
+        surprise_cause=cause,
+        failure_reason=_failure_reason(data),
+        fields=data,
+    )
+
+
+def read_ledgers(run_dir: Path) -> Ledger:
+    """Every ``receipts/*.jsonl`` of the run at ``run_dir`` (sorted by node name).
+
+    Each file is read up to :data:`MAX_LEDGER_BYTES` (a warning says when one was cut).
+    A receipt's ``seq`` is its 0-based place in its node's chain.
+    """
+    ledger = Ledger()
+    folder = run_dir / "receipts"
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith((".jsonl", ".json")) and not n.startswith("."))
+    except OSError:
+        return ledger
+    for name in names:
+        path = folder / name
+        node = name.rsplit(".", 1)[0]
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_LEDGER_BYTES + 1)
+        except OSError as exc:
+            ledger.warnings.append(f"cannot read receipts/{name}: {exc.strerror or exc}")
+            continue
+        if len(data) > MAX_LEDGER_BYTES:
+            ledger.warnings.append(f"receipts/{name} is over {MAX_LEDGER_BYTES // 2**20} MiB; only its start was read")
+            data = data[:MAX_LEDGER_BYTES]
+        chain = ledger.by_node.setdefault(node, [])
+        if node not in ledger.order:
+            ledger.order.append(node)
+        text = data.decode("utf-8", errors="replace")
+        if name.endswith(".json") and text.lstrip().startswith("["):
+            _read_array(text, name, node, chain, ledger.warnings)  # a VM that wrote one array
+            continue
+        for number, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                # the last line may be half written while the VM appends
+                ledger.warnings.append(f"receipts/{name} line {number}: not a JSON object, skipped")
+                continue
+            if not isinstance(parsed, dict):
+                ledger.warnings.append(f"receipts/{name} line {number}: not a JSON object, skipped")
+                continue
+            chain.append(receipt_from(parsed, node, len(chain)))
+    return ledger
+
+
+def _read_array(text: str, name: str, node: str, chain: list[Receipt], warnings: list[str]) -> None:
+    try:
+        items = json.loads(text)
+    except ValueError:
+        warnings.append(f"receipts/{name} is not a JSON array; skipped")
+        return
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict):
+            chain.append(receipt_from(item, node, len(chain)))
+        else:
+            warnings.append(f"receipts/{name} item {index + 1}: not a JSON object, skipped")
+
+
+def chain_break(chain: list[Receipt]) -> str | None:
+    """Where a node's chain breaks: the first receipt whose ``prev`` is not the hash of the
+    one before it (checked only where both hashes were written), or a first receipt with a
+    ``prev``. ``None`` when intact."""
+    for index, receipt in enumerate(chain):
+        if index == 0:
+            continue
+        before = chain[index - 1]
+        if before.hash and receipt.prev and receipt.prev != before.hash:
+            return f"receipt {index + 1} points to {receipt.prev[:19]}…, not to receipt {index}"
+        if before.hash and not receipt.prev:
+            return f"receipt {index + 1} has no prev pointer"
+    return None

@@ -1,0 +1,309 @@
+"""Today's OpenProse skill runs (0.15, June 2026): world model, receipts, compiled intent.
+
+Source: openprose-0.15 ``state/filesystem.md`` (run layout, ``vm.log.md`` markers, receipts,
+error files), ``concepts/reactor.md`` (the receipt), ``compiler/ir-v0.md`` (compiled
+intent); FORMATS.md generation 6 and the 0.12-0.14 dialect note (YAML front matter with
+``status:``/``error:`` above the log). Real 0.15 VMs of June-July 2026 also wrote the
+pre-reactor ``bindings/{service}/`` beside ``world-model/`` in one run: both are read.
+
+:func:`apply_skill` adds to a run its folder's ``vm.log.md`` already gave (header, trace,
+events): the world-model bindings, the receipts (as ``Run.receipts``, as ``RECEIPT_*``
+events placed after the log line of the same node, and summarised in ``Run.nodes``), the
+failure text of failed nodes (``semantic_diff.failure_reason`` and
+``workspace/{node}/__error.md``), token totals in ``Run.metrics`` and the compiled intent's
+nodes as the program when the run has no ``root.prose.md``. :func:`settle_status` then
+words the status. Nothing here raises for a readable folder.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import frontmatter
+
+from prose_tui.backends.common.text import visible
+from prose_tui.backends.filesystem.receipts import Ledger, chain_break, read_ledgers
+from prose_tui.backends.filesystem.world_model import (
+    CALLER,
+    CompiledIntent,
+    ErrorFile,
+    error_nodes,
+    read_compiled_intent,
+    read_error,
+    read_version,
+    world_model_bindings,
+)
+from prose_tui.model import (
+    Binding,
+    Event,
+    EventKind,
+    Node,
+    Receipt,
+    Run,
+    RunFormat,
+    RunStatus,
+    Section,
+    StatementState,
+    TraceLine,
+)
+
+__all__ = ["apply_skill", "is_skill_run", "settle_status", "split_front_matter"]
+
+INTENT_FILE = "compiled-intent.json"
+_RECEIPT_KINDS = {"rendered": EventKind.RECEIPT_RENDERED, "skipped": EventKind.RECEIPT_SKIPPED,
+                  "failed": EventKind.RECEIPT_FAILED}
+_RECEIPT_MARKS = {"rendered": "✓", "skipped": "∅", "failed": "✗"}
+_NODE_STATES = {"rendered": StatementState.COMPLETE, "skipped": StatementState.SKIPPED,
+                "failed": StatementState.FAILED}
+_FAILED_WORDS = ("fail", "error", "abort", "crash")
+_STOPPED_WORDS = ("interrupt", "cancel", "stopped", "halted", "paused")
+
+
+def is_skill_run(run_dir: Path) -> bool:
+    """True for a 0.15 skill run: it has ``world-model/``, ``receipts/`` or ``compiled-intent.json``."""
+    return any((run_dir / name).exists() for name in ("world-model", "receipts", INTENT_FILE))
+
+
+def split_front_matter(text: str) -> tuple[str, dict[str, str]]:
+    """A ``vm.log.md`` without its YAML front matter, and the front matter's keys (lower case).
+
+    The front matter's lines become blank lines, so line numbers in the rest stay those of the
+    file. Text without front matter (or whose front matter YAML rejects) comes back unchanged
+    with ``{}``.
+    """
+    if not text.startswith(("---\n", "---\r\n")):
+        return text, {}
+    lines = text.splitlines(keepends=True)
+    end = next((i for i in range(1, min(len(lines), 200)) if lines[i].rstrip("\r\n") == "---"), None)
+    if end is None:
+        return text, {}
+    try:
+        meta, _ = frontmatter.parse("".join(lines[: end + 1]))
+    except Exception:  # YAML the library rejects: leave the lines to the event-log parser
+        return text, {}
+    if not meta:
+        return text, {}
+    fields = {str(k).lower(): visible(str(v).strip()) for k, v in meta.items() if v is not None}
+    blank = "".join("\n" for _ in lines[: end + 1])
+    return blank + "".join(lines[end + 1:]), fields
+
+
+def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
+    """Fill ``run`` (read from ``run_dir``'s ``vm.log.md``) with what a 0.15 skill run holds.
+
+    Sets ``format`` to SKILL. ``summary`` reads the receipts and the compiled intent (for
+    the status and a row's facts), not the world model's files.
+    """
+    run.format = RunFormat.SKILL
+    if run.program is None and run.header.get("root"):
+        run.program = run.header["root"]
+    ledger = read_ledgers(run_dir)
+    run.warnings.extend(ledger.warnings)
+    run.receipts = ledger.receipts
+    errors = {node: err for node in error_nodes(run_dir) if (err := read_error(run_dir, node)) is not None}
+    intent = read_compiled_intent(run_dir / INTENT_FILE)
+    if intent is not None:
+        run.warnings.extend(intent.warnings)
+    run.nodes = _nodes(run_dir, ledger, intent, errors)
+    _metrics(run)
+    _test_verdict(run)
+    _receipt_events(run, ledger)
+    if summary:
+        return
+    run.bindings = _merge(world_model_bindings(run_dir, run.warnings), run.bindings)
+    for node, err in errors.items():
+        run.sections.append(Section(f"Error: {node} (workspace/{node}/__error.md)", err.text.strip()))
+    if intent is not None and intent.nodes and run.program_path is None:
+        _program_from_intent(run, intent)
+
+
+def _test_verdict(run: Run) -> None:
+    """A test run whose last ``---test`` verdict failed ends failed even after ``---end``
+    (openprose-0.15 prose.md, Executing Tests). Said through ``error_marker`` so that every
+    later status inference (the explorer re-infers as time passes) agrees."""
+    test = next((e for e in reversed(run.events) if e.name == "test" and e.step is None
+                 and e.kind in (EventKind.STATEMENT_FAILED, EventKind.STATEMENT_COMPLETED)), None)
+    if test is not None and test.kind is EventKind.STATEMENT_FAILED and run.end_marker is not None:
+        run.error_marker, run.end_marker = test.text.strip(), None
+
+
+def _merge(world: list[Binding], legacy: list[Binding]) -> list[Binding]:
+    """World-model bindings first, then the ``bindings/`` files of a mixed-layout run."""
+    seen = {b.path for b in world}
+    return world + [b for b in legacy if b.path not in seen]
+
+
+def _failure_text(receipt: Receipt | None, error: ErrorFile | None) -> str | None:
+    parts: list[str] = []
+    if receipt is not None and receipt.failure_reason:
+        parts.append(receipt.failure_reason.strip())
+    if error is not None:
+        text = error.summary  # "no-results: No relevant sources found", fuller than the reason
+        parts = [p for p in parts if p not in text]
+        if not any(text in p for p in parts):
+            parts.append(text)
+    return " — ".join(parts) or None
+
+
+def _nodes(run_dir: Path, ledger: Ledger, intent: CompiledIntent | None,
+           errors: dict[str, ErrorFile]) -> list[Node]:
+    names: list[str] = [n.name for n in intent.nodes] if intent else []
+    names += [n for n in ledger.order if n not in names]
+    wm = run_dir / "world-model"
+    try:
+        published = sorted(p.name for p in wm.iterdir() if p.is_dir() and p.name != CALLER and not p.name.startswith("."))
+    except OSError:
+        published = []
+    names += [n for n in published + list(errors) if n not in names]
+    nodes: list[Node] = []
+    for name in names:
+        chain = ledger.by_node.get(name, [])
+        last = chain[-1] if chain else None
+        spec = intent.node(name) if intent else None
+        last_failed = next((r for r in reversed(chain) if r.status == "failed"), None)
+        node = Node(
+            name=name,
+            status=last.status if last else None,
+            receipts=len(chain),
+            version=(read_version(wm / name) if name in published else None)
+            or next((r.version for r in reversed(chain) if r.status == "rendered" and r.version), None),
+            tokens_fresh=sum(r.tokens_fresh for r in chain),
+            tokens_reused=sum(r.tokens_reused for r in chain),
+            producers=list(spec.producers) if spec else [],
+            kind=spec.wake_source if spec else None,
+        )
+        if (last is not None and last.status == "failed") or (last is None and name in errors):
+            node.failure_reason = _failure_text(last_failed, errors.get(name))
+            if last_failed is not None:
+                last_failed.failure_reason = node.failure_reason
+            if last is None:
+                node.status = "failed"
+        elif last_failed is not None:  # failed once, rendered since: keep that failure's text
+            last_failed.failure_reason = _failure_text(last_failed, errors.get(name))
+        note = chain_break(chain)
+        if note:
+            node.chain_ok, node.chain_note = False, note
+        nodes.append(node)
+    return nodes
+
+
+def _metrics(run: Run) -> None:
+    if not run.receipts:
+        return
+    by_status: dict[str, int] = defaultdict(int)
+    for r in run.receipts:
+        by_status[r.status] += 1
+    run.metrics["receipts"] = float(len(run.receipts))
+    for status, count in by_status.items():
+        run.metrics[f"receipts_{status}"] = float(count)
+    run.metrics["tokens_fresh"] = float(sum(r.tokens_fresh for r in run.receipts))
+    run.metrics["tokens_reused"] = float(sum(r.tokens_reused for r in run.receipts))
+
+
+def receipt_text(receipt: Receipt, of: int) -> str:
+    """The event text of one receipt: ``researcher receipt 2/3 (1,200 fresh + 300 reused
+    tokens) ✗ no-results: No relevant sources found``. The words after the mark are the
+    failure text for a failed receipt (what jump-to-failure shows), the version for a
+    rendered one."""
+    cost = f"{receipt.tokens_fresh:,} fresh + {receipt.tokens_reused:,} reused tokens"
+    if receipt.surprise_cause:
+        cost += f", woken by {receipt.surprise_cause}"
+    mark = _RECEIPT_MARKS.get(receipt.status, "·")
+    if receipt.status == "failed":
+        outcome = receipt.failure_reason or "failed (no failure_reason, no __error.md)"
+    elif receipt.status == "rendered":
+        outcome = f"rendered {receipt.version}" if receipt.version else "rendered"
+    else:
+        outcome = receipt.status
+    return f"{receipt.node} receipt {receipt.seq + 1}/{of} ({cost}) {mark} {outcome}"
+
+
+def _receipt_events(run: Run, ledger: Ledger) -> None:
+    """Receipts as events, each after the log line that reports the same outcome of the same
+    node (the k-th receipt of a node after the k-th such line), the rest at the end; ``seq``
+    is renumbered."""
+    if not run.receipts:
+        return
+    outcome_lines: dict[str, list[int]] = defaultdict(list)
+    for index, event in enumerate(run.events):
+        if event.name in ledger.by_node and event.kind in (
+                EventKind.STATEMENT_COMPLETED, EventKind.STATEMENT_SKIPPED, EventKind.STATEMENT_FAILED):
+            outcome_lines[event.name].append(index)
+    after: dict[int, list[Event]] = defaultdict(list)
+    tail: list[Event] = []
+    for receipt in run.receipts:
+        kind = _RECEIPT_KINDS.get(receipt.status, EventKind.NOTE)
+        count = len(ledger.by_node.get(receipt.node, []))
+        event = Event(seq=0, kind=kind, text=receipt_text(receipt, count), time=receipt.time,
+                      name=receipt.node, status=receipt.status)
+        slots = outcome_lines.get(receipt.node, [])
+        if receipt.seq < len(slots):
+            anchor = run.events[slots[receipt.seq]]
+            event.line, event.step = anchor.line, anchor.step
+            if event.time is None:
+                event.time = anchor.time
+            after[slots[receipt.seq]].append(event)
+        else:
+            tail.append(event)
+    merged: list[Event] = []
+    for index, event in enumerate(run.events):
+        merged.append(event)
+        merged.extend(after.get(index, []))
+    merged.extend(tail)
+    for seq, event in enumerate(merged):
+        event.seq = seq
+    run.events = merged
+
+
+def _program_from_intent(run: Run, intent: CompiledIntent) -> None:
+    """No ``root.prose.md``: the compiled intent's nodes are the program, one line per node
+    annotated with its state; they are the trace too when the run has no log."""
+    by_name = {n.name: n for n in run.nodes}
+    lines: list[TraceLine] = []
+    for number, spec in enumerate(intent.nodes, start=1):
+        node = by_name.get(spec.name)
+        text = spec.name + (f" ← {', '.join(spec.producers)}" if spec.producers else "")
+        bits = []
+        if node is not None and node.status:
+            bits.append(node.status)
+        if node is not None and node.receipts:
+            bits.append(f"{node.receipts} receipt{'s' if node.receipts != 1 else ''}")
+        if node is not None and node.version:
+            bits.append(node.version)
+        if node is not None and node.failure_reason:
+            bits.append(node.failure_reason)
+        state = _NODE_STATES.get(node.status or "") if node is not None else StatementState.PENDING
+        lines.append(TraceLine(line=number, text=text, state=state or StatementState.PENDING,
+                               note=" · ".join(bits) or "no receipt yet"))
+    body = "\n".join(f"{t.text}    # {t.note}" for t in lines)
+    run.sections.append(Section(f"Program (nodes of {INTENT_FILE})", f"```\n{body}\n```"))
+    if not run.trace:
+        run.trace = lines
+    if run.program is None:
+        run.program = INTENT_FILE
+
+
+def settle_status(run: Run) -> None:
+    """Word the status of a skill run from its markers, front matter and receipts.
+
+    The log's ``---error``/``---end`` decide first (as for every event log), then the front
+    matter's ``status:`` (with its ``error:``); a ``---test FAIL`` makes a finished run
+    failed. The reason names the node that failed and its failure text.
+    """
+    failed = [n for n in run.nodes if n.status == "failed"]
+    detail = "; ".join(f"node {n.name} failed: {n.failure_reason or 'no failure text'}" for n in failed[:3])
+    written = (run.header.get("status") or "").strip().lower()
+    error = " ".join((run.header.get("error") or "").split()) or None  # YAML block: one line
+    if run.error_marker is None and run.end_marker is None and written.startswith(_FAILED_WORDS):
+        run.status = RunStatus.FAILED
+        run.status_reason = f"the log's front matter says status: {written}" + (f" ({error})" if error else "")
+    elif run.error_marker is None and run.end_marker is None and written.startswith(_STOPPED_WORDS):
+        run.status = RunStatus.INTERRUPTED
+        run.status_reason = f"the log's front matter says status: {written}" + (f" ({error})" if error else "")
+    elif run.status is RunStatus.FAILED and (run.error_marker or "").startswith("---test"):
+        run.status_reason = f"the test failed: {run.error_marker}, then the log ends with ---end"
+    elif error and run.status is RunStatus.FAILED and error not in run.status_reason:
+        run.status_reason += f"; front matter error: {error}"
+    if detail and run.status in (RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.RUNNING):
+        run.status_reason += f"; {detail}"
