@@ -4,6 +4,9 @@
     prose-tui runs [PATH] [--json]
     prose-tui show RUN_PATH [--json] [--at N]
     prose-tui record PATH
+    prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]
+    prose-tui diff RUN_A RUN_B [--json]
+    prose-tui serve [PATH] [--host 127.0.0.1] [--port 8000] [--allow-remote]
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
@@ -23,7 +26,7 @@ from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.model import Run
 from prose_tui.model.serialize import run_detail, run_row
 
-SUBCOMMANDS = ("runs", "show", "agent", "record")
+SUBCOMMANDS = ("runs", "show", "agent", "record", "export", "diff", "serve")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +71,10 @@ def _sub_parser() -> argparse.ArgumentParser:
     _common(show)
     record = sub.add_parser("record", help="journal the runs below PATH without a UI, until Ctrl+C/SIGTERM/SIGHUP")
     record.add_argument("path", nargs="?", default=".", type=Path)
+    from prose_tui.headless.export import add_export_parser
+
+    add_export_parser(sub)
+    _common(sub.choices["export"])
     try:
         from prose_tui.headless.agent import add_agent_parser
     except ImportError:  # pragma: no cover - mission control is part of the package
@@ -142,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.command == "show":
                 return _show(args)
+            if args.command == "export":
+                from prose_tui.headless.export import run_export
+
+                return run_export(args)
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
