@@ -75,6 +75,10 @@ def _sub_parser() -> argparse.ArgumentParser:
 
     add_export_parser(sub)
     _common(sub.choices["export"])
+    from prose_tui.headless.diff import add_diff_parser
+
+    add_diff_parser(sub)
+    _common(sub.choices["diff"])
     try:
         from prose_tui.headless.agent import add_agent_parser
     except ImportError:  # pragma: no cover - mission control is part of the package
@@ -153,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
                 from prose_tui.headless.export import run_export
 
                 return run_export(args)
+            if args.command == "diff":
+                from prose_tui.headless.diff import run_diff
+
+                return run_diff(args)
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
