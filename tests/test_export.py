@@ -1,0 +1,276 @@
+"""``prose-tui export``: one self-contained file a teammate can open (issue 14).
+
+The HTML page is checked twice: statically (every tag is one the template writes, no event
+handler attributes, no link leaves the page) and in a real headless Chromium from the
+system packages (``/usr/bin/chromium``, driven by Playwright; never a downloaded browser):
+the page renders the run id and the failure, logs no console error (a CSP violation would
+be one) and requests nothing but itself. Without a Chromium the browser tests skip and say
+why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from prose_tui.backends import open_run
+from prose_tui.headless.cli import main
+from prose_tui.history import Journal, history_of
+from prose_tui.history.exporting import default_filename, export_text
+from prose_tui.history.report import build_report
+
+EVENTLOG_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
+SNAPSHOT_RUN = FIXTURES / "project" / ".prose" / "runs" / "20260301-100000-a1b2c3"
+CHROMIUM = os.environ.get("PROSE_TUI_CHROMIUM", "/usr/bin/chromium")
+PWNED = "window.pwned=1"
+PAYLOADS = ("<script>window.pwned=1</script>", '"><img src=x onerror="window.pwned=1">',
+            "javascript:window.pwned=1", "'><svg onload=window.pwned=1>")
+# Every tag the template writes; a run's text must never add another.
+TEMPLATE_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "h1", "h2", "h3", "span", "p",
+                 "dl", "dt", "dd", "nav", "a", "section", "div", "code", "ul", "li", "details", "summary", "pre",
+                 "table", "tr", "td", "th", "meter", "footer"}
+
+
+def hostile_run(root: Path) -> Path:
+    """An event-log run with script, attribute-breaking and ``javascript:`` text in its program
+    name, statements, error, binding names and values, and agent memory."""
+    run = root / ".prose" / "runs" / "20260305-120000-abcdef"
+    (run / "bindings").mkdir(parents=True)
+    (run / "agents" / "reviewer").mkdir(parents=True)
+    (run / "state.md").write_text(
+        f"# run:20260305-120000-abcdef {PAYLOADS[1]}.prose\n"
+        "1→ fetch ✓ [2026-03-05T12:00:05Z]\n"
+        f"2→ {PAYLOADS[0]} ✗ {PAYLOADS[2]} [2026-03-05T12:00:09Z]\n"
+        "2→ retry:2/3\n"
+        f"2→ {PAYLOADS[0]} ✗ {PAYLOADS[3]} [2026-03-05T12:00:19Z]\n"
+        f"---error 2026-03-05T12:00:20Z {PAYLOADS[1]} {PAYLOADS[2]}\n", encoding="utf-8")
+    values = "\n".join(PAYLOADS) + "\n[click](javascript:window.pwned=1)\n"
+    (run / "bindings" / "fetch.md").write_text(f"# fetch\n\nkind: let\n\n---\n\n{values}", encoding="utf-8")
+    (run / "bindings" / '"><img src=x onerror=alert(1)>.md').write_text("# x\n\nkind: let\n\n---\n\nvalue\n", encoding="utf-8")
+    (run / "agents" / "reviewer" / "memory.md").write_text(values, encoding="utf-8")
+    (run / "program.prose").write_text(
+        f'agent reviewer:\n  model: sonnet\n\nlet fetch = session "{PAYLOADS[0]}"\n  context: fetch\n', encoding="utf-8")
+    return run
+
+
+def export(path: Path, *args: str) -> str:
+    run = open_run(path)
+    history = history_of(run, journal=Journal())
+    fmt = args[0] if args else "html"
+    at = int(args[1]) if len(args) > 1 else None
+    return export_text(run, history, fmt, at)
+
+
+class TagCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, attrs))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(html: str) -> TagCollector:
+    collector = TagCollector()
+    collector.feed(html)
+    return collector
+
+
+# -- what the page holds -------------------------------------------------------------------------
+def test_html_holds_header_failure_trace_timeline_bindings():
+    page = export(EVENTLOG_RUN)
+    doc = parse(page)
+    text = "".join(doc.text)
+    assert "20260305-120000-e1e2e3" in text
+    assert "the log ends with ---error" in text  # the status reason
+    assert "Failures" in text and "rate limited" in text
+    assert "Retries before it (2)" in text and "4→ retry:3/3" in text
+    assert "Context bindings (2)" in text  # security and perf, from the program's context: line
+    assert "Eviction now scans the whole cache" in text  # a context binding's value
+    assert text.count("Trace (14)") == 1 and "Timeline (14)" in text
+    assert "Bindings (3)" in text and "Pull request #218" in text
+
+
+def test_html_is_self_contained_and_forbids_loads():
+    page = export(SNAPSHOT_RUN)
+    doc = parse(page)
+    csp = next(dict(a)["content"] for t, a in doc.tags if t == "meta" and dict(a).get("http-equiv") == "Content-Security-Policy")
+    assert "default-src 'none'" in csp and "script-src 'none'" in csp and "'unsafe-inline'" not in csp
+    for tag, attrs in doc.tags:
+        values = dict(attrs)
+        assert tag not in ("script", "link", "img", "iframe", "object", "embed"), tag
+        assert not (values.get("src") or ""), f"{tag} loads {values['src']}"
+        assert (values.get("href") or "#").startswith("#"), f"link leaves the page: {values['href']}"
+
+
+def test_at_n_exports_the_state_as_of_that_event():
+    run = open_run(EVENTLOG_RUN)
+    history = history_of(run, journal=Journal())
+    before_failure = build_report(run, history, at=3)
+    assert before_failure.failures == [] and len(before_failure.timeline) == 4
+    assert before_failure.at_text.startswith("as of event 3/13: 2b→ perf")
+    page = export(EVENTLOG_RUN, "html", "3")
+    assert "State as of event 3/13" in page and "rate limited" not in page
+    with pytest.raises(IndexError):
+        build_report(run, history, at=99)
+
+
+def test_large_values_are_cut_with_their_full_size(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(EVENTLOG_RUN, run)
+    big = run / "bindings" / "fetch.md"
+    big.write_text("# fetch\n\nkind: let\n\n---\n\n" + "a line of a large value\n" * 20000, encoding="utf-8")
+    page = export(run)
+    assert "first 32.0 KiB of 468.8 KiB shown" in page
+    assert len(page.encode()) < 200_000
+    md = export(run, "md")
+    assert "first 4.0 KiB of 468.8 KiB shown" in md
+
+
+def test_markdown_for_an_issue():
+    md = export(EVENTLOG_RUN, "md")
+    assert md.startswith("## prose-tui run `20260305-120000-e1e2e3`: **failed**")
+    assert "#### Event 10: `4→ draft ✗ rate limited`" in md
+    assert "- error: `rate limited`" in md and "  - `4→ retry:2/3`" in md
+    assert "<details><summary>context binding security · root · 75 B</summary>" in md
+
+
+def test_json_is_show_json_plus_history(capsys):
+    assert main(["show", "--json", str(EVENTLOG_RUN)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    exported = json.loads(export(EVENTLOG_RUN, "json"))
+    assert exported["history"]["failures"] == [10, 12, 13]
+    exported["history"].pop("failures")
+    assert exported == shown
+
+
+# -- hostile content ---------------------------------------------------------------------------------
+def test_hostile_content_is_text_not_markup(tmp_path):
+    page = export(hostile_run(tmp_path))
+    doc = parse(page)
+    assert {t for t, _a in doc.tags} <= TEMPLATE_TAGS
+    for tag, attrs in doc.tags:
+        for name, value in attrs:
+            assert not name.startswith("on"), f"<{tag} {name}=...>"
+            assert "javascript:" not in (value or "") and PWNED not in (value or ""), f"<{tag} {name}={value!r}>"
+    text = "".join(doc.text)
+    for payload in PAYLOADS:  # shown, as text
+        assert payload in text
+
+
+def test_hostile_content_in_markdown_stays_code(tmp_path):
+    from markdown_it import MarkdownIt
+
+    md = export(hostile_run(tmp_path), "md")
+    rendered = MarkdownIt("commonmark", {"html": True}).render(md)
+    doc = parse(rendered)
+    assert {t for t, _a in doc.tags} <= {"h2", "h3", "h4", "p", "strong", "em", "code", "pre", "ul", "li", "blockquote",
+                                         "details", "summary", "sub"}
+    assert all(not name.startswith("on") and "javascript:" not in (value or "")
+               for _t, attrs in doc.tags for name, value in attrs)
+    assert PAYLOADS[0] in "".join(doc.text)
+
+
+def test_cli_names_the_file_after_the_run_and_never_lets_the_id_pick_a_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", str(EVENTLOG_RUN)]) == 0
+    written = Path(capsys.readouterr().out.strip())
+    assert written == tmp_path / "prose-20260305-120000-e1e2e3.html" and written.read_text().startswith("<!DOCTYPE html>")
+    assert main(["export", str(EVENTLOG_RUN), "--at", "2", "-o", str(tmp_path / "r.md")]) == 0
+    assert (tmp_path / "r.md").read_text().startswith("## prose-tui run")
+    run = open_run(EVENTLOG_RUN)
+    run.id = "../../etc/<x>"
+    assert default_filename(run, "html") == "prose-etc_x.html"
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    assert main(["export", str(EVENTLOG_RUN), "--at", "14"]) == 1
+    assert capsys.readouterr().err.strip() == "prose-tui: --at 14: this run has 14 events (0-13)"
+    assert main(["export", str(tmp_path / "nothing")]) == 1
+    assert "prose-tui:" in capsys.readouterr().err
+    assert main(["export", str(EVENTLOG_RUN), "-o", str(tmp_path / "no" / "such" / "dir" / "r.html")]) == 1
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_cli_runs_as_a_program(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "prose_tui.headless.cli", "export", str(EVENTLOG_RUN), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["id"] == "20260305-120000-e1e2e3"
+
+
+# -- in a real browser ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory):
+    """A headless system Chromium with a fresh profile, or a skip saying what is missing."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (or set PROSE_TUI_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"])
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def open_in_browser(context, page_file: Path):
+    """Load ``page_file``; returns (page, console messages, requested URLs, page errors)."""
+    page = context.new_page()
+    console: list[tuple[str, str]] = []
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+    page.goto(page_file.as_uri(), wait_until="load")
+    return page, console, requests, errors
+
+
+def test_page_renders_in_chromium_offline(browser_context, tmp_path):
+    page_file = tmp_path / "report.html"
+    page_file.write_text(export(EVENTLOG_RUN), encoding="utf-8")
+    page, console, requests, errors = open_in_browser(browser_context, page_file)
+    try:
+        assert page.inner_text("#run-id") == "20260305-120000-e1e2e3"
+        assert "rate limited" in page.inner_text("#failures")
+        assert page.locator("#timeline tr").count() == 15  # a heading row and 14 events
+        assert page.evaluate("getComputedStyle(document.body).marginTop") == "0px"  # the stylesheet applied under the CSP
+        assert [m for m in console if m[0] in ("error", "warning")] == []
+        assert errors == []
+        assert requests == [page_file.as_uri()]
+    finally:
+        page.close()
+
+
+def test_hostile_page_runs_nothing_in_chromium(browser_context, tmp_path):
+    page_file = tmp_path / "hostile.html"
+    page_file.write_text(export(hostile_run(tmp_path)), encoding="utf-8")
+    page, console, requests, errors = open_in_browser(browser_context, page_file)
+    try:
+        assert page.inner_text("#run-id") == "20260305-120000-abcdef"
+        assert PAYLOADS[0] in page.inner_text("#trace")
+        assert page.evaluate("document.querySelectorAll('script, img, svg, iframe, object, embed').length") == 0
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        assert [m for m in console if m[0] in ("error", "warning")] == []
+        assert errors == []
+        assert requests == [page_file.as_uri()]
+    finally:
+        page.close()
