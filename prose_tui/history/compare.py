@@ -228,10 +228,19 @@ def statements_of(run: Run, history: History) -> list[StatementOutcome]:
     return list(by_key.values())
 
 
+_STAMP = re.compile(r"\s*\[[^\]]*\d\d:\d\d[^\]]*\]")
+_GENERIC = ("failed", "failure", "error", "ok", "")
+
+
 def _failure_words(event: Event) -> str | None:
+    """What a failure event says went wrong: its status word when it is one (``timeout``),
+    else the words after the ✗ mark, without a bracketed timestamp."""
+    if event.status and event.status.lower() not in _GENERIC:
+        return event.status
     for mark in ("✗", "❌"):
         if mark in event.text:
-            return event.text.split(mark, 1)[1].strip() or event.status
+            words = _STAMP.sub("", event.text.split(mark, 1)[1]).strip()
+            return words or event.status
     return event.status
 
 
