@@ -44,7 +44,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prose-tui",
         description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
-        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | agent ACTION",
+        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | export RUN | diff RUN_A RUN_B | "
+        "serve [PATH] | agent ACTION",
     )
     parser.add_argument("path", nargs="?", default=".", type=Path,
                         help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
@@ -79,6 +80,10 @@ def _sub_parser() -> argparse.ArgumentParser:
 
     add_diff_parser(sub)
     _common(sub.choices["diff"])
+    from prose_tui.headless.serve import add_serve_parser
+
+    add_serve_parser(sub)
+    _common(sub.choices["serve"])
     try:
         from prose_tui.headless.agent import add_agent_parser
     except ImportError:  # pragma: no cover - mission control is part of the package
@@ -161,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
                 from prose_tui.headless.diff import run_diff
 
                 return run_diff(args)
+            if args.command == "serve":
+                from prose_tui.headless.serve import run_serve
+
+                return run_serve(args)
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
