@@ -55,9 +55,10 @@ class ExplorerCommands(Provider):
 
     def _pick_other(self, explorer) -> None:
         current = explorer.current_run
-        if current is None:
+        compare = getattr(self.app, "action_compare", None)
+        if current is None or compare is None:
             return
-        choices = [(f"{run.id}", partial(self.app.action_compare, run.path),
+        choices = [(f"{run.id}", partial(compare, run.path),
                     f"{program_name(run.program)} · {run.status.value}"
                     + (" · same program" if program_name(run.program) == program_name(current.program) else ""))
                    for run in explorer.workspace.sorted_runs() if run.path != current.path]
