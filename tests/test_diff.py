@@ -162,3 +162,46 @@ def test_real_runs_compare_without_error(capsys):
         assert main(["diff", "--json", str(left.path), str(right.path)]) == 0
         data = json.loads(capsys.readouterr().out)
         assert data["a"]["path"] and data["b"]["path"] and isinstance(data["statements"], list)
+
+
+# -- the compare view ---------------------------------------------------------------------------------
+async def test_compare_view_from_the_palette(two_runs):
+    from app_helpers import make_app, ready, wait_until
+    from textual.widgets import DataTable, Static
+
+    from prose_tui.tui.screens.compare import CompareScreen
+
+    a, b = two_runs
+    app = make_app(a.parent.parent.parent)
+
+    def palette_offers(text: str) -> bool:
+        lists = app.screen.query("OptionList")
+        return bool(lists) and lists.first().option_count > 0 and text in str(lists.first().get_option_at_index(0).prompt)
+
+    async with app.run_test(size=(130, 40)) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.current_run is not None and app.explorer.current_run.path == b,
+                         what="the newest run (B) on screen")
+        await pilot.press("ctrl+p", *"Compare with run")
+        await wait_until(pilot, lambda: palette_offers("Compare with run"), what="the compare command")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: palette_offers(a.name), what="the other run offered")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.comparison is not None,
+                         what="the comparison")
+        screen = app.screen
+        head = str(screen.query_one("#compare-head", Static).render())
+        assert f"A {a.name}" in head and f"B {b.name}" in head and "two runs of triage.prose" in head
+        table = screen.query_one("#statements", DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[0] for r in rows] == ["4→ draft", "5→ gate:ship"]
+        assert rows[0][3].startswith("outcome, retries, slower by 4m00s") and "B: timeout" in rows[0][3]
+        await pilot.press("c")
+        await wait_until(pilot, lambda: table.row_count == 5, what="every statement after c")
+        diff = str(screen.query_one("#binding-diff", Static).render())
+        assert "+Pull request #219" in diff
+        await pilot.press("s")
+        await wait_until(pilot, lambda: screen.comparison is not None and screen.comparison.a.path == b,
+                         what="A and B swapped")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CompareScreen), what="back to the explorer")

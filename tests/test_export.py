@@ -274,3 +274,54 @@ def test_hostile_page_runs_nothing_in_chromium(browser_context, tmp_path):
         assert requests == [page_file.as_uri()]
     finally:
         page.close()
+
+
+# -- from the explorer ------------------------------------------------------------------------------
+def messages(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_export_key_writes_the_run_on_screen_as_of_the_cursor(tmp_path, monkeypatch):
+    from app_helpers import make_app, ready, wait_until
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app(FIXTURES / "eventlog")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.current_run is not None and len(app.explorer.nav.events) == 14,
+                         what="the run and its history")
+        await pilot.press("E")
+        live = tmp_path / "prose-20260305-120000-e1e2e3.html"
+        await wait_until(pilot, lambda: any(str(live) in m for m in messages(app)), what="the export notification")
+        assert "rate limited" in live.read_text(encoding="utf-8")
+        await pilot.press("left_curly_bracket", "right_square_bracket", "right_square_bracket")  # event 2
+        await wait_until(pilot, lambda: app.explorer.nav.cursor == 2, what="the history cursor at event 2")
+        await pilot.press("E")
+        frozen = tmp_path / "prose-20260305-120000-e1e2e3-at-2.html"
+        await wait_until(pilot, lambda: any(str(frozen) in m for m in messages(app)), what="the second export")
+        page = frozen.read_text(encoding="utf-8")
+        assert "State as of event 2/13" in page and "rate limited" not in page
+
+
+async def test_palette_exports_markdown_to_a_typed_path(tmp_path, monkeypatch):
+    from app_helpers import make_app, ready, wait_until
+
+    from prose_tui.tui.screens.export_prompt import ExportPrompt
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app(FIXTURES / "eventlog")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.current_run is not None, what="the run")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Export run as Markdown to")
+        await wait_until(pilot, lambda: "Export run as Markdown to" in str(app.screen.query("OptionList").first().get_option_at_index(0).prompt)
+                         if app.screen.query("OptionList") and app.screen.query("OptionList").first().option_count else False,
+                         what="the palette to offer the command")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportPrompt), what="the path prompt")
+        target = tmp_path / "issue.md"
+        app.screen.query_one("#export-path").value = str(target)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(str(target) in m for m in messages(app)), what="the export notification")
+        assert target.read_text(encoding="utf-8").startswith("## prose-tui run `20260305-120000-e1e2e3`: **failed**")
