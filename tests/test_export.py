@@ -213,9 +213,11 @@ def test_cli_runs_as_a_program(tmp_path):
 
 
 # -- in a real browser ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture
 def browser_context(tmp_path_factory):
-    """A headless system Chromium with a fresh profile, or a skip saying what is missing."""
+    """A headless system Chromium with a fresh profile, or a skip saying what is missing.
+    One per test: Playwright's sync API keeps an event loop running while it is open,
+    which the async UI tests of this module must not meet."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (or set PROSE_TUI_CHROMIUM)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
