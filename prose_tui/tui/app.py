@@ -42,7 +42,7 @@ class ProseTUI(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("m", "mission_control", "Mission Control"),
-        Binding("E", "export('html')", "Export HTML"),
+        Binding("E", "export('html')", "Export HTML", show=False),
         Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ]
     COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands}
