@@ -327,3 +327,20 @@ async def test_palette_exports_markdown_to_a_typed_path(tmp_path, monkeypatch):
         await pilot.press("enter")
         await wait_until(pilot, lambda: any(str(target) in m for m in messages(app)), what="the export notification")
         assert target.read_text(encoding="utf-8").startswith("## prose-tui run `20260305-120000-e1e2e3`: **failed**")
+
+
+@pytest.mark.corpus
+def test_every_real_run_exports_as_text_not_markup():
+    from conftest import corpus_or_skip
+
+    from prose_tui.backends import find_runs
+
+    refs = find_runs(corpus_or_skip())
+    assert refs, "the corpus holds no runs"
+    for ref in refs:
+        run = open_run(ref.path)
+        history = history_of(run, journal=Journal())
+        doc = parse(export_text(run, history, "html"))
+        assert {t for t, _a in doc.tags} <= TEMPLATE_TAGS, ref.path
+        assert run.id in "".join(doc.text)
+        assert export_text(run, history, "md").startswith("## prose-tui run ")
