@@ -72,6 +72,9 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     if not args.path.exists():
         raise FileNotFoundError(f"{args.path}: no such file or folder")
+    if not is_loopback(args.host):
+        print(f"prose-tui: serving on {args.host} (--allow-remote): anyone who reaches port {args.port} "
+              "reads every run below the path, with no login.", file=sys.stderr)
     from textual_serve.server import Server
 
     command = serve_command(args.path, stale_after=args.stale_after, watch=not args.no_watch)
