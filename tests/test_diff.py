@@ -205,3 +205,15 @@ async def test_compare_view_from_the_palette(two_runs):
                          what="A and B swapped")
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, CompareScreen), what="back to the explorer")
+
+
+def test_block_bindings_pair_across_execution_ids(tmp_path):
+    from prose_tui.history.compare import pair_bindings
+    from prose_tui.model import Binding
+
+    a = [Binding("parts", tmp_path / "a41", execution_id=41), Binding("parts", tmp_path / "a42", execution_id=42),
+         Binding("topic", tmp_path / "at")]
+    b = [Binding("topic", tmp_path / "bt"), Binding("parts", tmp_path / "b57", execution_id=57),
+         Binding("parts", tmp_path / "b58", execution_id=58), Binding("parts", tmp_path / "b59", execution_id=59)]
+    pairs = [(x.path.name if x else None, y.path.name if y else None) for x, y in pair_bindings(a, b)]
+    assert pairs == [("at", "bt"), ("a41", "b57"), ("a42", "b58"), (None, "b59")]

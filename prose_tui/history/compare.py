@@ -27,7 +27,7 @@ from typing import Any
 from prose_tui.history.failure import failure_context
 from prose_tui.history.report import Cut, read_binding_text
 from prose_tui.history.stream import History
-from prose_tui.model import Event, EventKind, Run
+from prose_tui.model import Binding, Event, EventKind, Run
 from prose_tui.model.run import program_name
 
 __all__ = ["AgentDiff", "Comparison", "StatementOutcome", "StatementPair", "ValueDiff", "compare_runs"]
@@ -331,6 +331,32 @@ def _failure(run: Run, history: History) -> str | None:
     return f"{statement}: {ctx.error}" if ctx.error else statement
 
 
+def pair_bindings(a: list[Binding], b: list[Binding]) -> list[tuple[Binding | None, Binding | None]]:
+    """Bindings of two runs paired by name and scope; then the rest by name in execution-id
+    order (a block's frames get new execution ids in each run); the others alone. Exact
+    pairs first, then the pairs by name, then B's bindings left over."""
+    by_key_b = {(x.name, x.execution_id): x for x in b}
+    used: set[int] = set()
+    pairs: list[tuple[Binding | None, Binding | None]] = []
+    pending: list[Binding] = []
+    for x in a:
+        match = by_key_b.get((x.name, x.execution_id))
+        if match is not None and id(match) not in used:
+            used.add(id(match))
+            pairs.append((x, match))
+        else:
+            pending.append(x)
+    for x in pending:
+        rest = sorted((y for y in b if y.name == x.name and id(y) not in used), key=lambda y: (y.execution_id or 0))
+        if rest:
+            used.add(id(rest[0]))
+            pairs.append((x, rest[0]))
+        else:
+            pairs.append((x, None))
+    pairs += [(None, y) for y in b if id(y) not in used]
+    return pairs
+
+
 def compare_runs(a: Run, history_a: History, b: Run, history_b: History) -> Comparison:
     """Compare run ``a`` (the reference, usually the run that worked) with run ``b``."""
     same_program = bool(a.program and b.program and program_name(a.program) == program_name(b.program))
@@ -341,13 +367,12 @@ def compare_runs(a: Run, history_a: History, b: Run, history_b: History) -> Comp
         note = (f"different programs ({program_name(a.program)} and {program_name(b.program)}): statements "
                 "are aligned by step and text only, so few are expected to match; bindings are matched by name")
     label_a, label_b = "a", "b"
-    values_a = {(x.name, x.execution_id): x for x in a.bindings}
-    values_b = {(x.name, x.execution_id): x for x in b.bindings}
     bindings = []
-    for key in list(values_a) + [k for k in values_b if k not in values_a]:
-        ba, bb = values_a.get(key), values_b.get(key)
-        scope = (ba or bb).scope  # type: ignore[union-attr]
-        bindings.append(_value_diff(key[0], scope,
+    for ba, bb in pair_bindings(a.bindings, b.bindings):
+        scope = ba.scope if ba else bb.scope  # type: ignore[union-attr]
+        if ba and bb and ba.scope != bb.scope:
+            scope = f"{ba.scope} → {bb.scope}"
+        bindings.append(_value_diff((ba or bb).name, scope,  # type: ignore[union-attr]
                                     read_binding_text(a, ba, COMPARE_LIMIT) if ba else None,
                                     read_binding_text(b, bb, COMPARE_LIMIT) if bb else None, label_a, label_b))
     agents_a = {x.name: x for x in a.agents}
