@@ -344,3 +344,10 @@ def test_every_real_run_exports_as_text_not_markup():
         assert {t for t, _a in doc.tags} <= TEMPLATE_TAGS, ref.path
         assert run.id in "".join(doc.text)
         assert export_text(run, history, "md").startswith("## prose-tui run ")
+
+
+def test_call_stack_of_a_run_inside_a_recursive_block():
+    page = export(SNAPSHOT_RUN)
+    text = "".join(parse(page).text)
+    assert "Call stack (innermost first)" in text and "#43" in text and "expand" in text
+    assert "- `#43 expand` depth 3 · `executing`" in export(SNAPSHOT_RUN, "md")

@@ -212,6 +212,7 @@ class Report:
     warnings: list[str]
     version: str = __version__
     imports: list[tuple[str, str, str]] = field(default_factory=list)  # (handle, status, program)
+    call_stack: list[tuple[str, str, int, str]] = field(default_factory=list)  # (execution id, block, depth, status)
 
     @property
     def title(self) -> str:
@@ -278,10 +279,11 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
                         [(s.number, s.timestamp or "", s.prompt or "") for s in a.segments])
               for a in shown.agents]
     imports = [(i.import_handle or i.id, i.status.value, i.program or "") for i in shown.imports]
+    stack = [(str(f.execution_id), f.block, f.depth, f.status or "") for f in shown.call_stack]
     stamp = (now or datetime.now().astimezone()).isoformat(sep=" ", timespec="seconds")
     return Report(run=shown, history=history, at=at, generated=stamp, header=header, trace=trace,
                   failures=failures, timeline=timeline, longest=longest, bindings=bindings, agents=agents,
-                  warnings=list(shown.warnings), imports=imports)
+                  warnings=list(shown.warnings), imports=imports, call_stack=stack)
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -90,6 +90,11 @@ def render_markdown(report: Report) -> str:
     if len(report.trace) > MAX_TRACE:
         lines.append(f"… {len(report.trace) - MAX_TRACE} more lines left out")
     out += [fenced("\n".join(lines) or "(no trace)"), ""]
+    if report.call_stack:
+        out += ["Call stack (innermost first):", ""]
+        out += [f"- {code(f'#{eid} {block}')} depth {depth}" + (f" · {code(status)}" if status else "")
+                for eid, block, depth, status in report.call_stack]
+        out.append("")
     out += [f"### Timeline ({len(report.timeline)} events)", "", f"_{report.history.note}; “took” is the time until the next event._", ""]
     rows = report.timeline[-MAX_EVENTS:]
     left_out = len(report.timeline) - len(rows)
