@@ -212,7 +212,7 @@ class Report:
     warnings: list[str]
     version: str = __version__
     imports: list[tuple[str, str, str]] = field(default_factory=list)  # (handle, status, program)
-    call_stack: list[tuple[str, str, int, str]] = field(default_factory=list)  # (execution id, block, depth, status)
+    call_stack: list[tuple[str, str, int | None, str]] = field(default_factory=list)  # (execution id, block, depth, status)
 
     @property
     def title(self) -> str:
