@@ -92,7 +92,8 @@ def render_markdown(report: Report) -> str:
     out += [fenced("\n".join(lines) or "(no trace)"), ""]
     if report.call_stack:
         out += ["Call stack (innermost first):", ""]
-        out += [f"- {code(f'#{eid} {block}')} depth {depth}" + (f" · {code(status)}" if status else "")
+        out += [f"- {code(f'#{eid} {block}')}" + (f" depth {depth}" if depth is not None else "")
+                + (f" · {code(status)}" if status else "")
                 for eid, block, depth, status in report.call_stack]
         out.append("")
     out += [f"### Timeline ({len(report.timeline)} events)", "", f"_{report.history.note}; “took” is the time until the next event._", ""]
