@@ -351,3 +351,14 @@ def test_call_stack_of_a_run_inside_a_recursive_block():
     text = "".join(parse(page).text)
     assert "Call stack (innermost first)" in text and "#43" in text and "expand" in text
     assert "- `#43 expand` depth 3 · `executing`" in export(SNAPSHOT_RUN, "md")
+
+
+def test_markdown_stays_under_an_issue_body_limit(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(EVENTLOG_RUN, run)
+    for i in range(40):
+        (run / "bindings" / f"part{i:02d}.md").write_text("# p\n\nkind: let\n\n---\n\n" + "x" * 8000, encoding="utf-8")
+    md = export(run, "md")
+    assert len(md) < 65_536
+    assert "values left out to stay under 60,000 characters" in md
+    assert "- `part39` · `let` · `root`" in md  # listed, without its value

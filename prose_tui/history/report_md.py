@@ -5,8 +5,9 @@ Run text never becomes Markdown or HTML: inline text goes into code spans whose 
 longer than any backtick run inside, multi-line text into fenced blocks whose fence is
 longer than any inside, and the few HTML ``<summary>`` texts are ``html.escape``-d. So a
 trace line reading ``<script>`` or ``](javascript:...)`` is shown, not rendered. Long
-sections are cut (``MAX_TRACE``/``MAX_EVENTS`` lines, values at the report's limit) with
-a note, to stay below issue-body size limits.
+sections are cut (``MAX_TRACE``/``MAX_EVENTS`` lines, values at the report's limit) and
+values past ``MD_BUDGET`` characters are left out, each with a note, to stay below
+issue-body size limits.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prose_tui.history.report import Cut, Report, describe_seconds, size_text
 __all__ = ["MD_VALUE_LIMIT", "code", "fenced", "render_markdown"]
 
 MD_VALUE_LIMIT = 4 * 1024  # bytes of one value in a Markdown report (issue bodies are small)
+MD_BUDGET = 60_000  # characters: GitHub refuses issue and comment bodies past 65,536
 MAX_TRACE = 300
 MAX_EVENTS = 150
 
@@ -104,23 +106,38 @@ def render_markdown(report: Report) -> str:
         took = describe_seconds(row.took)
         table.append(f"{row.seq:>4} {row.time or '-':<19} {took:>7} {row.mark} {row.text}")
     out += [fenced("\n".join(table) or "(no events)"), ""]
+    omitted: list[str] = []
+
+    def fits(extra: list[str]) -> bool:
+        """A value goes in while the document stays under ``MD_BUDGET`` characters."""
+        return sum(len(x) + 1 for x in out) + sum(len(x) + 1 for x in extra) <= MD_BUDGET
+
     if report.bindings:
         out += [f"### Bindings ({len(report.bindings)})", ""]
         for b in report.bindings:
-            out.append(f"<details><summary>{_summary(b.name)} · {_summary(b.kind)} · {_summary(b.scope)} · "
-                       f"{size_text(b.value.size)}</summary>")
-            out.append("")
-            out += _value(b.value)
-            out += ["", "</details>", ""]
+            lines = _value(b.value)
+            head = f"{_summary(b.name)} · {_summary(b.kind)} · {_summary(b.scope)} · {size_text(b.value.size)}"
+            if fits(lines):
+                out += [f"<details><summary>{head}</summary>", "", *lines, "", "</details>", ""]
+            else:
+                out.append(f"- {code(b.name)} · {code(b.kind)} · {code(b.scope)} · {size_text(b.value.size)}")
+                omitted.append(b.name)
+        out.append("")
     if report.agents:
         out += [f"### Agents ({len(report.agents)})", ""]
         for a in report.agents:
             out.append(f"- {code(a.name)} · {code(a.scope)} · {len(a.segments)} segments")
             if a.memory is not None:
-                out += ["", f"<details><summary>memory of {_summary(a.name)} · {size_text(a.memory.size)}</summary>", ""]
-                out += _value(a.memory)
-                out += ["", "</details>", ""]
+                lines = _value(a.memory)
+                if fits(lines):
+                    out += ["", f"<details><summary>memory of {_summary(a.name)} · {size_text(a.memory.size)}</summary>",
+                            "", *lines, "", "</details>", ""]
+                else:
+                    omitted.append(f"memory of {a.name}")
         out.append("")
+    if omitted:
+        out += [f"_{len(omitted)} values left out to stay under {MD_BUDGET:,} characters (issue bodies are limited "
+                "to 65,536); export HTML for all of them._", ""]
     if report.warnings:
         out += [f"### Warnings ({len(report.warnings)})", ""]
         out += [f"- {code(w)}" for w in report.warnings]
