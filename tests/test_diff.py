@@ -217,3 +217,14 @@ def test_block_bindings_pair_across_execution_ids(tmp_path):
          Binding("parts", tmp_path / "b58", execution_id=58), Binding("parts", tmp_path / "b59", execution_id=59)]
     pairs = [(x.path.name if x else None, y.path.name if y else None) for x, y in pair_bindings(a, b)]
     assert pairs == [("at", "bt"), ("a41", "b57"), ("a42", "b58"), (None, "b59")]
+
+
+def test_two_sqlite_runs_compare_statements_and_values(tmp_path):
+    from sqlite_fixture import build_sqlite_run
+
+    good = build_sqlite_run(tmp_path / "good")
+    bad = build_sqlite_run(tmp_path / "bad", failed=True)
+    c = compare(good, bad)
+    assert c.same_program and c.b.status.value == "failed" and "Context window exceeded" in (c.failure_b or "")
+    assert any("outcome" in p.changes and p.b and p.b.outcome == "failed" for p in c.statements)
+    assert all(d.state == "same" for d in c.bindings)

@@ -362,3 +362,14 @@ def test_markdown_stays_under_an_issue_body_limit(tmp_path):
     assert len(md) < 65_536
     assert "values left out to stay under 60,000 characters" in md
     assert "- `part39` · `let` · `root`" in md  # listed, without its value
+
+
+def test_a_sqlite_run_exports_values_and_memory_from_the_database(tmp_path):
+    from sqlite_fixture import build_sqlite_run
+
+    run_dir = build_sqlite_run(tmp_path, failed=True)
+    text = "".join(parse(export(run_dir)).text)
+    assert "Context window exceeded" in text  # the failure
+    assert "Quantum computing uses qubits" in text  # a value held in the bindings table
+    assert "Every finding, at length." in text  # a value in an attachment file
+    assert "Remembers: prefer primary sources." in text  # agent memory held in the agents table

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from prose_tui.history.failure import failure_context
-from prose_tui.history.report import Cut, read_binding_text
+from prose_tui.history.report import Cut, agent_memory, read_binding_text
 from prose_tui.history.stream import History
 from prose_tui.model import Binding, Event, EventKind, Run
 from prose_tui.model.run import program_name
@@ -224,7 +224,8 @@ def statements_of(run: Run, history: History) -> list[StatementOutcome]:
             last_time[key] = event.time
             previous_time = event.time
     for key, s in by_key.items():
-        s.seconds = _seconds(started.get(key), last_time.get(key))
+        if s.outcome not in ("started", "retrying"):  # an unfinished statement has no duration yet
+            s.seconds = _seconds(started.get(key), last_time.get(key))
     return list(by_key.values())
 
 
@@ -310,18 +311,6 @@ def _value_diff(name: str, scope: str, a: Cut | None, b: Cut | None, label_a: st
                      diff_text(f"{label_a}/{name}", a.text, f"{label_b}/{name}", b.text), note=note)
 
 
-def _read_memory(path) -> Cut | None:
-    if path is None:
-        return None
-    from prose_tui.backends.common.text import read_window
-
-    try:
-        text, size, truncated = read_window(path, max_bytes=COMPARE_LIMIT)
-    except OSError as exc:
-        return Cut("", 0, warning=f"could not read: {exc.strerror or exc}")
-    return Cut(text, size, truncated)
-
-
 def _failure(run: Run, history: History) -> str | None:
     failures = history.failures()
     if not failures:
@@ -380,8 +369,8 @@ def compare_runs(a: Run, history_a: History, b: Run, history_b: History) -> Comp
     agents = []
     for name in list(agents_a) + [n for n in agents_b if n not in agents_a]:
         xa, xb = agents_a.get(name), agents_b.get(name)
-        ma = _read_memory(xa.memory) if xa else None
-        mb = _read_memory(xb.memory) if xb else None
+        ma = agent_memory(xa, COMPARE_LIMIT) if xa else None
+        mb = agent_memory(xb, COMPARE_LIMIT) if xb else None
         memory = None
         if ma is not None or mb is not None:
             memory = _value_diff(f"{name}/memory.md", "memory", ma, mb, label_a, label_b)

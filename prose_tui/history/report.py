@@ -24,11 +24,12 @@ from prose_tui.backends.common.text import read_window
 from prose_tui.history.cursor import state_at
 from prose_tui.history.failure import failure_context
 from prose_tui.history.stream import History, events_json
-from prose_tui.model import Backend, Binding, Event, EventKind, Run, StatementState
+from prose_tui.model import Agent, Backend, Binding, Event, EventKind, Run, StatementState
 from prose_tui.model.serialize import run_detail
 
 __all__ = [
     "Cut",
+    "agent_memory",
     "FailureItem",
     "Report",
     "TimelineRow",
@@ -149,6 +150,16 @@ def _read_file(path: Path | None, limit: int) -> Cut | None:
     except OSError as exc:
         return Cut("", 0, warning=f"could not read {path.name}: {exc.strerror or exc}")
     return Cut(text, size, truncated)
+
+
+def agent_memory(agent: Agent, limit: int = VALUE_LIMIT) -> Cut | None:
+    """An agent's memory, at most ``limit`` bytes: its ``memory.md`` file (filesystem runs),
+    else the text a database holds (``details["memory"]``, seeds/sqlite.md); ``None`` for a
+    stateless agent."""
+    if agent.memory is not None:
+        return _read_file(agent.memory, limit)
+    text = agent.details.get("memory")
+    return _cut_text(text, limit) if text else None
 
 
 @dataclass(slots=True)
@@ -275,7 +286,7 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
     longest = max((d for d in durations if d), default=0.0)
     bindings = [BindingItem(b.name, b.kind or "—", b.scope, _rel(b.path, run.path), read_binding_text(run, b, value_limit))
                 for b in shown.bindings]
-    agents = [AgentItem(a.name, a.scope or "—", _read_file(a.memory, value_limit),
+    agents = [AgentItem(a.name, a.scope or "—", agent_memory(a, value_limit),
                         [(s.number, s.timestamp or "", s.prompt or "") for s in a.segments])
               for a in shown.agents]
     imports = [(i.import_handle or i.id, i.status.value, i.program or "") for i in shown.imports]
