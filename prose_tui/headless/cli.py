@@ -4,6 +4,9 @@
     prose-tui runs [PATH] [--user] [--json]
     prose-tui show RUN_PATH [--json] [--at N]
     prose-tui record PATH
+    prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]
+    prose-tui diff RUN_A RUN_B [--json]
+    prose-tui serve [PATH] [--host 127.0.0.1] [--port 8000] [--allow-remote]
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
@@ -23,7 +26,7 @@ from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.model import Run
 from prose_tui.model.serialize import run_detail, run_row
 
-SUBCOMMANDS = ("runs", "show", "agent", "record")
+SUBCOMMANDS = ("runs", "show", "agent", "record", "export", "diff", "serve")
 
 
 def _user_flag(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +56,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prose-tui",
         description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
-        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | agent ACTION",
+        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | export RUN | diff RUN_A RUN_B | "
+        "serve [PATH] | agent ACTION",
     )
     parser.add_argument("path", nargs="?", default=".", type=Path,
                         help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
@@ -82,6 +86,18 @@ def _sub_parser() -> argparse.ArgumentParser:
     _common(show)
     record = sub.add_parser("record", help="journal the runs below PATH without a UI, until Ctrl+C/SIGTERM/SIGHUP")
     record.add_argument("path", nargs="?", default=".", type=Path)
+    from prose_tui.headless.export import add_export_parser
+
+    add_export_parser(sub)
+    _common(sub.choices["export"])
+    from prose_tui.headless.diff import add_diff_parser
+
+    add_diff_parser(sub)
+    _common(sub.choices["diff"])
+    from prose_tui.headless.serve import add_serve_parser
+
+    add_serve_parser(sub)
+    _common(sub.choices["serve"])
     try:
         from prose_tui.headless.agent import add_agent_parser
     except ImportError:  # pragma: no cover - mission control is part of the package
@@ -157,6 +173,18 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.command == "show":
                 return _show(args)
+            if args.command == "export":
+                from prose_tui.headless.export import run_export
+
+                return run_export(args)
+            if args.command == "diff":
+                from prose_tui.headless.diff import run_diff
+
+                return run_diff(args)
+            if args.command == "serve":
+                from prose_tui.headless.serve import run_serve
+
+                return run_serve(args)
             if args.command == "record":
                 from prose_tui.live.record import main_record
 

@@ -42,6 +42,7 @@ class ProseTUI(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("m", "mission_control", "Mission Control"),
+        Binding("E", "export('html')", "Export HTML", show=False),
         Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ]
     COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands}
@@ -80,12 +81,31 @@ class ProseTUI(App[None]):
                   ("History (everywhere)", list(HISTORY_BINDINGS))]
         for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer, Timeline):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
+        from prose_tui.tui.screens.compare import CompareScreen
+
+        groups.append(("Compare (palette: Compare with run…)", [b for b in CompareScreen.BINDINGS if isinstance(b, Binding)]))
         groups.append(("Mission Control (m)", [b for b in MissionControlScreen.BINDINGS if isinstance(b, Binding)]))
         return groups
 
     def action_mission_control(self) -> None:
         if not isinstance(self.screen, MissionControlScreen):
             self.push_screen(MissionControlScreen())
+
+    def action_export(self, fmt: str = "html", ask: bool = False) -> None:
+        """Export the run on screen, as of the history cursor, to the current folder (issue 14)."""
+        from prose_tui.tui.screens.export_prompt import export_current
+
+        export_current(self, fmt, ask=ask)
+
+    def action_compare(self, other: Path) -> None:
+        """Compare ``other`` (A, the reference) with the run on screen (B)."""
+        from prose_tui.tui.screens.compare import CompareScreen
+
+        run = self.explorer.current_run
+        if run is None:
+            self.notify("No run to compare: choose one in the run list first.", severity="warning", markup=False)
+            return
+        self.push_screen(CompareScreen(other, run.path))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

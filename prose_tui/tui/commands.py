@@ -35,9 +35,37 @@ class ExplorerCommands(Provider):
         for i, name in enumerate(("Runs", "Trace", "Call stack", "Bindings and agents", "Value")):
             yield f"Go to {name} pane", partial(explorer.activate, i), f"Key {i + 1}"
         yield "Help: keys", self.app.action_help, "Every key binding"
+        yield from self._share_commands(explorer)
         for run in explorer.workspace.sorted_runs():
             yield (f"Open run {run.id}", partial(self._open, run.path),
                    f"{program_name(run.program)} · {run.status.value} · {run.format.value}")
+
+    def _share_commands(self, explorer):
+        """Export and compare (issue 14)."""
+        app = self.app
+        export = getattr(app, "action_export", None)
+        if export is None or explorer.current_run is None:
+            return
+        here = "as of the history cursor, into the current folder"
+        yield "Export run as HTML", partial(export, "html"), f"One self-contained page, {here} (E)"
+        yield "Export run as Markdown", partial(export, "md"), f"For an issue or a pull request, {here}"
+        yield "Export run as HTML to…", partial(export, "html", True), "Type the file or folder to write"
+        yield "Export run as Markdown to…", partial(export, "md", True), "Type the file or folder to write"
+        yield "Compare with run…", partial(self._pick_other, explorer), "Pick the run to compare this one with"
+
+    def _pick_other(self, explorer) -> None:
+        current = explorer.current_run
+        compare = getattr(self.app, "action_compare", None)
+        if current is None or compare is None:
+            return
+        choices = [(f"{run.id}", partial(compare, run.path),
+                    f"{program_name(run.program)} · {run.status.value}"
+                    + (" · same program" if program_name(run.program) == program_name(current.program) else ""))
+                   for run in explorer.workspace.sorted_runs() if run.path != current.path]
+        if not choices:
+            self.app.notify("No other run in this workspace to compare with.", severity="warning", markup=False)
+            return
+        self.app.search_commands(choices, placeholder=f"Compare {current.id} with…")
 
     def _open(self, path) -> None:
         explorer = self._explorer()

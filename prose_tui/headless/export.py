@@ -1,0 +1,75 @@
+"""``prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]`` (issue 14).
+
+Writes one self-contained file describing the run (see
+:mod:`prose_tui.history.report_html` for what the HTML page holds and why it is safe to open)
+and prints its path; ``-o -`` prints the export itself. Exit status 0, 1 for a path that
+is not a run or an ``--at`` outside the events (one line on stderr), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from prose_tui.model import Run
+
+__all__ = ["add_export_parser", "load_run_and_history", "run_export"]
+
+
+def add_export_parser(sub) -> None:
+    """The ``export`` subcommand on an argparse subparsers object."""
+    export = sub.add_parser(
+        "export", help="write one run as a self-contained HTML page, Markdown or JSON",
+        description="Write one run as a self-contained file anyone can open offline: header and status "
+                    "reason, annotated trace, failures with their context, timeline, bindings, agent "
+                    "memory, warnings.")
+    export.add_argument("path", type=Path, metavar="RUN", help="run folder, state file, state.db, narration file, or - for stdin")
+    export.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see show --json)")
+    export.add_argument("--format", choices=("html", "md", "json"), default=None,
+                        help="html (default; or from -o's extension), md for an issue, json = show --json plus history")
+    export.add_argument("-o", "--output", metavar="FILE",
+                        help="file or folder to write (default: prose-<run id>.<ext> in the current folder); - for stdout")
+
+
+def load_run_and_history(path: Path, stale_after: float):
+    """The run at ``path`` (``-``: a narration on stdin) and its history (journal included)."""
+    from prose_tui.backends import open_run
+    from prose_tui.history import Journal, history_of
+
+    run: Run
+    if str(path) == "-":
+        from prose_tui.backends.narration.parse import parse_narration_text
+
+        run = parse_narration_text(sys.stdin.read())
+    else:
+        run = open_run(path, stale_after=stale_after)
+    return run, history_of(run, journal=Journal())
+
+
+def _format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    suffix = Path(args.output).suffix.lower() if args.output and args.output != "-" else ""
+    return {".md": "md", ".markdown": "md", ".json": "json"}.get(suffix, "html")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from prose_tui.history.exporting import export_text, write_export
+
+    run, history = load_run_and_history(args.path, args.stale_after)
+    fmt = _format(args)
+    if args.at is not None and not 0 <= args.at < len(history.events):
+        print(f"prose-tui: --at {args.at}: this run has {len(history.events)} events"
+              f"{f' (0-{len(history.events) - 1})' if history.events else ''}", file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.write(export_text(run, history, fmt, args.at))
+        return 0
+    try:
+        written = write_export(run, history, fmt, args.at, Path(args.output) if args.output else None)
+    except OSError as exc:
+        print(f"prose-tui: cannot write {args.output or 'the export'}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(written)
+    return 0
