@@ -5,9 +5,12 @@
     prose-tui show RUN_PATH [--json] [--at N]
     prose-tui record PATH
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
+    prose-tui config path|show|edit
+    prose-tui completion bash|zsh|fish
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
 is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
+Settings come from the config file (``tui.config``); flags given here override it.
 """
 
 from __future__ import annotations
@@ -20,20 +23,24 @@ from pathlib import Path
 from prose_tui import __version__
 from prose_tui.backends import NotARunError, open_run
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
+from prose_tui.headless.completion import add_completion_parser
+from prose_tui.headless.config_cmd import add_config_parser
+from prose_tui.headless.usage import MAIN_EPILOG, decorate
 from prose_tui.model import Run
 from prose_tui.model.serialize import run_detail, run_row
+from prose_tui.tui.config import LAYOUTS
 
-SUBCOMMANDS = ("runs", "show", "agent", "record")
+SUBCOMMANDS = ("runs", "show", "agent", "record", "config", "completion")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
         type=float,
-        default=DEFAULT_STALE_AFTER,
+        default=None,
         metavar="SECONDS",
         help="a run whose executing statement has not changed for this long is interrupted "
-        f"(default {DEFAULT_STALE_AFTER:.0f})",
+        f"(default: the config file's stale_after, else {DEFAULT_STALE_AFTER:.0f})",
     )
 
 
@@ -41,7 +48,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prose-tui",
         description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
-        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | agent ACTION",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", nargs="?", default=".", type=Path,
                         help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
@@ -49,6 +57,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
     parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
     parser.add_argument("--no-watch", action="store_true", help="do not watch files for changes")
+    parser.add_argument("--theme", metavar="NAME", help="a Textual theme (default: the config file's, else textual-dark)")
+    parser.add_argument("--layout", choices=LAYOUTS, help="auto: side by side from 110 columns; wide; narrow: one pane at a time")
     parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
     _common(parser)
     return parser
@@ -74,6 +84,19 @@ def _sub_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_agent_parser(sub)
+    add_config_parser(sub)
+    add_completion_parser(sub)
+    decorate(sub)
+    return parser
+
+
+def completion_parser() -> argparse.ArgumentParser:
+    """The subcommands plus the explorer's own options, for shell completion scripts."""
+    parser = _sub_parser()
+    main = _main_parser()
+    for action in main._actions:  # argparse has no public API to copy arguments between parsers
+        if action.option_strings and action.dest not in ("help",):
+            parser._add_action(action)
     return parser
 
 
@@ -127,6 +150,23 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config():
+    """The config file, checked; its problems are shown by the app (or printed for headless commands)."""
+    from prose_tui.headless.config_cmd import load_checked
+
+    return load_checked()
+
+
+def _stale_after(args: argparse.Namespace) -> float:
+    """``--stale-after`` if given, else the config file's (problems go to stderr, one line each)."""
+    if args.stale_after is not None:
+        return float(args.stale_after)
+    config = _config()
+    for problem in config.problems:
+        print(f"prose-tui: {problem}", file=sys.stderr)
+    return config.stale_after
+
+
 def _fail(message: str) -> int:
     print(f"prose-tui: {message}", file=sys.stderr)
     return 1
@@ -136,12 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         args = _sub_parser().parse_args(argv)
+        if getattr(args, "stale_after", False) is None:
+            args.stale_after = _stale_after(args)
         try:
             if args.command == "runs":
                 _print_runs(load_runs(args.path, args.stale_after), args.json)
                 return 0
             if args.command == "show":
                 return _show(args)
+            if args.command == "config":
+                from prose_tui.headless.config_cmd import run_config_command
+
+                return run_config_command(args)
+            if args.command == "completion":
+                from prose_tui.headless.completion import completion_script
+
+                print(completion_script(args.shell, completion_parser()), end="")
+                return 0
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
@@ -154,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             return 0
     args = _main_parser().parse_args(argv)
+    args.config = _config()
     from prose_tui.headless.launch import launch
 
     return launch(args)
