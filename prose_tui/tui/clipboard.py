@@ -23,8 +23,10 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def cut_to_limit(text: str, limit: int = CLIPBOARD_LIMIT) -> tuple[str, int, bool]:
-    """``text`` cut to ``limit`` UTF-8 bytes at a character boundary: (text, full size, cut)."""
+def cut_to_limit(text: str, limit: int | None = None) -> tuple[str, int, bool]:
+    """``text`` cut to ``limit`` (default ``CLIPBOARD_LIMIT``) UTF-8 bytes at a character
+    boundary: (text, full size, cut)."""
+    limit = CLIPBOARD_LIMIT if limit is None else limit
     data = text.encode("utf-8", "replace")
     if len(data) <= limit:
         return text, len(data), False
@@ -32,11 +34,12 @@ def cut_to_limit(text: str, limit: int = CLIPBOARD_LIMIT) -> tuple[str, int, boo
 
 
 def copy_text(app: App, what: str, text: str, *, size: int | None = None, cut: bool = False,
-              limit: int = CLIPBOARD_LIMIT) -> str:
+              limit: int | None = None) -> str:
     """Put ``text`` on the clipboard and notify; ``what`` names it ("the value of result").
 
     ``size``/``cut`` describe a value already cut by its reader (its full size); otherwise
     ``text`` is cut here. Returns the notification's message."""
+    limit = CLIPBOARD_LIMIT if limit is None else limit
     text, full, cut_here = cut_to_limit(text, limit)
     full = size if size is not None else full
     cut = cut or cut_here
