@@ -242,3 +242,25 @@ def test_argparse_usage_error_is_2():
     with pytest.raises(SystemExit) as exit_:
         main(["completion", "powershell-not"])
     assert exit_.value.code == 2
+
+
+async def test_a_key_taken_from_another_action_is_said_once(project):
+    config = parse_config('[keys]\nrescan = "f"\n', known_actions=ProseTUI.action_names())
+    app = ProseTUI(project, watch=False, config=config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("2")
+        trace = app.explorer.query_one(TraceView)
+        following = trace.following
+        await pilot.press("f", "f")
+        await wait_until(pilot, lambda: app._notifications, what="the clash notification")
+        await pilot.pause()
+        assert trace.following == following  # f rescans now; it no longer toggles follow
+        notes = [n.message for n in app._notifications if "toggle_follow" in n.message]
+        assert notes == ["config [keys]: 'f' (Panes & live) is now rescan; toggle_follow lost it: give it another key"]
+
+
+def test_config_show_names_a_key_taken_from_another_action(capsys):
+    write_config('[keys]\nopen_pager = "q"\n')
+    assert main(["config", "show"]) == 1
+    assert "'q' (Everywhere) is now open_pager; quit lost it" in capsys.readouterr().err

@@ -83,8 +83,13 @@ def _show(config: Config, *, quiet: bool = False) -> int:
                 line = "#"
             line += " " + name
         print(line)
-    for problem in config.problems:
+    from prose_tui.tui.app import ProseTUI
+    from prose_tui.tui.habits import binding_namespaces
+    from prose_tui.tui.keys import keymap_clashes
+
+    problems = [*config.problems, *keymap_clashes(binding_namespaces(ProseTUI), dict(config.keys))]
+    for problem in problems:
         print(f"prose-tui: {problem}", file=sys.stderr)
-    if quiet and not config.problems:
+    if quiet and not problems:
         print(f"prose-tui: {path} is valid", file=sys.stderr)
-    return 1 if config.problems else 0
+    return 1 if problems else 0

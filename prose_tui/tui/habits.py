@@ -31,7 +31,7 @@ from prose_tui.tui.external import (
     target_content,
     tool_env,
 )
-from prose_tui.tui.keys import keyed
+from prose_tui.tui.keys import keyed, keymap_clashes
 from prose_tui.tui.targets import Target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,6 +74,20 @@ def selected_target(app: App) -> Target | None:
     return state_target(explorer.current_run) if explorer.current_run is not None else viewer.target
 
 
+def binding_namespaces(app_class: type[App]) -> list[tuple[str, list[Binding]]]:
+    """The bindings Textual looks up together (the app, the explorer screen, each pane's
+    widget, Mission Control), each with every binding its class inherits."""
+    from prose_tui.tui.screens.explorer import PANES, ExplorerScreen
+    from prose_tui.tui.screens.mission_control import MissionControlScreen
+
+    out: list[tuple[str, list[Binding]]] = []
+    for cls in (app_class, ExplorerScreen, *(widget for _, _, widget in PANES), MissionControlScreen):
+        bindings = [b for base in reversed(cls.__mro__) for b in base.__dict__.get("BINDINGS", [])
+                    if isinstance(b, Binding)]
+        out.append(("Everywhere" if cls is app_class else getattr(cls, "HELP_GROUP", cls.__name__), bindings))
+    return out
+
+
 class HabitsApp(App[None]):
     """The pager, editor, clipboard, config and theme behaviour of the explorer app."""
 
@@ -82,12 +96,13 @@ class HabitsApp(App[None]):
     def __init__(self, config: Config | None = None) -> None:
         super().__init__()
         self.config = config if config is not None else Config()
+        self._config_notes: list[str] = []
         if self.config.theme:
             if self.config.theme in self.available_themes:
                 self.theme = self.config.theme
             else:
-                self._config_notes = [f"config theme: no theme named {self.config.theme!r}; "
-                                      "ctrl+p \"Change theme\" lists them"]
+                self._config_notes.append(f"config theme: no theme named {self.config.theme!r}; "
+                                          "ctrl+p \"Change theme\" lists them")
 
     def on_mount(self) -> None:
         from prose_tui.tui.theming import apply_app_theme
@@ -95,8 +110,9 @@ class HabitsApp(App[None]):
         apply_app_theme(self)
         if self.config.keys:
             self.set_keymap(dict(self.config.keys))
-        for problem in [*self.config.problems, *getattr(self, "_config_notes", [])]:
-            self.notify(problem, title="Config: using defaults for this", severity="warning", timeout=12,
+            self._config_notes += keymap_clashes(binding_namespaces(type(self)), dict(self.config.keys))
+        for problem in [*self.config.problems, *self._config_notes]:
+            self.notify(problem, title="Config file", severity="warning", timeout=12,
                         markup=False)
 
     def on_unmount(self) -> None:
