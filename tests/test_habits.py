@@ -315,3 +315,44 @@ def test_read_only_copy_is_0444_and_gone_after(tmp_path):
         assert stat.S_IMODE(os.stat(copy).st_mode) == 0o444
         assert copy.read_text() == "text"
     assert not copy.exists()
+
+
+# -- what is handed out ------------------------------------------------------------------------------
+def test_target_content_reads_a_binding_from_its_value_offset_and_keeps_the_file(tmp_path):
+    from prose_tui.model import Binding
+    from prose_tui.tui.external import target_content
+
+    path = tmp_path / "result.md"
+    path.write_text("kind: let\nsource: x\n---\n\nthe value\n")
+    offset = len("kind: let\nsource: x\n---\n")
+    content = target_content(Target("binding", "result", path, Binding("result", path, value_offset=offset)))
+    assert content.text == "the value\n" and content.file == path and not content.cut
+    cut = target_content(Target("binding", "result", path, Binding("result", path, value_offset=offset)), limit=4)
+    assert cut.cut and cut.size == len("\nthe value\n")
+
+
+def test_target_content_uses_a_backends_reader_and_refuses_encrypted_values(tmp_path):
+    from prose_tui.model import Binding
+    from prose_tui.tui.external import NotReadable, target_content
+
+    content = target_content(Target("binding", "row", tmp_path / "state.db", read=lambda: "from the row"))
+    assert content.text == "from the row" and content.file is None and content.name == "row.md"
+    secret = Binding("token", tmp_path / "token.md", encrypted=True)
+    with pytest.raises(NotReadable, match="SOPS-encrypted"):
+        target_content(Target("binding", "token", secret.path, secret))
+
+    def broken() -> str:
+        raise RuntimeError("database is locked")
+
+    with pytest.raises(NotReadable, match="database is locked"):
+        target_content(Target("binding", "row", read=broken))
+
+
+def test_a_sqlite_runs_state_is_its_trace_as_text(tmp_path):
+    from prose_tui.model import Backend, Run, TraceLine
+    from prose_tui.tui.external import state_target, target_content
+
+    run = Run(id="r1", path=tmp_path, backend=Backend.SQLITE, state_file=tmp_path / "state.db",
+              trace=[TraceLine(1, "let a = session \"x\"", note="--> a (complete)")])
+    content = target_content(state_target(run))
+    assert content.file is None and content.text == '   1  let a = session "x"  # --> a (complete)'
