@@ -105,8 +105,10 @@ def state_target(run: Run) -> Target:
     state = run.state_file
     if state is not None and run.backend is not Backend.SQLITE and state.suffix != ".db":
         return Target("state", state.name, state)
+    if not run.trace:  # not read yet, or nothing parsed: there is nothing to hand out
+        return Target("state", f"run {run.id}")
     text = "\n".join(f"{t.line:>4}  {t.text}" + (f"  # {t.note}" if t.note else "") for t in run.trace)
-    return Target("state", f"{run.id}-trace.txt", text=text or f"run {run.id}: no trace")
+    return Target("state", f"{run.id}-trace.txt", text=text)
 
 
 def _file_name(target: Target) -> str:

@@ -201,8 +201,10 @@ class HabitsApp(App[None]):
             target = selected_target(self)
             content = self._content(limit=clipboard.CLIPBOARD_LIMIT)
             if content is not None and target is not None:
-                label = target.title if target.kind != "state" else f"{run.id if run else ''} {target.title}".strip()
-                clipboard.copy_text(self, f"{target.kind} {label}", content.text, size=content.size, cut=content.cut)
+                label = f"{target.kind} {target.title}"
+                if target.kind == "state" and run is not None:
+                    label = f"{target.title} of run {run.id}"
+                clipboard.copy_text(self, label, content.text, size=content.size, cut=content.cut)
             return
         if run is None or explorer is None:
             self.notify("No run is open", markup=False)

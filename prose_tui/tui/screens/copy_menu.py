@@ -22,7 +22,7 @@ class CopyMenu(ModalScreen[str | None]):
     CopyMenu { align: center middle; }
     CopyMenu > Vertical { width: 52; max-width: 100%; height: auto; border: round $accent;
                           background: $surface; padding: 0 1; }
-    CopyMenu OptionList { height: auto; border: none; }
+    CopyMenu OptionList, CopyMenu OptionList:focus { height: auto; border: none; padding: 0; }
     """
     BINDINGS = [
         Binding("escape,q", "choose(None)", "Cancel", show=False),
