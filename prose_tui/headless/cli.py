@@ -161,7 +161,9 @@ def _stale_after(args: argparse.Namespace) -> float:
     """``--stale-after`` if given, else the config file's (problems go to stderr, one line each)."""
     if args.stale_after is not None:
         return float(args.stale_after)
-    config = _config()
+    from prose_tui.tui.config import load_config
+
+    config = load_config()  # [keys] are not checked here: that needs the app's bindings (Textual)
     for problem in config.problems:
         print(f"prose-tui: {problem}", file=sys.stderr)
     return config.stale_after

@@ -9,7 +9,7 @@ standard library's ``tomllib``); every key is optional::
     theme = "nord"           # any Textual theme name (the command palette lists them)
     follow_on_start = true   # the trace follows the executing statement when a run opens
 
-    [keys]                   # key overrides by action name, as in ``prose-tui --help`` keys
+    [keys]                   # key overrides by action name (``prose-tui config show`` lists them)
     toggle_follow = "F"
     open_pager = "o,v"       # several keys: comma-separated
 

@@ -13,7 +13,7 @@ state glyphs in the theme's colours.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -81,10 +81,12 @@ def binding_namespaces(app_class: type[App]) -> list[tuple[str, list[Binding]]]:
     from prose_tui.tui.screens.mission_control import MissionControlScreen
 
     out: list[tuple[str, list[Binding]]] = []
-    for cls in (app_class, ExplorerScreen, *(widget for _, _, widget in PANES), MissionControlScreen):
+    classes: list[type] = [app_class, ExplorerScreen, *(widget for _, _, widget in PANES), MissionControlScreen]
+    for cls in classes:
         bindings = [b for base in reversed(cls.__mro__) for b in base.__dict__.get("BINDINGS", [])
                     if isinstance(b, Binding)]
-        out.append(("Everywhere" if cls is app_class else getattr(cls, "HELP_GROUP", cls.__name__), bindings))
+        title = "Everywhere" if cls is app_class else str(getattr(cls, "HELP_GROUP", cls.__name__))
+        out.append((title, bindings))
     return out
 
 
@@ -93,8 +95,9 @@ class HabitsApp(App[None]):
 
     BINDINGS = HABIT_BINDINGS
 
-    def __init__(self, config: Config | None = None) -> None:
-        super().__init__()
+    def __init__(self, config: Config | None = None, **app_options: Any) -> None:
+        """``config`` as read by ``tui.config``; ``app_options`` go to ``textual.app.App``."""
+        super().__init__(**app_options)
         self.config = config if config is not None else Config()
         self._config_notes: list[str] = []
         if self.config.theme:
