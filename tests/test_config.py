@@ -264,3 +264,11 @@ def test_config_show_names_a_key_taken_from_another_action(capsys):
     write_config('[keys]\nopen_pager = "q"\n')
     assert main(["config", "show"]) == 1
     assert "'q' (Everywhere) is now open_pager; quit lost it" in capsys.readouterr().err
+
+
+async def test_layout_wide_keeps_panes_side_by_side_at_80_columns(project):
+    app = ProseTUI(project, watch=False, config=Config(layout="wide"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        assert not app.explorer.narrow
+        assert app.explorer.query_one("#trace-pane").display and app.explorer.query_one("#runs-pane").display
