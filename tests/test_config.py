@@ -272,3 +272,38 @@ async def test_layout_wide_keeps_panes_side_by_side_at_80_columns(project):
         await ready(pilot)
         assert not app.explorer.narrow
         assert app.explorer.query_one("#trace-pane").display and app.explorer.query_one("#runs-pane").display
+
+
+def test_write_setting_keeps_every_other_line(tmp_path):
+    from prose_tui.tui.config import write_setting
+
+    path = tmp_path / "config.toml"
+    path.write_text('# mine\nlayout = "wide"  # my layout\n\n[keys]\ntoggle_follow = "F"\n')
+    write_setting("theme", "nord", path)
+    assert path.read_text() == '# mine\nlayout = "wide"  # my layout\ntheme = "nord"\n\n[keys]\ntoggle_follow = "F"\n'
+    write_setting("theme", "dracula", path)
+    assert parse_config(path.read_text()).theme == "dracula"
+    assert path.read_text().count("theme =") == 1
+    fresh = tmp_path / "new" / "config.toml"
+    write_setting("theme", "gruvbox", fresh)  # from the template: its commented slot is used
+    assert parse_config(fresh.read_text()).theme == "gruvbox"
+    assert fresh.read_text().replace('theme = "gruvbox"', '# theme = "nord"') == template()
+    broken = tmp_path / "broken.toml"
+    broken.write_text("layout = = 1\n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        write_setting("theme", "nord", broken)
+    assert broken.read_text() == "layout = = 1\n"
+
+
+async def test_keep_the_theme_from_the_palette(project):
+    app = ProseTUI(project, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        app.theme = "nord"
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Keep the theme")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: config_path().exists(), what="the config file")
+    assert load_config().theme == "nord"

@@ -210,3 +210,36 @@ def _nearest(word: str, choices: set[str]) -> str | None:
 
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+def write_setting(key: str, value: str, path: Path | None = None) -> Path:
+    """Set top-level ``key = "value"`` in the config file (default ``config_path()``), keeping
+    every other line and comment as written: an existing ``key = ...`` line before the first
+    table is replaced, else the line goes just before the first table (or at the end).
+    A missing file starts from ``template()``. Raises ``ValueError`` (and writes nothing) when
+    the file is not valid TOML before or after the change, ``OSError`` when it cannot be written.
+    """
+    path = config_path() if path is None else path
+    text = path.read_text(encoding="utf-8") if path.exists() else template()
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path} is not valid TOML ({exc}): fix it first (prose-tui config edit)") from exc
+    line = f"{key} = {_toml_string(value)}"
+    lines = text.splitlines()
+    first_table = next((i for i, ln in enumerate(lines) if re.match(r"^\s*\[", ln)), len(lines))
+    assign = re.compile(rf"^\s*#?\s*{re.escape(key)}\s*=")
+    existing = [i for i in range(first_table) if assign.match(lines[i])]
+    live = [i for i in existing if not lines[i].lstrip().startswith("#")]
+    if live or existing:
+        lines[(live or existing)[-1]] = line
+    else:
+        at = first_table
+        while at > 0 and not lines[at - 1].strip():
+            at -= 1
+        lines[at:at] = [line]
+    new = "\n".join(lines) + "\n"
+    tomllib.loads(new)  # our own edit must parse; a failure here is a bug, not user input
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new, encoding="utf-8")
+    return path

@@ -186,6 +186,17 @@ class HabitsApp(App[None]):
         self.push_screen(ConfirmScreen(f"Edit {file.name} itself?", body, yes_label="Edit the file",
                                        no_label="Cancel", danger=True), answered)
 
+    def action_keep_theme(self) -> None:
+        """Write the current theme to the config file (other lines and comments kept)."""
+        from prose_tui.tui.config import write_setting
+
+        try:
+            path = write_setting("theme", self.theme)
+        except (ValueError, OSError) as exc:
+            self.notify(f"Theme not saved: {exc}", severity="error", markup=False)
+            return
+        self.notify(f'theme = "{self.theme}" written to {path}', title="Theme kept", markup=False)
+
     # -- clipboard ---------------------------------------------------------------------------------
     def action_copy_menu(self) -> None:
         from prose_tui.tui.screens.copy_menu import CopyMenu
@@ -261,6 +272,8 @@ class HabitCommands(Provider):
         yield "Open in pager", app.action_open_pager, "$PAGER (default less -R) · key o"
         yield "Open read-only copy in editor", app.action_open_editor, "$VISUAL / $EDITOR · key O"
         yield "Edit the file itself in editor", app.action_edit_file, "Asks first: can confuse a live VM · ctrl+e"
+        yield (f"Keep the theme {app.theme}", app.action_keep_theme,
+               "Write theme = \"" + app.theme + "\" to the config file, for the next start")
         for what, label in COPY_CHOICES.items():
             yield f"Copy {label.removeprefix('the ')}", partial(app.action_copy, what), "To the clipboard (OSC 52) · y"
 
