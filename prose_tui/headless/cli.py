@@ -8,9 +8,12 @@
     prose-tui diff RUN_A RUN_B [--json]
     prose-tui serve [PATH] [--host 127.0.0.1] [--port 8000] [--allow-remote]
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
+    prose-tui config path|show|edit
+    prose-tui completion bash|zsh|fish
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
 is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
+Settings come from the config file (``tui.config``); flags given here override it.
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ from pathlib import Path
 from prose_tui import __version__
 from prose_tui.backends import NotARunError, open_run
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
+from prose_tui.headless.completion import add_completion_parser
+from prose_tui.headless.config_cmd import add_config_parser
+from prose_tui.headless.usage import MAIN_EPILOG, decorate
 from prose_tui.model import Run
 from prose_tui.model.serialize import run_detail, run_row
+from prose_tui.tui.config import LAYOUTS
 
-SUBCOMMANDS = ("runs", "show", "agent", "record", "export", "diff", "serve")
+SUBCOMMANDS = ("runs", "show", "agent", "record", "export", "diff", "serve", "config", "completion")
 
 
 def _user_flag(parser: argparse.ArgumentParser) -> None:
@@ -45,10 +52,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
         type=float,
-        default=DEFAULT_STALE_AFTER,
+        default=None,
         metavar="SECONDS",
         help="a run whose executing statement has not changed for this long is interrupted "
-        f"(default {DEFAULT_STALE_AFTER:.0f})",
+        f"(default: the config file's stale_after, else {DEFAULT_STALE_AFTER:.0f})",
     )
 
 
@@ -56,8 +63,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prose-tui",
         description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
-        epilog="Headless: prose-tui runs [PATH] [--json] | show RUN_PATH [--json] | export RUN | diff RUN_A RUN_B | "
-        "serve [PATH] | agent ACTION",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", nargs="?", default=".", type=Path,
                         help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
@@ -65,6 +72,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
     parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
     parser.add_argument("--no-watch", action="store_true", help="do not watch files for changes")
+    parser.add_argument("--theme", metavar="NAME", help="a Textual theme (default: the config file's, else textual-dark)")
+    parser.add_argument("--layout", choices=LAYOUTS, help="auto: side by side from 110 columns; wide; narrow: one pane at a time")
     parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
     _user_flag(parser)
     _common(parser)
@@ -104,6 +113,19 @@ def _sub_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_agent_parser(sub)
+    add_config_parser(sub)
+    add_completion_parser(sub)
+    decorate(sub)
+    return parser
+
+
+def completion_parser() -> argparse.ArgumentParser:
+    """The subcommands plus the explorer's own options, for shell completion scripts."""
+    parser = _sub_parser()
+    main = _main_parser()
+    for action in main._actions:  # argparse has no public API to copy arguments between parsers
+        if action.option_strings and action.dest not in ("help",):
+            parser._add_action(action)
     return parser
 
 
@@ -157,6 +179,25 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config():
+    """The config file, checked; its problems are shown by the app (or printed for headless commands)."""
+    from prose_tui.headless.config_cmd import load_checked
+
+    return load_checked()
+
+
+def _stale_after(args: argparse.Namespace) -> float:
+    """``--stale-after`` if given, else the config file's (problems go to stderr, one line each)."""
+    if args.stale_after is not None:
+        return float(args.stale_after)
+    from prose_tui.tui.config import load_config
+
+    config = load_config()  # [keys] are not checked here: that needs the app's bindings (Textual)
+    for problem in config.problems:
+        print(f"prose-tui: {problem}", file=sys.stderr)
+    return config.stale_after
+
+
 def _fail(message: str) -> int:
     print(f"prose-tui: {message}", file=sys.stderr)
     return 1
@@ -167,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         args = _sub_parser().parse_args(argv)
         _apply_user_flag(args)
+        if getattr(args, "stale_after", False) is None:
+            args.stale_after = _stale_after(args)
         try:
             if args.command == "runs":
                 _print_runs(load_runs(args.path, args.stale_after), args.json)
@@ -185,6 +228,15 @@ def main(argv: list[str] | None = None) -> int:
                 from prose_tui.headless.serve import run_serve
 
                 return run_serve(args)
+            if args.command == "config":
+                from prose_tui.headless.config_cmd import run_config_command
+
+                return run_config_command(args)
+            if args.command == "completion":
+                from prose_tui.headless.completion import completion_script
+
+                print(completion_script(args.shell, completion_parser()), end="")
+                return 0
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
@@ -198,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     args = _main_parser().parse_args(argv)
     _apply_user_flag(args)
+    args.config = _config()
     from prose_tui.headless.launch import launch
 
     return launch(args)

@@ -35,7 +35,8 @@ def launch(args: argparse.Namespace) -> int:
         print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
         return 1
     try:
-        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state).run()
+        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
+                 config=_with_flags(args)).run()
     finally:
         stop.set()
         if thread is not None:
@@ -43,6 +44,20 @@ def launch(args: argparse.Namespace) -> int:
         if demo_dir is not None:
             shutil.rmtree(demo_dir, ignore_errors=True)
     return 0
+
+
+def _with_flags(args: argparse.Namespace):
+    """The config file's settings with the command line's ``--theme``/``--layout`` on top."""
+    from dataclasses import replace
+
+    from prose_tui.tui.config import Config
+
+    config = getattr(args, "config", None) or Config()
+    if getattr(args, "theme", None):
+        config = replace(config, theme=args.theme)
+    if getattr(args, "layout", None):
+        config = replace(config, layout=args.layout)
+    return config
 
 
 def _stdin_to_file() -> Path:

@@ -7,11 +7,13 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
 from prose_tui.mission.state import find_agent_state
 from prose_tui.tui.commands import ExplorerCommands
+from prose_tui.tui.config import Config
+from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitCommands, HabitsApp
+from prose_tui.tui.keys import keyed
 from prose_tui.tui.screens.explorer import ExplorerScreen
 from prose_tui.tui.screens.help import HelpScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
@@ -33,31 +35,38 @@ INTRO = (
 )
 
 
-class ProseTUI(App[None]):
-    """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests."""
+class ProseTUI(HabitsApp):
+    """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests.
+    ``config`` is the user's config file as read (``tui.config``); its values are the defaults
+    for the other arguments, which the command line sets when given."""
 
     CSS_PATH = "app.tcss"
     TITLE = "prose-tui"
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("m", "mission_control", "Mission Control"),
         Binding("E", "export('html')", "Export HTML", show=False),
         Binding("ctrl+p", "command_palette", "Command palette", show=False),
-    ]
-    COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands}
+    ])
+    COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands, HabitCommands}
 
     def __init__(
         self,
         path: Path,
         *,
-        stale_after: float = DEFAULT_STALE_AFTER,
+        stale_after: float | None = None,
         watch: bool = True,
         clock=None,
         agent_state: Path | None = None,
         journal: Journal | None = None,
+        config: Config | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(config)
+        stale_after = self.config.stale_after if stale_after is None else stale_after
+        self.layout_mode = self.config.layout
+        self.poll_interval = self.config.poll_interval
+        self.follow_on_start = self.config.follow_on_start
         self.path = path.resolve()
         self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock)
         self.live = watch
@@ -74,9 +83,22 @@ class ProseTUI(App[None]):
         return next(s for s in self.screen_stack if isinstance(s, ExplorerScreen))
 
     def help_groups(self):
-        """Key bindings grouped by where they work, for the help screen."""
+        """Key bindings grouped by where they work, for the help screen (with the keys the
+        config file's ``[keys]`` gave them)."""
+        keymap = dict(self.config.keys)
+        return [(title, [b.with_key(keymap[b.id]) if b.id in keymap else b for b in bindings])
+                for title, bindings in self.binding_groups()]
+
+    @classmethod
+    def action_names(cls) -> set[str]:
+        """Every action name ``[keys]`` in the config file may rebind."""
+        return {b.id for _, bindings in cls.binding_groups() for b in bindings if b.id}
+
+    @classmethod
+    def binding_groups(cls):
+        """Key bindings grouped by where they work."""
         history_keys = set(id(b) for b in HISTORY_BINDINGS)
-        groups = [("Everywhere", list(self.BINDINGS)),
+        groups = [("Everywhere", list(cls.BINDINGS)), (HABITS_GROUP, list(HABIT_BINDINGS)),
                   (ExplorerScreen.HELP_GROUP, [b for b in ExplorerScreen.BINDINGS if id(b) not in history_keys]),
                   ("History (everywhere)", list(HISTORY_BINDINGS))]
         for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer, Timeline):

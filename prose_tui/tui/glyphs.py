@@ -1,59 +1,93 @@
 """Glyphs and styles for states and statuses, shared by the TUI and headless output.
 
 Every glyph differs by shape, not only colour, so the views read with ``NO_COLOR`` set.
+
+Colours are written as theme roles (``$success``, ``$warning``, ``$error``, ``$accent``,
+``$primary``, ``$secondary``) and resolved to plain colour names by default (headless output,
+a terminal's own palette). The TUI calls ``apply_theme`` with its Textual theme's colours,
+which re-resolves every table in place, so the glyphs follow the theme.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from prose_tui.model import EventKind, RunStatus, StatementState
 
+ROLES = ("success", "warning", "error", "accent", "primary", "secondary")
+DEFAULT_COLORS: dict[str, str] = {"success": "green", "warning": "yellow", "error": "red",
+                                  "accent": "cyan", "primary": "blue", "secondary": "magenta"}
+
 STATE_GLYPH: dict[StatementState | None, tuple[str, str]] = {
-    StatementState.COMPLETE: ("✓", "green"),
-    StatementState.EXECUTING: ("▶", "bold yellow"),
-    StatementState.RETRYING: ("↻", "bold magenta"),
-    StatementState.FAILED: ("✗", "bold red"),
+    StatementState.COMPLETE: ("✓", "$success"),
+    StatementState.EXECUTING: ("▶", "bold $warning"),
+    StatementState.RETRYING: ("↻", "bold $secondary"),
+    StatementState.FAILED: ("✗", "bold $error"),
     StatementState.SKIPPED: ("⊘", "dim"),
-    StatementState.NEXT: ("›", "cyan"),
+    StatementState.NEXT: ("›", "$accent"),
     StatementState.PENDING: ("·", "dim"),
     None: (" ", ""),
 }
 
 STATUS_BADGE: dict[RunStatus, tuple[str, str]] = {
-    RunStatus.RUNNING: ("● RUNNING", "bold black on green"),
-    RunStatus.COMPLETED: ("✓ DONE", "green"),
-    RunStatus.FAILED: ("✗ FAILED", "bold white on red"),
-    RunStatus.INTERRUPTED: ("◌ STOPPED", "bold black on yellow"),
+    RunStatus.RUNNING: ("● RUNNING", "bold black on $success"),
+    RunStatus.COMPLETED: ("✓ DONE", "$success"),
+    RunStatus.FAILED: ("✗ FAILED", "bold white on $error"),
+    RunStatus.INTERRUPTED: ("◌ STOPPED", "bold black on $warning"),
     RunStatus.UNKNOWN: ("? UNKNOWN", "dim"),
 }
 
 STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {
-    RunStatus.RUNNING: ("●", "green"),
-    RunStatus.COMPLETED: ("✓", "green"),
-    RunStatus.FAILED: ("✗", "red"),
-    RunStatus.INTERRUPTED: ("◌", "yellow"),
+    RunStatus.RUNNING: ("●", "$success"),
+    RunStatus.COMPLETED: ("✓", "$success"),
+    RunStatus.FAILED: ("✗", "$error"),
+    RunStatus.INTERRUPTED: ("◌", "$warning"),
     RunStatus.UNKNOWN: ("?", "dim"),
 }
 
 KIND_GLYPH: dict[EventKind, tuple[str, str]] = {
-    EventKind.STATEMENT_STARTED: ("▶", "yellow"),
-    EventKind.STATEMENT_COMPLETED: ("✓", "green"),
-    EventKind.STATEMENT_FAILED: ("✗", "bold red"),
+    EventKind.STATEMENT_STARTED: ("▶", "$warning"),
+    EventKind.STATEMENT_COMPLETED: ("✓", "$success"),
+    EventKind.STATEMENT_FAILED: ("✗", "bold $error"),
     EventKind.STATEMENT_SKIPPED: ("⊘", "dim"),
-    EventKind.RETRY: ("↻", "bold magenta"),
-    EventKind.BINDING_WRITTEN: ("◆", "cyan"),
-    EventKind.FRAME_PUSHED: ("⤷", "blue"),
-    EventKind.FRAME_POPPED: ("⤶", "blue"),
-    EventKind.PARALLEL_STARTED: ("∥", "blue"),
-    EventKind.PARALLEL_JOINED: ("⋈", "blue"),
-    EventKind.LOOP_ITERATION: ("⟳", "blue"),
-    EventKind.AGENT_SEGMENT: ("◇", "cyan"),
-    EventKind.IMPORT_ENTERED: ("⇲", "blue"),
-    EventKind.IMPORT_LEFT: ("⇱", "blue"),
-    EventKind.RUN_ENDED: ("■", "green"),
-    EventKind.RUN_ERRORED: ("■", "bold red"),
-    EventKind.RUN_RESUMED: ("▷", "yellow"),
+    EventKind.RETRY: ("↻", "bold $secondary"),
+    EventKind.BINDING_WRITTEN: ("◆", "$accent"),
+    EventKind.FRAME_PUSHED: ("⤷", "$primary"),
+    EventKind.FRAME_POPPED: ("⤶", "$primary"),
+    EventKind.PARALLEL_STARTED: ("∥", "$primary"),
+    EventKind.PARALLEL_JOINED: ("⋈", "$primary"),
+    EventKind.LOOP_ITERATION: ("⟳", "$primary"),
+    EventKind.AGENT_SEGMENT: ("◇", "$accent"),
+    EventKind.IMPORT_ENTERED: ("⇲", "$primary"),
+    EventKind.IMPORT_LEFT: ("⇱", "$primary"),
+    EventKind.RUN_ENDED: ("■", "$success"),
+    EventKind.RUN_ERRORED: ("■", "bold $error"),
+    EventKind.RUN_RESUMED: ("▷", "$warning"),
     EventKind.NOTE: ("…", "dim"),
-    EventKind.RECEIPT_RENDERED: ("◉", "green"),
+    EventKind.RECEIPT_RENDERED: ("◉", "$success"),
     EventKind.RECEIPT_SKIPPED: ("∅", "dim"),
-    EventKind.RECEIPT_FAILED: ("⨯", "bold red"),
+    EventKind.RECEIPT_FAILED: ("⨯", "bold $error"),
 }
+
+
+_TABLES: list[dict] = [STATE_GLYPH, STATUS_BADGE, STATUS_SHORT, KIND_GLYPH]
+_SPECS: list[dict] = [dict(t) for t in _TABLES]
+_ROLE = re.compile(r"\$(" + "|".join(ROLES) + r")\b")
+
+
+def resolve_style(spec: str, colors: Mapping[str, str]) -> str:
+    """``spec`` (a Rich style with ``$role`` placeholders) with each role's colour put in."""
+    return _ROLE.sub(lambda m: colors.get(m.group(1)) or DEFAULT_COLORS[m.group(1)], spec)
+
+
+def apply_theme(colors: Mapping[str, str] | None = None) -> None:
+    """Re-resolve every glyph table for ``colors`` (role -> colour such as ``"#A3BE8C"``);
+    ``None`` restores the plain colour names. Changes the tables in place."""
+    chosen = {**DEFAULT_COLORS, **(colors or {})}
+    for table, spec in zip(_TABLES, _SPECS):
+        for key, (glyph, style) in spec.items():
+            table[key] = (glyph, resolve_style(style, chosen))
+
+
+apply_theme()

@@ -24,6 +24,7 @@ from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_BADGE
+from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, HistoryActions
 from prose_tui.tui.screens.live_updates import LiveUpdates
@@ -48,7 +49,7 @@ HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline)
 class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
     """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on."""
 
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("tab", "cycle_pane(1)", "Next pane"),
         Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False),
         *[Binding(str(i + 1), f"pane({i})", f"{name} pane", show=False) for i, (name, _, _) in enumerate(PANES)],
@@ -58,7 +59,7 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         Binding("N", "search_again(True)", "Previous match", show=False),
         Binding("ctrl+r", "rescan", "Rescan runs", show=False),
         *HISTORY_BINDINGS,
-    ]
+    ])
     HELP_GROUP = "Panes & live"
     AUTO_FOCUS = None
 
@@ -116,7 +117,7 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         self._layout()
         self._update_status()
         self._scan()
-        self.set_interval(STATUS_TICK, self._tick)
+        self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self._tick)
 
     def on_resize(self) -> None:
         if self.query("#runs-pane"):
@@ -124,7 +125,8 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
 
     @property
     def narrow(self) -> bool:
-        return self.size.width < NARROW_WIDTH
+        layout = getattr(self.app, "layout_mode", "auto")  # the config file's layout
+        return layout == "narrow" or (layout != "wide" and self.size.width < NARROW_WIDTH)
 
     def _layout(self) -> None:
         self.set_class(self.narrow, "narrow")
@@ -185,7 +187,7 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
             return
         if not same:
             self.viewer_follows_writes = True
-            self.query_one(TraceView).set_following(True)
+            self.query_one(TraceView).set_following(getattr(self.app, "follow_on_start", True))
         self.refresh_view(only_bindings=same and changed is not None
                           and all(self.workspace.part_of(run.path, p) is Part.BINDING for p in changed))
         if not same:

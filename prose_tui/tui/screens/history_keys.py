@@ -9,9 +9,10 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from prose_tui.history import FailureContext
+from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target
 
-HISTORY_BINDINGS = [
+HISTORY_BINDINGS = keyed([
     Binding("left_square_bracket", "history_step(-1)", "Step back one event", show=False),
     Binding("right_square_bracket", "history_step(1)", "Step forward one event", show=False),
     Binding("left_curly_bracket", "history_start", "First event", show=False),
@@ -19,7 +20,7 @@ HISTORY_BINDINGS = [
     Binding("x", "history_problem(True)", "Next failure or retry", show=False),
     Binding("X", "history_problem(False)", "Previous failure or retry", show=False),
     Binding("exclamation_mark", "history_first_failure", "First failure", show=False),
-]
+])
 
 
 def failure_markdown(ctx: FailureContext) -> str:

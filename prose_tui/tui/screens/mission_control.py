@@ -30,6 +30,7 @@ from textual.widgets import Footer, Header
 
 from prose_tui.mission.control import ACTION_LABELS, ACTIONS, VERIFY_WINDOW
 from prose_tui.mission.state import Clock, Kind, find_agent_state, utc_now
+from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.mission_panel import MissionPanel
 
 
@@ -46,7 +47,7 @@ class MissionControlScreen(Screen):
     }
     """
 
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("s", "control('start')", "Start"),
         Binding("x", "control('stop')", "Stop"),
         Binding("o", "control('once')", "Once"),
@@ -54,7 +55,7 @@ class MissionControlScreen(Screen):
         Binding("n", "create", "Create file"),
         Binding("escape", "close", "Back"),
         Binding("q", "close", "Back", show=False),
-    ]
+    ])
 
     def __init__(
         self,

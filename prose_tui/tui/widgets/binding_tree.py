@@ -9,6 +9,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from prose_tui.model import Run
+from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
 
 _KIND_STYLE = {"input": "cyan", "output": "bold green", "let": "", "const": "blue"}
@@ -31,12 +32,12 @@ def _binding_label(b) -> Text:
 class BindingTree(Tree[Target]):
     """Posts ``TargetChosen`` when a leaf is highlighted or selected."""
 
-    BINDINGS = [
+    BINDINGS = keyed([
         KeyBinding("j", "cursor_down", "Down", show=False),
         KeyBinding("k", "cursor_up", "Up", show=False),
         KeyBinding("h", "collapse", "Collapse", show=False),
         KeyBinding("l", "expand", "Expand", show=False),
-    ]
+    ])
     HELP_GROUP = "Bindings & agents"
 
     class TargetChosen(Message):

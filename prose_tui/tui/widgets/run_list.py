@@ -15,6 +15,7 @@ from prose_tui.backends.common.status import age, as_utc
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_SHORT
+from prose_tui.tui.keys import keyed
 
 
 def run_prompt(run: Run, now: datetime | None = None) -> Text:
@@ -38,12 +39,12 @@ def run_prompt(run: Run, now: datetime | None = None) -> Text:
 class RunList(OptionList):
     """Posts ``RunChosen`` when the highlighted run changes; ``/`` search filters the rows."""
 
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "first", "First run", show=False),
         Binding("G", "last", "Last run", show=False),
-    ]
+    ])
     HELP_GROUP = "Runs"
 
     class RunChosen(Message):

@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
+from prose_tui.tui.keys import keyed
 
 BAR_WIDTH = 8
 
@@ -40,14 +41,14 @@ def elapsed(seconds: float | None) -> str:
 class Timeline(ScrollView, can_focus=True):
     """Posts ``CursorMoved(index)`` when the user moves the history cursor."""
 
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("j,down", "move(1)", "Next event", show=False),
         Binding("k,up", "move(-1)", "Previous event", show=False),
         Binding("ctrl+d,pagedown", "page(1)", "Page down", show=False),
         Binding("ctrl+u,pageup", "page(-1)", "Page up", show=False),
         Binding("g,home", "to(0)", "First event", show=False),
         Binding("G,end", "to(-1)", "Last event (live)", show=False),
-    ]
+    ])
     HELP_GROUP = "History"
     DEFAULT_CSS = """
     Timeline { background: $surface; scrollbar-size-horizontal: 0; }

@@ -21,6 +21,7 @@ from prose_tui.model import StatementState, TraceLine
 from prose_tui.model.statement import executing_line
 from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight_lines
+from prose_tui.tui.keys import keyed
 
 _NOTE_STYLE = {
     StatementState.EXECUTING: "bold yellow",
@@ -34,7 +35,7 @@ _NOTE_STYLE = {
 class TraceView(ScrollView, can_focus=True):
     """Shows a list of ``TraceLine``; posts ``BindingRequested`` on Enter, ``FollowChanged`` on toggles."""
 
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("j,down", "cursor(1)", "Down", show=False),
         Binding("k,up", "cursor(-1)", "Up", show=False),
         Binding("ctrl+d,pagedown", "page(1)", "Page down", show=False),
@@ -45,7 +46,7 @@ class TraceView(ScrollView, can_focus=True):
         Binding("h,left", "scroll_left", "Scroll left", show=False),
         Binding("l,right", "scroll_right", "Scroll right", show=False),
         Binding("enter", "open", "Open binding"),
-    ]
+    ])
     HELP_GROUP = "Trace"
 
     DEFAULT_CSS = """

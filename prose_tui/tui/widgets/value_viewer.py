@@ -20,6 +20,7 @@ from textual.widgets import Static
 
 from prose_tui.backends.common.text import read_window, visible
 from prose_tui.tui.highlight import highlight_lines
+from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.line_view import LineView
 
@@ -39,7 +40,7 @@ def _size(n: int) -> str:
 class ValueViewer(Vertical, can_focus=True):
     """Shows one ``Target``. ``r`` toggles raw, ``t`` jumps between the head and tail windows."""
 
-    BINDINGS = [
+    BINDINGS = keyed([
         Binding("r", "toggle_raw", "Raw/Markdown"),
         Binding("t", "toggle_tail", "Head/tail", show=False),
         Binding("j,down", "scroll(1)", "Down", show=False),
@@ -48,7 +49,7 @@ class ValueViewer(Vertical, can_focus=True):
         Binding("ctrl+u,pageup", "page(-1)", "Page up", show=False),
         Binding("g,home", "top", "Top", show=False),
         Binding("G,end", "bottom", "Bottom", show=False),
-    ]
+    ])
     HELP_GROUP = "Value"
     DEFAULT_CSS = """
     ValueViewer { padding: 0 0 0 1; }
