@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from prose_tui.backends.common.text import visible
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, human_age, last_change
 from prose_tui.backends.reactor.frames import Published, read_frame, read_published
 from prose_tui.backends.reactor.layout import RECEIPTS, WORLD_MODELS, node_dir_name, node_of_dir, topology_path
@@ -110,7 +111,8 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
     redraw_trace(run, state)
     run.header = _header(run, state, config)
     if parsed.raw is not None:
-        run.sections.append(Section("receipts.json (unparsed)", "```\n" + parsed.raw.replace("```", "`\u200b``") + "\n```"))
+        raw = visible(parsed.raw).replace("```", "`\u200b``")
+        run.sections.append(Section("receipts.json (unparsed)", f"From the first fault on, as written:\n\n```\n{raw}\n```"))
     if topology.edges:
         run.sections.append(Section("Topology", _topology_text(topology)))
     set_cost(run)

@@ -49,26 +49,36 @@ def canonical(obj: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def _hasher(algorithm: str):  # type: ignore[no-untyped-def]
+    return hashlib.sha256 if algorithm == "sha256" else (lambda data: hashlib.new(algorithm, data))
+
+
 def content_hash(obj: dict[str, Any], raw: str | None = None) -> str | None:
     """The content hash of receipt ``obj`` (``None`` for an unknown ``hash_algorithm``).
 
     When ``raw`` (the element as written) is already canonical, it is hashed as it is, which
     saves re-serialising; the result is the same."""
     algorithm = obj.get("hash_algorithm") or "sha256"
-    if not isinstance(algorithm, str) or algorithm.lower() not in hashlib.algorithms_available:
+    if not isinstance(algorithm, str):
         return None
     algorithm = algorithm.lower()
+    if algorithm != "sha256" and algorithm not in hashlib.algorithms_available:
+        return None
+    digest_of = _hasher(algorithm)
     stored = obj.get("content_hash")
     if raw is not None and isinstance(stored, str):
-        pair = '"content_hash":' + json.dumps(stored, ensure_ascii=False)
+        if '"' in stored or "\\" in stored or not stored.isascii():
+            pair = '"content_hash":' + json.dumps(stored, ensure_ascii=False)
+        else:
+            pair = f'"content_hash":"{stored}"'
         at = raw.find(pair)
         if at > 0:
             end = at + len(pair)
             body = raw[:at] + raw[end + 1 :] if raw[end : end + 1] == "," else raw[: at - 1] + raw[end:]
-            digest = f"{algorithm}:{hashlib.new(algorithm, body.encode('utf-8')).hexdigest()}"
+            digest = f"{algorithm}:{digest_of(body.encode('utf-8')).hexdigest()}"
             if digest == stored:
                 return digest
-    return f"{algorithm}:{hashlib.new(algorithm, canonical(obj)).hexdigest()}"
+    return f"{algorithm}:{digest_of(canonical(obj)).hexdigest()}"
 
 
 @dataclass(slots=True)
@@ -112,24 +122,30 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if type(value) is dict else {}
+
+
 def to_receipt(obj: dict[str, Any], node: str, seq: int, computed: str | None) -> Receipt:
     """A :class:`~prose_tui.model.Receipt` from one parsed ledger element."""
-    cost: dict[str, Any] = obj["cost"] if isinstance(obj.get("cost"), dict) else {}
-    tokens: dict[str, Any] = cost["tokens"] if isinstance(cost.get("tokens"), dict) else {}
-    wake = obj.get("wake")
-    diff: dict[str, Any] = obj["semantic_diff"] if isinstance(obj.get("semantic_diff"), dict) else {}
-    reason = _text(diff.get("failure_reason")) or _text(diff.get("error")) or _text(diff.get("reason"))
-    status = obj.get("status")
-    fingerprints: dict[str, Any] = obj["fingerprints"] if isinstance(obj.get("fingerprints"), dict) else {}
-    stored = obj.get("content_hash")
+    get = obj.get
+    cost = _dict(get("cost"))
+    tokens = _dict(cost.get("tokens"))
+    wake = get("wake")
+    diff = get("semantic_diff")
+    reason = (_text(diff.get("failure_reason")) or _text(diff.get("error")) or _text(diff.get("reason"))) \
+        if type(diff) is dict and diff else None
+    status = get("status")
+    stored = get("content_hash")
+    prev = get("prev")
     return Receipt(
         node=node,
-        status=status if isinstance(status, str) and status else "unknown",
+        status=status if type(status) is str and status else "unknown",
         seq=seq,
-        hash=stored if isinstance(stored, str) else computed,
-        prev=obj.get("prev") if isinstance(obj.get("prev"), str) else None,
-        version=_text(fingerprints.get("@atomic")),
-        wake=_text(wake.get("source")) if isinstance(wake, dict) else _text(wake),
+        hash=stored if type(stored) is str else computed,
+        prev=prev if type(prev) is str else None,
+        version=_text(_dict(get("fingerprints")).get("@atomic")),
+        wake=_text(wake.get("source")) if type(wake) is dict else _text(wake),
         tokens_fresh=_int(tokens.get("fresh")),
         tokens_reused=_int(tokens.get("reused")),
         surprise_cause=_text(cost.get("surprise_cause")),
@@ -171,6 +187,7 @@ class _Scan:
     last_end: int | None = None
     closed: bool = False
     error: tuple[int, str] | None = None
+    fault_start: int = 0  # where the element (or text) holding the fault starts
 
 
 def _scan(text: str, pos: int, expect_element: bool) -> _Scan:
@@ -185,10 +202,12 @@ def _scan(text: str, pos: int, expect_element: bool) -> _Scan:
             after = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
             if after < len(text):
                 out.error = (after, "text after the closing ]")
+                out.fault_start = after
             return out
         if not expect_element:
             if c != ",":
                 out.error = (pos, "expected , or ] after a receipt")
+                out.fault_start = pos
                 return out
             pos += 1
             expect_element = True
@@ -197,6 +216,7 @@ def _scan(text: str, pos: int, expect_element: bool) -> _Scan:
             obj, end = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             out.error = (exc.pos, exc.msg)
+            out.fault_start = pos
             return out
         out.items.append((obj, text[pos:end]))
         out.last_end = end
@@ -263,7 +283,7 @@ def read_ledger(path: Path) -> tuple[Cursor, Parsed]:
         line = text.count("\n", 0, at) + 1
         parsed.warnings.append(f"receipts.json is not valid JSON at byte {_byte_offset(text, at)} (line {line}): "
                                f"{msg}; the {len(scan.items)} receipts before it are shown, the rest is shown raw")
-        parsed.raw = text[at : at + RAW_SHOWN]
+        parsed.raw = text[scan.fault_start : scan.fault_start + RAW_SHOWN]
         cursor.end = -1
     elif not scan.closed:
         parsed.warnings.append(f"receipts.json ends before its array closes (truncated?); "
