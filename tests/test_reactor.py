@@ -354,3 +354,14 @@ def test_runs_without_nodes_have_empty_node_receipt_and_cost_keys() -> None:
     run = open_run(ROOT / "tests" / "fixtures" / "project" / ".prose" / "runs" / "20260301-100000-a1b2c3")
     detail = run_detail(run)
     assert (detail["nodes"], detail["receipts"], detail["cost"]) == ([], [], {})
+
+
+def test_non_ascii_receipts_verify_however_the_ledger_is_escaped(tmp_path: Path) -> None:
+    state, w = _small(tmp_path)
+    w.emit("responsibility.n001", "failed", reason="Größe überschritten — ✓ fehlt")
+    for text in ((state / "receipts.json").read_text(encoding="utf-8"),  # as the SDK writes: UTF-8
+                 json.dumps(w.receipts, indent=2)):  # re-serialised with \\u escapes
+        (state / "receipts.json").write_text(text, encoding="utf-8")
+        run = open_run(state, now=LATER)
+        assert all(n.chain_ok for n in run.nodes), [n.chain_note for n in run.nodes if not n.chain_ok]
+        assert "Größe überschritten — ✓ fehlt" in run.status_reason

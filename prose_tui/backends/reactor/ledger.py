@@ -24,6 +24,8 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
+from collections.abc import Callable
 from typing import Any
 
 from prose_tui.backends.common.text import open_regular
@@ -49,8 +51,10 @@ def canonical(obj: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def _hasher(algorithm: str):  # type: ignore[no-untyped-def]
-    return hashlib.sha256 if algorithm == "sha256" else (lambda data: hashlib.new(algorithm, data))
+def _hasher(algorithm: str) -> Callable[[bytes], Any]:
+    if algorithm == "sha256":
+        return hashlib.sha256
+    return lambda data: hashlib.new(algorithm, data)
 
 
 def content_hash(obj: dict[str, Any], raw: str | None = None) -> str | None:
