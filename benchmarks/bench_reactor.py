@@ -213,15 +213,22 @@ def main(argv: list[str] | None = None) -> int:
         size = (state_dir / "receipts.json").stat().st_size
         print(f"generated {len(w.receipts)} receipts over {args.nodes} nodes "
               f"({size / 1e6:.1f} MB receipts.json) in {time.perf_counter() - t0:.2f} s")
-        opens = []
+        opens, cpu, parse = [], [], []
         run = None
         for _ in range(args.repeat):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             run = open_run(state_dir)
             opens.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+            t = time.perf_counter()
+            json.loads((state_dir / "receipts.json").read_bytes())
+            parse.append(time.perf_counter() - t)
         assert run is not None
         print(f"open {len(run.receipts)} receipts (first screen): median {statistics.median(opens) * 1000:.0f} ms, "
-              f"best {min(opens) * 1000:.0f} ms, worst {max(opens) * 1000:.0f} ms (target <= 300 ms)")
+              f"best {min(opens) * 1000:.0f} ms, worst {max(opens) * 1000:.0f} ms; CPU median "
+              f"{statistics.median(cpu) * 1000:.0f} ms (target <= 300 ms)")
+        print(f"  yardstick: json.loads of receipts.json alone, median {statistics.median(parse) * 1000:.0f} ms "
+              f"(open = {statistics.median(opens) / statistics.median(parse):.1f} x a bare parse)")
         backend = backend_of(run)
         applies, rewrites = [], []
         for k in range(args.repeat):
@@ -235,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"apply one appended receipt: median {statistics.median(applies) * 1000:.1f} ms, "
               f"worst {max(applies) * 1000:.1f} ms (the writer's whole-file rewrite took "
               f"{statistics.median(rewrites) * 1000:.1f} ms)")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0
 
 

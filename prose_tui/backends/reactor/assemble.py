@@ -200,6 +200,7 @@ def add_receipts(run: Run, state: ReactorState, parsed: Parsed) -> tuple[list[Ev
     and whether a node was added (the trace must be redrawn whole)."""
     events: list[Event] = []
     changed: set[int] = set()
+    last: dict[int, Receipt] = {}
     added = False
     for w in parsed.warnings:
         if w not in run.warnings:
@@ -216,15 +217,17 @@ def add_receipts(run: Run, state: ReactorState, parsed: Parsed) -> tuple[list[Ev
         node.tokens_reused += r.tokens_reused
         node.failure_reason = (r.failure_reason or f"failed receipt #{r.seq} records no failure_reason") \
             if r.status == "failed" else None
-        if r.node in state.cursor.chain.broken and node.chain_ok:
+        if node.chain_ok and r.node in state.cursor.chain.broken:
             node.chain_ok, node.chain_note = False, state.cursor.chain.broken[r.node]
-        _set_version(node, state, r)
+        last[i] = r
         changed.add(i)
         run.receipts.append(r)
         event = Event(seq=len(run.events), kind=_KIND.get(r.status, EventKind.NOTE), text=_event_text(r),
                       step=r.node, name=r.node, status=r.status)
         run.events.append(event)
         events.append(event)
+    for i, r in last.items():
+        _set_version(run.nodes[i], state, r)
     for note in parsed.notes:
         state.chain_warnings += 1
         if state.chain_warnings <= MAX_CHAIN_WARNINGS:

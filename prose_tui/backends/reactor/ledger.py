@@ -126,15 +126,15 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if type(value) is dict else {}
-
-
 def to_receipt(obj: dict[str, Any], node: str, seq: int, computed: str | None) -> Receipt:
     """A :class:`~prose_tui.model.Receipt` from one parsed ledger element."""
     get = obj.get
-    cost = _dict(get("cost"))
-    tokens = _dict(cost.get("tokens"))
+    cost = get("cost")
+    cost = cost if type(cost) is dict else {}
+    tokens = cost.get("tokens")
+    tokens = tokens if type(tokens) is dict else {}
+    fingerprints = get("fingerprints")
+    atomic = fingerprints.get("@atomic") if type(fingerprints) is dict else None
     wake = get("wake")
     diff = get("semantic_diff")
     reason = (_text(diff.get("failure_reason")) or _text(diff.get("error")) or _text(diff.get("reason"))) \
@@ -142,17 +142,18 @@ def to_receipt(obj: dict[str, Any], node: str, seq: int, computed: str | None) -
     status = get("status")
     stored = get("content_hash")
     prev = get("prev")
+    cause = cost.get("surprise_cause")
     return Receipt(
         node=node,
         status=status if type(status) is str and status else "unknown",
         seq=seq,
         hash=stored if type(stored) is str else computed,
         prev=prev if type(prev) is str else None,
-        version=_text(_dict(get("fingerprints")).get("@atomic")),
+        version=atomic if type(atomic) is str and atomic else None,
         wake=_text(wake.get("source")) if type(wake) is dict else _text(wake),
         tokens_fresh=_int(tokens.get("fresh")),
         tokens_reused=_int(tokens.get("reused")),
-        surprise_cause=_text(cost.get("surprise_cause")),
+        surprise_cause=cause if type(cause) is str and cause else None,
         failure_reason=reason,
         fields=obj,
     )
@@ -187,7 +188,7 @@ class Parsed:
 
 @dataclass(slots=True)
 class _Scan:
-    items: list[tuple[Any, str]] = field(default_factory=list)
+    items: list[tuple[Any, str | None]] = field(default_factory=list)
     last_end: int | None = None
     closed: bool = False
     error: tuple[int, str] | None = None
@@ -226,6 +227,35 @@ def _scan(text: str, pos: int, expect_element: bool) -> _Scan:
         out.last_end = end
         pos = end
         expect_element = False
+
+
+_SEPARATOR = '},{"content_hash":'
+
+
+def _bulk(text: str, start: int) -> _Scan | None:
+    """The whole array at once, for a ledger that is valid JSON (the usual case): one
+    ``json.loads`` instead of one decode per element. Each element's raw text, used only as a
+    hint for hashing (:func:`content_hash` checks it), comes from splitting the SDK's compact
+    form on ``},{"content_hash":``; ``None`` when the text is not one valid array."""
+    try:
+        items = json.loads(text[start:])
+    except ValueError:
+        return None
+    if not isinstance(items, list):
+        return None
+    close = text.rstrip().rindex("]")
+    inner = text[start + 1 : close].strip()
+    pieces = inner.split(_SEPARATOR) if inner else []
+    if len(pieces) == len(items) and len(items) > 1:
+        raws = [pieces[0] + "}"] + ['{"content_hash":' + p + "}" for p in pieces[1:-1]]
+        raws.append('{"content_hash":' + pieces[-1])
+    elif len(items) == 1:
+        raws = [inner]
+    else:
+        raws = [None] * len(items)  # type: ignore[list-item]
+    out = _Scan(items=list(zip(items, raws)), closed=True)
+    out.last_end = len(text[:close].rstrip()) if items else start + 1
+    return out
 
 
 def _byte_offset(text: str, char_offset: int) -> int:
@@ -274,7 +304,7 @@ def read_ledger(path: Path) -> tuple[Cursor, Parsed]:
     if text[start] != "[":
         _not_an_array(text, cursor, parsed)
         return cursor, parsed
-    scan = _scan(text, start + 1, True)
+    scan = _bulk(text, start) or _scan(text, start + 1, True)
     _add(cursor, parsed, [(o, r) for o, r in scan.items])
     parsed.closed = scan.closed
     end_char = scan.last_end if scan.last_end is not None else start + 1
