@@ -158,6 +158,7 @@ def test_project_with_reactor_yml_opens_its_state_dir_failed_with_the_reason() -
     assert backend is not None and backend.kind is Backend.REACTOR
     run = open_run(project, now=LATER)
     assert run.path == (project / "state").resolve()
+    assert run.id == "newsroom/state"
     assert run.program_path == (project / "reactor.yml").resolve()
     assert run.status is RunStatus.FAILED
     assert "responsibility.summary" in run.status_reason

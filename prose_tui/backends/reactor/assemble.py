@@ -59,8 +59,16 @@ class ReactorState:
     chain_warnings: int = 0
 
 
-def run_id(state_dir: Path) -> str:
-    """``project/.reactor`` for a hidden state dir, else the folder name."""
+def run_id(state_dir: Path, config: Path | None = None) -> str:
+    """What the run list calls a state dir: ``project/.reactor`` for a hidden one or one a
+    project's ``reactor.yml`` names inside the project (``project/state``), else its name."""
+    if config is not None:
+        try:
+            rel = state_dir.relative_to(config.parent.resolve())
+        except ValueError:
+            rel = None
+        if rel is not None and rel.parts:
+            return f"{config.parent.name}/{rel.as_posix()}"
     return f"{state_dir.parent.name}/{state_dir.name}" if state_dir.name.startswith(".") else state_dir.name
 
 
@@ -75,7 +83,7 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
           warnings: list[str]) -> tuple[Run, ReactorState]:
     """The run of ``state_dir`` from its parts (status is set by :func:`set_status`)."""
     state = ReactorState(state_dir, cursor, topology)
-    run = Run(id=run_id(state_dir), path=state_dir, backend=Backend.REACTOR, format=RunFormat.REACTOR)
+    run = Run(id=run_id(state_dir, config), path=state_dir, backend=Backend.REACTOR, format=RunFormat.REACTOR)
     run.state_file = state_dir / RECEIPTS
     run.program_path = config
     run.program = config.name if config else f"compile/topology.json ({len(topology.nodes)} nodes)"
