@@ -366,3 +366,23 @@ def test_non_ascii_receipts_verify_however_the_ledger_is_escaped(tmp_path: Path)
         run = open_run(state, now=LATER)
         assert all(n.chain_ok for n in run.nodes), [n.chain_note for n in run.nodes if not n.chain_ok]
         assert "Größe überschritten — ✓ fehlt" in run.status_reason
+
+
+def test_apply_to_an_older_copy_of_the_run_reads_it_again(tmp_path: Path) -> None:
+    state, w = _small(tmp_path)
+    older = open_run(state, now=LATER)
+    newer = open_run(state, now=LATER)  # e.g. a summary read again in full: the backend follows this one
+    w.emit("gateway.inbox", "skipped", cause="external")
+    delta = backend_of(older).apply(older, {state / "receipts.json"}, now=LATER)
+    assert delta.reread and len(delta.run.receipts) == len(w.receipts)
+    delta = backend_of(newer).apply(newer, {state / "receipts.json"}, now=LATER)
+    assert not delta.reread and len(delta.events) == 1
+
+
+def test_apply_without_paths_only_refreshes_the_status(tmp_path: Path) -> None:
+    state, _ = _small(tmp_path)
+    mtime = datetime.fromtimestamp((state / "receipts.json").stat().st_mtime, timezone.utc)
+    run = open_run(state, now=mtime + timedelta(seconds=1), stale_after=60)
+    assert run.status is RunStatus.RUNNING
+    delta = backend_of(run).apply(run, set(), now=mtime + timedelta(seconds=600), stale_after=60)
+    assert delta.status and not delta.events and run.status is RunStatus.COMPLETED

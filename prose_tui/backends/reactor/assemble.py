@@ -57,6 +57,13 @@ class ReactorState:
     phantoms: set[str] = field(default_factory=set)
     published: dict[str, Published] = field(default_factory=dict)
     chain_warnings: int = 0
+    owner: int = 0  # id() of the Run this state was built for and is applied to
+    receipts: int = 0  # how many receipts that run holds
+
+    def belongs_to(self, run: Run) -> bool:
+        """True when ``run`` is the run this state keeps current (not an older copy read
+        before, say, a summary was re-read in full)."""
+        return self.owner == id(run) and len(run.receipts) == self.receipts
 
 
 def run_id(state_dir: Path, config: Path | None = None) -> str:
@@ -124,6 +131,7 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
     if topology.edges:
         run.sections.append(Section("Topology", _topology_text(topology)))
     set_cost(run)
+    state.owner = id(run)
     return run, state
 
 
@@ -234,6 +242,7 @@ def add_receipts(run: Run, state: ReactorState, parsed: Parsed) -> tuple[list[Ev
                       step=r.node, name=r.node, status=r.status)
         run.events.append(event)
         events.append(event)
+    state.receipts = len(run.receipts)
     for i, r in last.items():
         _set_version(run.nodes[i], state, r)
     for note in parsed.notes:

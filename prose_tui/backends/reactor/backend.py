@@ -85,7 +85,7 @@ class ReactorBackend:
     def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         state = self._state(run)
-        if state is None or any(_needs_reopen(state.state_dir, p) for p in paths):
+        if state is None or not state.belongs_to(run) or any(_needs_reopen(state.state_dir, p) for p in paths):
             return Delta.whole(self.open(run.path, now=now, stale_after=stale_after, observed=observed), paths)
         delta = Delta(run, set(paths))
         before = (run.status, run.status_reason)
