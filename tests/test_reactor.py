@@ -373,10 +373,10 @@ def test_apply_to_an_older_copy_of_the_run_reads_it_again(tmp_path: Path) -> Non
     older = open_run(state, now=LATER)
     newer = open_run(state, now=LATER)  # e.g. a summary read again in full: the backend follows this one
     w.emit("gateway.inbox", "skipped", cause="external")
-    delta = backend_of(older).apply(older, {state / "receipts.json"}, now=LATER)
-    assert delta.reread and len(delta.run.receipts) == len(w.receipts)
     delta = backend_of(newer).apply(newer, {state / "receipts.json"}, now=LATER)
     assert not delta.reread and len(delta.events) == 1
+    delta = backend_of(older).apply(older, {state / "receipts.json"}, now=LATER)
+    assert delta.reread and len(delta.run.receipts) == len(w.receipts)
 
 
 def test_apply_without_paths_only_refreshes_the_status(tmp_path: Path) -> None:
