@@ -386,3 +386,59 @@ def test_apply_without_paths_only_refreshes_the_status(tmp_path: Path) -> None:
     assert run.status is RunStatus.RUNNING
     delta = backend_of(run).apply(run, set(), now=mtime + timedelta(seconds=600), stale_after=60)
     assert delta.status and not delta.events and run.status is RunStatus.COMPLETED
+
+
+# -- hostile input ------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from prose_tui.backends.reactor.frames import decode_frame  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["node", "status", "prev", "cost", "tokens", "fresh", "content_hash", "wake",
+                         "semantic_diff", "failure_reason", "fingerprints", "@atomic", "x"]), inner, max_size=5),
+    max_leaves=20)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ledger=st.lists(_json, max_size=6), topology=_json)
+def test_any_json_in_ledger_and_topology_opens_without_raising(tmp_path: Path, ledger, topology) -> None:
+    state = tmp_path / "s"
+    (state / "compile").mkdir(parents=True, exist_ok=True)
+    (state / "compile" / "topology.json").write_text(json.dumps(topology))
+    (state / "receipts.json").write_text(json.dumps(ledger))
+    run = open_run(state, now=LATER)
+    dicts = [r for r in ledger if isinstance(r, dict) and isinstance(r.get("node"), str) and r["node"]]
+    assert len(run.receipts) == len(dicts)
+    assert len(run.receipts) + sum("not an object naming its node" in w for w in run.warnings) == len(ledger)
+    run_detail(run)  # serialisable shape
+
+
+@settings(max_examples=150, deadline=None)
+@given(files=st.lists(st.tuples(st.text(max_size=8), st.binary(max_size=24)), max_size=4), cut=st.integers(0, 200))
+def test_frames_decode_whole_or_name_the_fault(files, cut: int) -> None:
+    from bench_reactor import frame
+
+    unique = dict(files)
+    blob = frame(unique)
+    decoded, error = decode_frame(blob)
+    assert error is None and [(f.name, f.data) for f in decoded] == list(unique.items())
+    if cut < len(blob) - 5:
+        decoded, error = decode_frame(blob[: 5 + cut])
+        assert error is not None  # a strict prefix is never a whole frame
+
+
+def test_a_cycle_in_the_topology_is_a_warning_and_every_node_is_listed(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    (state / "compile").mkdir(parents=True)
+    (state / "compile" / "topology.json").write_text(json.dumps({
+        "nodes": [{"node": "a"}, {"node": "b"}, {"node": "c"}],
+        "edges": [{"subscriber": "a", "producer": "b"}, {"subscriber": "b", "producer": "a"},
+                  {"subscriber": "c", "producer": "a"}]}))
+    run = open_run(state, now=LATER)
+    assert sorted(n.name for n in run.nodes) == ["a", "b", "c"]
+    assert any("cycle" in w for w in run.warnings)
+    assert run.status is RunStatus.UNKNOWN and "no receipts" in run.status_reason
