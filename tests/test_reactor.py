@@ -143,6 +143,24 @@ def test_corpus_published_world_models_read_as_their_frames(state_dir: Path) -> 
     assert published == len(run.bindings)
 
 
+@pytest.mark.parametrize("state_dir", corpus_dirs())
+def test_corpus_receipt_versions_that_were_kept_read_back(state_dir: Path) -> None:
+    run = open_run(state_dir, now=LATER)
+    backend = backend_of(run)
+    kept = missing = 0
+    for r in run.receipts[:: max(1, len(run.receipts) // 20)]:
+        atomic = r.fields["fingerprints"]["@atomic"]
+        folder = state_dir / "world-models" / r.node.encode().hex() / "versions"
+        value = backend.read_version(run, r.node, atomic)
+        if (folder / (atomic.replace(":", "_") + ".bin")).is_file():
+            kept += 1
+            assert value.warning is None and value.text
+        else:
+            missing += 1
+            assert value.warning and "not kept" in value.warning
+    assert kept + missing > 0
+
+
 def test_corpus_is_not_empty_when_present() -> None:
     if not REACTOR_CORPUS.is_dir():
         pytest.skip(f"Reactor corpus not found at {REACTOR_CORPUS} (set PROSE_TUI_REACTOR_CORPUS)")

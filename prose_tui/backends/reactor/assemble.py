@@ -9,6 +9,7 @@ can apply appended receipts without reading the ledger again.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -130,6 +131,9 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
         run.sections.append(Section("receipts.json (unparsed)", f"From the first fault on, as written:\n\n```\n{raw}\n```"))
     if topology.edges:
         run.sections.append(Section("Topology", _topology_text(topology)))
+    registry = _registry_text(state_dir)
+    if registry:
+        run.sections.append(Section("Gateway cursors (registry.json)", registry))
     set_cost(run)
     state.owner = id(run)
     return run, state
@@ -314,6 +318,19 @@ def _header(run: Run, state: ReactorState, config: Path | None) -> dict[str, str
     if config is not None:
         header["config"] = str(config)
     return header
+
+
+def _registry_text(state_dir: Path) -> str | None:
+    """``registry.json`` (the durable per-source gateway cursors that dedup arrivals,
+    reactor.md, Connectors + gateways) as JSON, when it holds anything."""
+    try:
+        data = json.loads((state_dir / "registry.json").read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not data:
+        return None
+    text = visible(json.dumps(data, indent=2, ensure_ascii=False))
+    return f"```json\n{text[:16384]}\n```"
 
 
 def _topology_text(topo: Topology) -> str:

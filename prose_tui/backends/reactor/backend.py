@@ -28,8 +28,8 @@ from prose_tui.backends.reactor.assemble import (
     set_cost,
     set_status,
 )
-from prose_tui.backends.reactor.frames import read_frame, render_world_model
-from prose_tui.backends.reactor.layout import RECEIPTS, WORLD_MODELS, node_of_dir, state_dir_of
+from prose_tui.backends.reactor.frames import read_frame, render_world_model, version_file
+from prose_tui.backends.reactor.layout import RECEIPTS, WORLD_MODELS, node_dir_name, node_of_dir, state_dir_of
 from prose_tui.backends.reactor.ledger import Cursor, Parsed, read_ledger, read_tail, short
 from prose_tui.backends.reactor.topology import read_topology
 from prose_tui.model import Backend, Binding, Delta, Event, Run
@@ -131,19 +131,34 @@ class ReactorBackend:
                 delta.trace_lines.add(i)
 
     def read_value(self, run: Run, binding: Binding) -> Value:
+        """The published world model ``binding`` names, decoded from its ``OPWM1`` frame
+        (Markdown; a bad frame gives a warning and a hex dump of the raw bytes)."""
         version = (binding.fields or {}).get("version") or None
-        note = f"world model of {binding.name} · version {short(version)}" if version else f"world model of {binding.name}"
-        try:
-            files, raw, error = read_frame(binding.path)
-        except OSError as exc:
-            return Value(text="", note=note, warning=f"{binding.path.name} could not be read: {exc.strerror or exc}")
-        text = render_world_model(files, raw, error)
-        names = ", ".join(f.name for f in files)
-        return Value(text=text, note=f"{note} · {names}" if names else note,
-                     warning=f"bad OPWM1 frame: {error}; raw bytes shown" if error else None)
+        return _frame_value(binding.path, binding.name, version)
+
+    def read_version(self, run: Run, node: str, version: str) -> Value:
+        """Any kept version of ``node``'s world model (e.g. the one a receipt's ``@atomic``
+        fingerprint names): ``world-models/<hex(node)>/versions/<version>.bin`` decoded; a
+        warning when the state dir did not keep it."""
+        path = version_file(run.path / WORLD_MODELS / node_dir_name(node), version)
+        if not path.is_file():
+            return Value(text="", note=f"world model of {node} · version {short(version)}",
+                         warning=f"version {short(version)} of {node} is not kept in the state dir")
+        return _frame_value(path, node, version)
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+
+def _frame_value(path: Path, node: str, version: str | None) -> Value:
+    note = f"world model of {node} · version {short(version)}" if version else f"world model of {node}"
+    try:
+        files, raw, error = read_frame(path)
+    except OSError as exc:
+        return Value(text="", note=note, warning=f"{path.name} could not be read: {exc.strerror or exc}")
+    names = ", ".join(f.name for f in files)
+    return Value(text=render_world_model(files, raw, error), note=f"{note} · {names}" if names else note,
+                 warning=f"bad OPWM1 frame: {error}; raw bytes shown" if error else None)
 
 
 def _needs_reopen(state_dir: Path, path: Path) -> bool:
