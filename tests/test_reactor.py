@@ -283,6 +283,7 @@ def test_appended_receipts_come_back_as_only_the_new_events(tmp_path: Path) -> N
     assert delta.trace_lines == {index}
     assert run.nodes[index].receipts == count + 1 and len(run.events) == before + 1
     assert "77 fresh" in run.events[-1].text
+    assert run.updated == datetime.fromtimestamp((state / "receipts.json").stat().st_mtime, timezone.utc)
 
     for k in range(3):
         w.emit("gateway.inbox", "skipped", cause="external", write=False)

@@ -97,7 +97,8 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
     run.program = config.name if config else f"compile/topology.json ({len(topology.nodes)} nodes)"
     run.state_mtime = _mtime(run.state_file)
     run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc) if run.state_mtime else None
-    started = _mtime(topology_path(state_dir))
+    # No receipt carries a time: the compile (or, if later, the first ledger write) is the start.
+    started = min((t for t in (_mtime(topology_path(state_dir)), run.state_mtime) if t is not None), default=None)
     run.started = datetime.fromtimestamp(started, timezone.utc) if started else None
     run.warnings.extend(warnings)
 

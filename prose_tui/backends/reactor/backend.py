@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar
 
@@ -105,6 +105,7 @@ class ReactorBackend:
             if events:
                 run.header["receipts"] = str(len(run.receipts))
                 run.state_mtime = state.cursor.mtime_ns / 1e9
+                run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
                 set_cost(run)
         for node in sorted({n for p in paths if (n := _world_model_node(state.state_dir, p))}):
             self._refresh_world_model(run, state, node, delta)
