@@ -132,9 +132,7 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
         run.sections.append(Section("receipts.json (unparsed)", f"From the first fault on, as written:\n\n```\n{raw}\n```"))
     if topology.edges:
         run.sections.append(Section("Topology", _topology_text(topology)))
-    registry = _registry_text(state_dir)
-    if registry:
-        run.sections.append(Section("Gateway cursors (registry.json)", registry))
+    set_registry_section(run, state_dir)
     set_cost(run)
     state.owner = id(run)
     return run, state
@@ -319,6 +317,16 @@ def _header(run: Run, state: ReactorState, config: Path | None) -> dict[str, str
     if config is not None:
         header["config"] = str(config)
     return header
+
+
+REGISTRY_SECTION = "Gateway cursors (registry.json)"
+
+
+def set_registry_section(run: Run, state_dir: Path) -> None:
+    """The "Gateway cursors" section from ``registry.json`` (dropped when it holds nothing)."""
+    text = _registry_text(state_dir)
+    sections = [s for s in run.sections if s.title != REGISTRY_SECTION]
+    run.sections = sections + [Section(REGISTRY_SECTION, text)] if text else sections
 
 
 def _registry_text(state_dir: Path) -> str | None:

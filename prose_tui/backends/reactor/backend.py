@@ -26,6 +26,7 @@ from prose_tui.backends.reactor.assemble import (
     published_binding,
     redraw_trace,
     set_cost,
+    set_registry_section,
     set_status,
 )
 from prose_tui.backends.reactor.frames import read_frame, render_world_model, version_file
@@ -63,9 +64,7 @@ class ReactorBackend:
             cursor, parsed = read_ledger(ledger)
         except FileNotFoundError:
             cursor, parsed = Cursor(ledger), Parsed()
-            if topology.found:
-                cursor.end = -1  # nothing to tail yet: the first write is read whole
-            warnings.append("no receipts.json yet: the reactor has not run")
+            cursor.end = -1  # nothing to tail yet: the first write is read whole (the status says so)
         except OSError as exc:
             cursor, parsed = Cursor(ledger), Parsed()
             warnings.append(f"receipts.json could not be read: {exc.strerror or exc}")
@@ -107,6 +106,8 @@ class ReactorBackend:
                 run.state_mtime = state.cursor.mtime_ns / 1e9
                 run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
                 set_cost(run)
+        if state.state_dir / "registry.json" in paths:
+            set_registry_section(run, state.state_dir)
         for node in sorted({n for p in paths if (n := _world_model_node(state.state_dir, p))}):
             self._refresh_world_model(run, state, node, delta)
         set_status(run, now=now, stale_after=stale_after, observed=observed)
