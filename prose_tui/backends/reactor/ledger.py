@@ -9,6 +9,12 @@ is what the Reactor SDK writes, checked against every receipt of the OpenProse r
 fixtures. ``prev`` is the content hash of the same node's previous receipt (``null`` for
 its first): the chain.
 
+:func:`read_ledger` parses a valid ledger with one ``json.loads`` and hashes each element's
+text as written when that is canonical (the SDK writes compact, key-sorted JSON; each digest
+is compared with the stored one, and anything else is re-serialised), so a 5,000-receipt
+ledger opens at about twice the cost of parsing it. A malformed ledger is read element by
+element up to the fault.
+
 Live, :func:`read_tail` parses only what follows the elements already read: it keeps the
 byte offset after the last element and a CRC-32 of the bytes before it; a rewrite that
 keeps that prefix (an append, however the writer closes the array) is read from there,
