@@ -13,6 +13,7 @@ from .agent import Agent
 from .binding import Binding
 from .event import Event
 from .frame import Frame
+from .node import Node, Receipt
 from .run import Run
 from .statement import TraceLine
 
@@ -91,6 +92,61 @@ def event(e: Event) -> dict[str, Any]:
     }
 
 
+def node(n: Node) -> dict[str, Any]:
+    """One node of ``show --json``'s ``nodes``: its ledger summarised (openprose-0.15)."""
+    return {
+        "name": n.name,
+        "kind": n.kind,
+        "status": n.status,
+        "receipts": n.receipts,
+        "version": n.version,
+        "failure_reason": n.failure_reason,
+        "tokens_fresh": n.tokens_fresh,
+        "tokens_reused": n.tokens_reused,
+        "producers": list(n.producers),
+        "chain_ok": n.chain_ok,
+        "chain_note": n.chain_note,
+    }
+
+
+def receipt(r: Receipt) -> dict[str, Any]:
+    """One receipt of ``show --json``'s ``receipts``, without the writer's raw fields."""
+    return {
+        "seq": r.seq,
+        "node": r.node,
+        "status": r.status,
+        "time": _time(r.time),
+        "hash": r.hash,
+        "prev": r.prev,
+        "version": r.version,
+        "wake": r.wake,
+        "tokens_fresh": r.tokens_fresh,
+        "tokens_reused": r.tokens_reused,
+        "surprise_cause": r.surprise_cause,
+        "failure_reason": r.failure_reason,
+    }
+
+
+def cost(receipts: list[Receipt]) -> dict[str, Any]:
+    """Token totals of ``receipts`` and the same by ``surprise_cause`` (``"unknown"`` when a
+    receipt names none): ``{tokens_fresh, tokens_reused, receipts, by_surprise_cause: {cause:
+    {tokens_fresh, tokens_reused, receipts}}}``; ``{}`` for a run without receipts."""
+    if not receipts:
+        return {}
+    by: dict[str, dict[str, int]] = {}
+    for r in receipts:
+        row = by.setdefault(r.surprise_cause or "unknown", {"tokens_fresh": 0, "tokens_reused": 0, "receipts": 0})
+        row["tokens_fresh"] += r.tokens_fresh
+        row["tokens_reused"] += r.tokens_reused
+        row["receipts"] += 1
+    return {
+        "tokens_fresh": sum(v["tokens_fresh"] for v in by.values()),
+        "tokens_reused": sum(v["tokens_reused"] for v in by.values()),
+        "receipts": len(receipts),
+        "by_surprise_cause": dict(sorted(by.items())),
+    }
+
+
 def run_detail(run: Run) -> dict[str, Any]:
     """The whole parsed run (``prose-tui show --json``), imports nested the same way."""
     return {
@@ -107,5 +163,8 @@ def run_detail(run: Run) -> dict[str, Any]:
         "sections": [{"title": s.title, "text": s.text} for s in run.sections],
         "imports": [{"handle": i.import_handle, **run_detail(i)} for i in run.imports],
         "events": [event(e) for e in run.events],
+        "nodes": [node(n) for n in run.nodes],
+        "receipts": [receipt(r) for r in run.receipts],
+        "cost": cost(run.receipts),
         "warnings": run.warnings,
     }
