@@ -18,6 +18,7 @@ from prose_tui.backends.filesystem.snapshot import (
     parse_snapshot,
     parse_time,
 )
+from prose_tui.history.node_cursor import apply_nodes_at
 from prose_tui.history.stream import History, _rel, current_state
 from prose_tui.model import (
     Agent,
@@ -39,7 +40,7 @@ __all__ = ["state_at"]
 
 K = EventKind
 S = StatementState
-_EVENT_LOGS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG)
+_EVENT_LOGS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
 _STATE_OF = {
     K.STATEMENT_STARTED: S.EXECUTING, K.PARALLEL_STARTED: S.EXECUTING, K.LOOP_ITERATION: S.EXECUTING,
     K.RETRY: S.RETRYING, K.STATEMENT_COMPLETED: S.COMPLETE, K.PARALLEL_JOINED: S.COMPLETE,
@@ -86,6 +87,11 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
     * Event logs: the log cut after the cursor's line and parsed again, so trace states,
       open parallels and the call stack are what the file said then; lines after it are
       dropped. (A line holding several events, ``a ✓ | b ✓``, is shown whole.)
+    * Skill runs and Reactor state dirs (runs with nodes): the nodes recomputed from the
+      receipts written by then (status, receipts, version, tokens, failure text), the trace
+      lines standing for nodes redrawn to match, world models kept for nodes that had
+      rendered, cost cut to those receipts; a Reactor is ``failed`` while some node's last
+      receipt so far failed, else ``running`` (see :mod:`.node_cursor`).
     * SQLite/narration: every trace line keeps its place; lines the events so far touched
       take the state of their latest event, the others have state ``None``.
     * Journal: the ``state.md`` revision current at the cursor, parsed with
@@ -115,6 +121,8 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
         _log_state(out, run, history, cursor)
     _agents_at(out, history, cursor)
     _status_at(out, history, cursor)
+    if history.origin == "log" and (run.nodes or run.receipts):
+        apply_nodes_at(out, run, history, cursor)
     return out
 
 

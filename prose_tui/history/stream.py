@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from prose_tui.backends.common.bindings import name_and_scope
 from prose_tui.backends.filesystem.snapshot import SnapshotState, parse_snapshot
+from prose_tui.history.nodes import with_receipt_failures
 from prose_tui.model import (
     Event,
     EventKind,
@@ -45,7 +46,10 @@ __all__ = ["EventRef", "History", "events_json", "history_of", "snapshot_events"
 
 K = EventKind
 S = StatementState
-LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SQLITE, RunFormat.NARRATION)
+LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL, RunFormat.SQLITE,
+               RunFormat.NARRATION, RunFormat.REACTOR)
+# formats whose trace is the log itself, one line per event line (``_log_trace_lines``)
+LINE_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
 _FAILED = (K.STATEMENT_FAILED, K.RUN_ERRORED)
 
 
@@ -84,17 +88,19 @@ class History:
             self.refs = self.refs + [EventRef() for _ in range(len(self.events) - len(self.refs))]
 
     def failures(self) -> list[int]:
-        """Indexes of events where the run went wrong: ``statement_failed`` and
-        ``run_errored``. A failed attempt that the same statement got past later (a
-        ``retry``, a new start, a completion, a later failure) is part of that retry, not a
-        failure (see :meth:`retries`)."""
+        """Indexes of events where the run went wrong: ``statement_failed``,
+        ``run_errored`` and ``receipt_failed``. A failed attempt that the same statement got
+        past later (a ``retry``, a new start, a completion, a later failure) is part of that
+        retry, not a failure (see :meth:`retries`); so is a failed receipt the same node
+        wrote another receipt after. A log line and a receipt reporting one node failure
+        count once (see :func:`~prose_tui.history.nodes.with_receipt_failures`)."""
         out: list[int] = []
         for i, event in enumerate(self.events):
             if event.kind is K.RUN_ERRORED:
                 out.append(i)
             elif event.kind is K.STATEMENT_FAILED and not self._retried(i):
                 out.append(i)
-        return out
+        return with_receipt_failures(self.events, out)
 
     def retries(self) -> list[int]:
         """Indexes of ``retry`` events, in order."""
@@ -202,7 +208,7 @@ def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
     line per position marker). SQLite: the k-th ``statement_started`` of a step is the
     k-th trace line with that step; the step's other events follow the latest start.
     """
-    if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG):
+    if run.format in LINE_FORMATS:
         distinct = sorted({e.line for e in events if e.line is not None})
         if len(distinct) == len(run.trace) and all(e.line is not None for e in events):
             rank = {line: run.trace[i].line for i, line in enumerate(distinct)}
