@@ -13,13 +13,17 @@ from rich.table import Table
 from rich.text import Text
 
 from prose_tui.backends.common.status import age, as_utc
+from prose_tui.backends.reactor.ledger import short
+from prose_tui.history.nodes import node_state
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
+from prose_tui.model.serialize import cost
 from prose_tui.tui.glyphs import STATE_GLYPH, STATUS_BADGE
 
 
 def _when(value: datetime | None) -> str:
-    return as_utc(value).strftime("%Y-%m-%d %H:%M") if value else "—"
+    utc = as_utc(value)
+    return utc.strftime("%Y-%m-%d %H:%M") if utc is not None else "—"
 
 
 def _console() -> Console:
@@ -63,6 +67,8 @@ def run_report(run: Run, console: Console | None = None) -> None:
             if t.note:
                 line.append(f"  # {t.note}", "dim")
             console.print(line, overflow="ellipsis", no_wrap=True)
+    if run.nodes:
+        nodes_table(run, console)
     if run.call_stack:
         console.rule("call stack")
         for f in run.call_stack:
@@ -82,3 +88,42 @@ def run_report(run: Run, console: Console | None = None) -> None:
             console.print(Text(f"{i.import_handle}  {STATUS_BADGE[i.status][0]}  {i.program or ''}"))
     for warning in run.warnings:
         console.print(Text(f"warning: {warning}", "yellow"))
+
+
+def nodes_table(run: Run, console: Console) -> None:
+    """The node view of a run with nodes (a 0.15 skill run, a Reactor state dir): one row per
+    node (glyph, name, last status, receipts, short version, fresh/reused tokens, producers,
+    a chain break or failure text below its row), then the cost totals by surprise cause."""
+    console.rule(f"nodes ({len(run.nodes)})")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column(" ", no_wrap=True)
+    table.add_column("NODE", no_wrap=True, overflow="ellipsis", max_width=40)
+    table.add_column("STATUS", no_wrap=True)
+    table.add_column("RECEIPTS", justify="right", no_wrap=True)
+    table.add_column("VERSION", no_wrap=True)
+    table.add_column("FRESH", justify="right", no_wrap=True)
+    table.add_column("REUSED", justify="right", no_wrap=True)
+    table.add_column("PRODUCERS", overflow="fold")
+    for n in run.nodes:
+        glyph, style = STATE_GLYPH[node_state(n.status)]
+        table.add_row(Text(glyph, style), Text(n.name), Text(n.status or "—"), str(n.receipts),
+                      Text(short(n.version) if n.version else "—"), f"{n.tokens_fresh:,}", f"{n.tokens_reused:,}",
+                      Text(", ".join(n.producers) or "—"))
+    console.print(table)
+    for n in run.nodes:
+        if n.status == "failed" and n.failure_reason:
+            console.print(Text.assemble((f"{n.name} failed: ", "bold"), n.failure_reason))
+        if not n.chain_ok:
+            console.print(Text(f"{n.name}: chain broken ({n.chain_note or 'see its receipts'})", "yellow"))
+    totals = cost(run.receipts)
+    if totals:
+        console.rule("cost")
+        console.print(Text(f"{totals['tokens_fresh']:,} fresh + {totals['tokens_reused']:,} reused tokens "
+                           f"over {_count(totals['receipts'], 'receipt')}"))
+        for cause, row in totals["by_surprise_cause"].items():
+            console.print(Text(f"  {cause:<12} {row['tokens_fresh']:>10,} fresh {row['tokens_reused']:>10,} reused "
+                               f"{_count(row['receipts'], 'receipt'):>14}"))
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

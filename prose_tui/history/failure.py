@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
 from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
+from prose_tui.history.nodes import RECEIPT_KINDS, binding_node, failure_words, receipt_events
 from prose_tui.history.stream import History
-from prose_tui.model import Binding, Event, EventKind, Run, TraceLine
+from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine
 
 __all__ = ["FailureContext", "failure_context"]
 
@@ -26,6 +27,13 @@ class FailureContext:
     text (the words after ``✗``, the ``---error`` message, a snapshot's ``## Error``
     section, joined with " — " when there are several); ``retries`` the ``retry`` events of
     the same statement before it; ``context_bindings`` the bindings it had as context.
+
+    For a failed receipt (a 0.15 skill run's or a Reactor's node): ``node`` names the node,
+    ``error`` is the receipt's failure text (``semantic_diff.failure_reason``, a skill run's
+    ``__error.md`` summary), ``retries`` the node's failed receipts right before it (its
+    earlier attempts), ``context_bindings`` the world models of the nodes it reads (the
+    caller's inputs for a node reading none) and its own last published one, as of then.
+    ``node`` is also set for a log line reporting a node's failure.
     """
 
     event: Event
@@ -33,8 +41,11 @@ class FailureContext:
     error: str | None
     retries: list[Event] = field(default_factory=list)
     context_bindings: list[Binding] = field(default_factory=list)
+    node: str | None = None
 
 
+# the formats whose trace is a log or node rows: no ``## Error`` section, no context lines in the trace
+_LOGS = (*_EVENT_LOGS, RunFormat.REACTOR)
 _FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
 _CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w]*")
@@ -57,6 +68,8 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
         raise IndexError(f"event {index} outside 0..{len(history.events) - 1}")
     event = history.events[index]
     at = state_at(run, history, index)
+    if event.kind is K.RECEIPT_FAILED:
+        return _receipt_failure(run, history, index, at)
     stmt_index = index
     if event.kind is K.RUN_ERRORED:
         for j in range(index - 1, -1, -1):
@@ -68,11 +81,18 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     for j in dict.fromkeys((stmt_index, index)):
         if (text := _error_words(history.events[j])) and text not in errors:
             errors.append(text)
-    if run.format not in _EVENT_LOGS and (section := _error_section(at)) and section not in errors:
+    if run.format not in _LOGS and (section := _error_section(at)) and section not in errors:
         errors.append(section)
     retries = _retries_before(history, stmt_index)
     names = _context_names(run, at, history, stmt_index)
     bindings: list[Binding] = []
+    node = history.events[stmt_index].name if any(n.name == history.events[stmt_index].name for n in run.nodes) else None
+    if node is not None and not names:
+        bindings = _node_context(run, at, node)
+    if node is not None and event.kind is K.RUN_ERRORED:
+        reason = next((n.failure_reason for n in at.nodes if n.name == node and n.status == "failed"), None)
+        if reason and not any(reason in e for e in errors):
+            errors = [e for e in errors if e not in reason] + [reason]
     eid = history.events[stmt_index].execution_id
     for name in names:
         b = at.binding_named(name, eid) or run.binding_named(name, eid)
@@ -82,7 +102,68 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
         before = state_at(run, history, stmt_index - 1) if stmt_index > 0 else None
         bindings = [b for b in (before.bindings if before else []) if b.exists]
     return FailureContext(event=event, statement=statement, error=" — ".join(errors) or None,
-                          retries=retries, context_bindings=bindings)
+                          retries=retries, context_bindings=bindings, node=node)
+
+
+def _receipt_failure(run: Run, history: History, index: int, at: Run) -> FailureContext:
+    """A failed receipt: its node, its failure text, the node's failed attempts right
+    before it, the node's inputs and last published world model as of then."""
+    event = history.events[index]
+    node = event.name or ""
+    mapping = receipt_events(run, history.events)
+    receipt = mapping[index]
+    errors: list[str] = []
+    live = next((n for n in run.nodes if n.name == node), None)
+    last_of_node = receipt is not None and not any(r is not None and r.node == node for r in mapping[index + 1:])
+    for text in (receipt.failure_reason if receipt is not None else None,
+                 live.failure_reason if live is not None and last_of_node else None,
+                 _twin_words(history, index)):
+        text = (text or "").strip()
+        if text and not any(text in e for e in errors):
+            errors = [e for e in errors if e not in text] + [text]
+    if not errors:
+        errors.append(failure_words(event))
+    retries: list[Event] = []
+    for j in range(index - 1, -1, -1):
+        earlier = mapping[j]
+        if earlier is None or earlier.node != node:
+            continue
+        if earlier.status != "failed":
+            break
+        retries.append(history.events[j])
+    return FailureContext(event=event, statement=_line_at(at, history.refs[index].trace_line),
+                          error=" — ".join(errors), retries=list(reversed(retries)),
+                          context_bindings=_node_context(run, at, node), node=node)
+
+
+def _twin_words(history: History, index: int) -> str | None:
+    """The failure words of the log line reporting the same node failure as the receipt at
+    ``index`` (a skill run writes ``3→ ranker ✗ reason``, then the receipt), if any."""
+    event = history.events[index]
+    for j in range(index - 1, -1, -1):
+        other = history.events[j]
+        if other.kind is K.STATEMENT_FAILED and other.name == event.name and other.line == event.line:
+            return failure_words(other) if other.line is not None else None
+        if other.name == event.name and other.kind in RECEIPT_KINDS:
+            return None
+    return None
+
+
+def _node_context(run: Run, at: Run, node: str) -> list[Binding]:
+    """The world models ``node`` reads (its producers', in producer order; the caller's
+    inputs when it reads no node) and its own last published one, as of ``at``."""
+    spec = next((n for n in run.nodes if n.name == node), None)
+    producers = list(spec.producers) if spec is not None else []
+    by_node: dict[str | None, list[Binding]] = {}
+    for b in at.bindings:
+        owner = binding_node(run, b)
+        if owner is None and (b.service == "caller" or (b.kind or "").lower() == "input"):
+            owner = "caller"
+        by_node.setdefault(owner, []).append(b)
+    out: list[Binding] = []
+    for name in dict.fromkeys([*(producers or ["caller"]), node]):
+        out.extend(b for b in by_node.get(name, []) if b.exists)
+    return out
 
 
 def _line_at(run: Run, line: int | None) -> TraceLine | None:
@@ -134,7 +215,7 @@ def _retries_before(history: History, index: int) -> list[Event]:
 def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]:
     """Names in the ``context:`` lines of the statement at ``index``."""
     line = history.refs[index].trace_line
-    if run.format not in _EVENT_LOGS and (i := _trace_index(at, line)) is not None:
+    if run.format not in _LOGS and (i := _trace_index(at, line)) is not None:
         return _block_context([t.text for t in at.trace], i)
     program = _program_lines(run)
     if not program:
