@@ -131,6 +131,36 @@ def test_equal_texts_keep_the_receipt_and_a_node_without_producers_reads_the_cal
     assert [(b.service, b.name) for b in ctx.context_bindings] == [("caller", "harbour")]
 
 
+def test_a_nodes_error_file_and_program_notes_are_those_of_then():
+    run = open_run(FAILED, now=LATER)
+    history = history_of(run)
+    before = state_at(run, history, _index(history, K.RECEIPT_RENDERED, "scout"))
+    assert not any(s.title.startswith("Error: ranker") for s in before.sections)
+    program = next(s.text for s in before.sections if s.title.startswith("Program (nodes of"))
+    assert "ranker ← scout    # no receipt yet" in program
+    after = state_at(run, history, history.first_failure() or 0)
+    assert any(s.title.startswith("Error: ranker") for s in after.sections)
+    program = next(s.text for s in after.sections if s.title.startswith("Program (nodes of"))
+    assert f"ranker ← scout    # failed · 1 receipt · {FULL_REASON}" in program
+
+
+def test_without_a_log_the_node_lines_follow_the_cursor(tmp_path):
+    run_dir = tmp_path / "runs" / FAILED.name
+    shutil.copytree(FAILED, run_dir)
+    (run_dir / "vm.log.md").unlink()
+    run = open_run(run_dir, now=LATER)
+    history = history_of(run)
+    assert [e.kind for e in history.events] == [K.RECEIPT_FAILED, K.RECEIPT_RENDERED]  # receipts by node name
+    at = state_at(run, history, 0)
+    assert [(t.text, t.state, t.note) for t in at.trace] == [
+        ("scout", S.PENDING, "no receipt yet"),
+        ("ranker ← scout", S.FAILED, f"failed · 1 receipt · {FULL_REASON}"),
+        ("writer ← ranker", S.PENDING, "no receipt yet"),
+    ]
+    assert history.failures() == [0]
+    assert failure_context(run, history, 0).error == FULL_REASON
+
+
 def _retried_run(tmp_path: Path, last: str) -> Path:
     """The failed fixture, where ranker failed twice (a rendered attempt first) then ``last``."""
     run_dir = tmp_path / "runs" / FAILED.name

@@ -19,7 +19,7 @@ from prose_tui.backends.reactor.layout import WORLD_MODELS, node_dir_name
 from prose_tui.backends.reactor.ledger import short
 from prose_tui.history.nodes import binding_node, node_state, nodes_as_of, receipt_events
 from prose_tui.history.stream import History
-from prose_tui.model import Binding, EventKind, Node, Run, RunFormat, RunStatus, TraceLine
+from prose_tui.model import Binding, EventKind, Node, Run, RunFormat, RunStatus, Section, TraceLine
 
 __all__ = ["apply_nodes_at"]
 
@@ -58,6 +58,10 @@ def apply_nodes_at(out: Run, run: Run, history: History, cursor: int) -> None:
         out.metrics = dict(out.metrics)  # copy_run shares it with the live run
         _skill_metrics(out)
         failing = [n for n in out.nodes if n.status == "failed"]
+        # a node's __error.md (skill.py's "Error: {node} (…)" section) is shown once it failed
+        later = tuple(f"Error: {n.name} (" for n in out.nodes if n.status != "failed")
+        out.sections = [s for s in out.sections if not (later and s.title.startswith(later))]
+        out.sections = [_program_section(s, by_name) for s in out.sections]
         if failing and out.status is RunStatus.RUNNING:
             out.status_reason += "; " + "; ".join(
                 f"node {n.name} failed: {n.failure_reason or 'no failure text'}" for n in failing[:3])
@@ -132,6 +136,19 @@ def _skill_note(node: Node) -> str:
     if node.failure_reason:
         bits.append(node.failure_reason)
     return " · ".join(bits) or "no receipt yet"
+
+
+def _program_section(section: Section, nodes: dict[str, Node]) -> Section:
+    """skill.py's "Program (nodes of compiled-intent.json)" section, one ``name ← producers
+    # note`` line per node, with each note as of then; other sections as they are."""
+    if not section.title.startswith("Program (nodes of "):
+        return section
+    lines = []
+    for line in section.text.splitlines():
+        head, sep, _note = line.partition("    # ")
+        node = nodes.get(head.split("←", 1)[0].strip()) if sep else None
+        lines.append(f"{head}    # {_skill_note(node)}" if node is not None else line)
+    return dataclasses.replace(section, text="\n".join(lines))
 
 
 def _skill_metrics(out: Run) -> None:

@@ -71,11 +71,6 @@ def failure_words(event: Event) -> str:
     return text.strip()
 
 
-def _retried_receipt(events: list[Event], index: int) -> bool:
-    name = events[index].name
-    return any(e.kind in RECEIPT_KINDS and e.name == name for e in events[index + 1:])
-
-
 def with_receipt_failures(events: list[Event], failures: list[int]) -> list[int]:
     """``failures`` (indexes of statement failures and run errors) with the failed receipts
     that are failures: those whose node wrote no receipt after them. A receipt and a log
@@ -83,8 +78,12 @@ def with_receipt_failures(events: list[Event], failures: list[int]) -> list[int]
     once: the one whose failure text is longer (the receipt when equal, it also carries the
     cost). Sorted."""
     out = set(failures)
+    last: dict[str | None, int] = {}  # each node's last receipt event
     for i, event in enumerate(events):
-        if event.kind is not K.RECEIPT_FAILED or _retried_receipt(events, i):
+        if event.kind in RECEIPT_KINDS:
+            last[event.name] = i
+    for i, event in enumerate(events):
+        if event.kind is not K.RECEIPT_FAILED or last.get(event.name) != i:
             continue
         twin = next((j for j in failures if events[j].kind is K.STATEMENT_FAILED and events[j].name == event.name
                      and events[j].line is not None and events[j].line == event.line
