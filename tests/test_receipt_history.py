@@ -299,6 +299,29 @@ def test_show_at_json_of_a_skill_run_has_its_nodes_then():
     assert [t["state"] for t in detail["trace"][:2]] == ["complete", "complete"]
 
 
+# -- the explorer: ! on a failed skill run --------------------------------------------------------
+
+
+async def test_bang_in_the_explorer_shows_the_failed_receipt_with_its_text():
+    from app_helpers import make_app, ready
+
+    from prose_tui.tui.widgets.timeline import Timeline
+    from prose_tui.tui.widgets.trace_view import TraceView
+    from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+    app = make_app(FAILED)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("exclamation_mark")
+        timeline = app.explorer.query_one(Timeline)
+        assert timeline.events[timeline.cursor].kind is K.RECEIPT_FAILED
+        viewer = app.explorer.query_one(ValueViewer)
+        assert viewer.target.title.startswith("Failure at event")
+        assert FULL_REASON in viewer.text and "calls" in viewer.text
+        trace = app.explorer.query_one(TraceView)
+        assert trace.lines[trace.cursor].text == "3→ ranker ✗ no-eligible-calls"
+
+
 # -- the headless report --------------------------------------------------------------------------
 
 

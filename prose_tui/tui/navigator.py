@@ -17,7 +17,8 @@ from prose_tui.history import (
 )
 from prose_tui.model import EventKind, Run
 
-PROBLEMS = (EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED, EventKind.RETRY)
+FAILURES = (EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED, EventKind.RECEIPT_FAILED)  # a node's failed receipt
+PROBLEMS = (*FAILURES, EventKind.RETRY)
 
 
 class HistoryNavigator:
@@ -111,6 +112,6 @@ class HistoryNavigator:
         if self.history is None or not self.events:
             return None
         index = self.position
-        if self.events[index].kind not in (EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED):
+        if self.events[index].kind not in FAILURES:
             return None
         return failure_context(run, self.history, index)
