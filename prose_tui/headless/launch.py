@@ -35,7 +35,8 @@ def launch(args: argparse.Namespace) -> int:
         print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
         return 1
     try:
-        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state).run()
+        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
+                 sources=getattr(args, "sources", ())).run()
     finally:
         stop.set()
         if thread is not None:

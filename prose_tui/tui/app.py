@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from textual.app import App
@@ -9,7 +10,7 @@ from textual.binding import Binding
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.history import Journal
-from prose_tui.live.workspace import Workspace
+from prose_tui.live.workspace import RunSource, Workspace
 from prose_tui.mission.state import find_agent_state
 from prose_tui.tui.commands import ExplorerCommands
 from prose_tui.tui.screens.explorer import ExplorerScreen
@@ -34,7 +35,8 @@ INTRO = (
 
 
 class ProseTUI(App[None]):
-    """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests."""
+    """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests.
+    ``sources`` hold runs off disk (a PostgreSQL database), listed beside those below ``path``."""
 
     CSS_PATH = "app.tcss"
     TITLE = "prose-tui"
@@ -55,10 +57,11 @@ class ProseTUI(App[None]):
         clock=None,
         agent_state: Path | None = None,
         journal: Journal | None = None,
+        sources: Sequence[RunSource] = (),
     ) -> None:
         super().__init__()
         self.path = path.resolve()
-        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock)
+        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources)
         self.live = watch
         self.journal = journal if journal is not None else Journal()
         root = self.path if self.path.is_dir() else self.path.parent

@@ -70,13 +70,27 @@ class ExecutionReader:
         sql = f"SELECT {self._select} FROM {self._table} WHERE {where} {tail}"
         return [to_row(dict(zip(self.cols, raw))) for raw in self.reader.rows(sql, params)]
 
+    def hot_queries(self, after: int = 0, limit: int = 500) -> dict[str, tuple[str, tuple]]:
+        """The statements a first screen and every poll run, as ``{name: (sql, params)}``
+        (for ``EXPLAIN`` in tests and benchmarks; the methods below run exactly these)."""
+        return {
+            "count": (f"SELECT count(*) FROM {self._table} WHERE run_id = %s", (self.run_id,)),
+            "last": (f"SELECT {self._select} FROM {self._table} WHERE run_id = %s ORDER BY id DESC LIMIT {max(int(limit), 0)}",
+                     (self.run_id,)),
+            "since": (f"(SELECT {self._select} FROM {self._table} WHERE run_id = %s AND id > %s ORDER BY id LIMIT 2000)"
+                      f" UNION ALL (SELECT {self._select} FROM {self._table} WHERE id = ANY(%s) AND id <= %s)",
+                      (self.run_id, after, [after], after)),
+        }
+
     def count(self) -> int:
-        rows = self.reader.rows(f"SELECT count(*) FROM {self._table} WHERE run_id = %s", (self.run_id,))
+        sql, params = self.hot_queries()["count"]
+        rows = self.reader.rows(sql, params)
         return int(rows[0][0]) if rows else 0
 
     def last(self, limit: int) -> list[ExecutionRow]:
         """The run's last ``limit`` rows, oldest first."""
-        rows = self._rows("run_id = %s", (self.run_id,), f"ORDER BY id DESC LIMIT {max(int(limit), 0)}")
+        sql, params = self.hot_queries(limit=limit)["last"]
+        rows = [to_row(dict(zip(self.cols, raw))) for raw in self.reader.rows(sql, params)]
         rows.reverse()
         return rows
 
@@ -86,11 +100,10 @@ class ExecutionReader:
             return []
         return self._rows("run_id = %s", (self.run_id,), f"ORDER BY id LIMIT {int(limit)} OFFSET {int(offset)}")
 
-    def since(self, after: int, reread: list[int], limit: int = 2000) -> list[ExecutionRow]:
-        """Rows added after id ``after`` (at most ``limit``) and the current state of the rows
+    def since(self, after: int, reread: list[int]) -> list[ExecutionRow]:
+        """Rows added after id ``after`` (at most 2000) and the current state of the rows
         ``reread`` (those still open), in one round trip."""
-        sql = (f"(SELECT {self._select} FROM {self._table} WHERE run_id = %s AND id > %s ORDER BY id LIMIT {int(limit)})"
-               f" UNION ALL (SELECT {self._select} FROM {self._table} WHERE id = ANY(%s) AND id <= %s)")
+        sql = self.hot_queries(after)["since"][0]
         rows = [to_row(dict(zip(self.cols, raw))) for raw in self.reader.rows(sql, (self.run_id, after, reread, after))]
         return sorted(rows, key=lambda r: r.id)
 

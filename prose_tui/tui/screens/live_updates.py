@@ -150,6 +150,8 @@ class LiveUpdates:
         self.activate(1 if len(runs) == 1 else 0)
         if self.live:
             self._watch()
+            if self.workspace.sources:
+                self._poll_sources()
 
     @work(exclusive=True, group="watch")
     async def _watch(self) -> None:
@@ -171,9 +173,31 @@ class LiveUpdates:
             self.watcher_state = f"watch stopped: {exc}"
             self._update_status()
 
+    @work(thread=True, exclusive=True, group="poll")
+    def _poll_sources(self) -> None:
+        """Runs off disk (a PostgreSQL database) are polled, not watched: every
+        ``poll_interval`` seconds (or at once on a LISTEN notification)."""
+        worker = get_current_worker()
+        sources = self.workspace.sources
+        interval = min(s.poll_interval for s in sources)
+        while not worker.is_cancelled and not self._stop.is_set():
+            applied = self.workspace.poll_sources()
+            try:
+                self._from_thread(self._show_applied, applied)
+            except _ScreenGone:
+                return
+            wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
+            if wait is not None:
+                wait(interval)
+            else:
+                time.sleep(interval)
+
     def apply_changes(self, paths: set[Path]) -> Applied:
         """Route changed paths through the workspace and refresh what they touched."""
-        applied = self.workspace.apply(paths)
+        return self._show_applied(self.workspace.apply(paths))
+
+    def _show_applied(self, applied: Applied) -> Applied:
+        self._update_status()
         if applied.empty:
             return applied
         run_list = self.query_one(RunList)
@@ -204,7 +228,7 @@ class LiveUpdates:
             self.journal = None
 
     def _tick(self) -> None:
-        if self.live and not self.workspace.watch_roots():
+        if self.live and not self.workspace.watch_roots() and not self.workspace.sources:
             self.action_rescan()
             return
         for run in self.workspace.refresh_statuses():
