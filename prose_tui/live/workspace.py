@@ -382,7 +382,7 @@ class Workspace:
                         out.runs_added.append(run.path)
                     for run in listed.changed:
                         self.runs[run.path] = run
-                        out.changed[run.path] = RunChange(run, {Part.STATE})
+                        out.changed[run.path] = RunChange(run, {Part.STATE}, {run.path})
                     for path in listed.removed:
                         self.runs.pop(path, None)
                         self.detailed.discard(path)
@@ -391,7 +391,9 @@ class Workspace:
                 for path, delta in deltas.items():
                     self.observed[path] = now
                     self.runs[path] = delta.run
-                    out.changed[path] = RunChange(delta.run, {Part.STATE})
+                    # The run's own key says "more than bindings changed"; binding keys name those.
+                    paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
+                    out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
         return out
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from prose_tui.backends.common.text import visible
 from prose_tui.backends.postgres.connect import PgReader, quote_ident
 from prose_tui.backends.postgres.tables import text
 from prose_tui.backends.sqlite.rows import EXECUTION_COLUMNS, ExecutionRow, block_name, is_block_call
@@ -28,6 +29,20 @@ def _time(value: object) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else text(value)
 
 
+def _clean(value: Any, depth: int = 0) -> Any:
+    """JSON as parsed, every string in it (keys too) with control characters made visible:
+    metadata values reach the screen as block, branch and loop names."""
+    if isinstance(value, str):
+        return visible(value)
+    if depth > 64:
+        return None
+    if isinstance(value, dict):
+        return {visible(str(k)): _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, depth + 1) for v in value]
+    return value
+
+
 def to_row(data: dict[str, Any]) -> ExecutionRow:
     """One ``execution`` row (column -> value, psycopg types) as an :class:`ExecutionRow`."""
     meta = data.get("metadata")
@@ -36,7 +51,7 @@ def to_row(data: dict[str, Any]) -> ExecutionRow:
             meta = json.loads(meta)
         except (ValueError, RecursionError):
             meta = None
-    meta_dict = meta if isinstance(meta, dict) else ({"value": meta} if meta is not None else {})
+    meta_dict = _clean(meta) if isinstance(meta, dict) else ({"value": _clean(meta)} if meta is not None else {})
     rid = data.get("id")
     parent = data.get("parent_id")
     index = data.get("statement_index")

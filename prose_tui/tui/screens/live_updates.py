@@ -157,7 +157,8 @@ class LiveUpdates:
     async def _watch(self) -> None:
         roots = self.workspace.watch_roots()
         if not roots:
-            self.watcher_state = "no runs folder yet (rescanning every 5 s)"
+            self.watcher_state = ("no runs folder on disk" if self.workspace.sources
+                                  else "no runs folder yet (rescanning every 5 s)")
             self._update_status()
             return
         self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
