@@ -72,8 +72,9 @@ class PostgresBackend:
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         source = self._source(path)
-        if summary and path in source.summaries and path not in source.views:
-            return source.summaries[path]
+        run_id = source.run_id_of(path)
+        if summary and run_id in source.summaries and path not in source.views:
+            return source.summaries[run_id]
         try:
             run = source.open(path)
         except KeyError:

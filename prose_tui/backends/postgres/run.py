@@ -44,13 +44,14 @@ PROGRAM_COLUMNS = ("root_path", "program_path")
 
 def run_path(label: str, run_id: str) -> Path:
     """The key a database run goes by (``postgres:/<db@host>/<run id>``; no such file exists)."""
-    return Path("postgres:") / label.replace("/", "%2F") / (run_id.replace("/", "%2F") or "%00")
+    return Path(f"postgres:/{label.replace('/', '%2F')}/{run_id.replace('/', '%2F') or '%00'}")
 
 
-def fill_from_run_row(run: Run, data: dict[str, Any]) -> str | None:
-    """Header, program, times and status of ``run`` from its ``run`` row; returns the status word."""
+def fill_from_run_row(run: Run, data: dict[str, Any], *, header: bool = True) -> str | None:
+    """Header (unless not ``header``: a run list row), program, times and status of ``run``
+    from its ``run`` row; returns the status word."""
     for k, v in data.items():
-        if v is not None and k not in ("root_source", "program_source", "id", "_source_chars", "_activity"):
+        if header and v is not None and k not in ("root_source", "program_source", "id", "_source_chars", "_activity"):
             run.header[k] = T.text(v) or ""
     if data.get("_source_chars") is not None:
         run.header["root_source_chars"] = str(data["_source_chars"])
@@ -88,6 +89,7 @@ class RunView:
     receipt_id: int = 0
     emitted: set[tuple] = field(default_factory=set)
     signatures: dict[str, object] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)  # ids of the rows in the trace, in trace order
     base_reason: str = ""
     offline: bool = False
     execution: ExecutionReader | None = None
@@ -163,8 +165,13 @@ class RunView:
 
     def _rebuild_trace(self) -> None:
         rows = sorted(self.rows.values(), key=lambda r: r.id)
+        self.order = [r.id for r in rows]
         self.run.trace = [row_trace_line(r, self.first_line + i, self.depth.get(r.id, 0)) for i, r in enumerate(rows)]
-        times = [t for r in rows[-50:] for t in (parse_time(r.completed_at), parse_time(r.started_at)) if t is not None]
+        self._note_activity(rows[-50:])
+
+    def _note_activity(self, rows: list[ExecutionRow]) -> None:
+        """``run.updated`` follows the newest time of ``rows`` (a VM rarely touches run.updated_at)."""
+        times = [t for r in rows for t in (parse_time(r.completed_at), parse_time(r.started_at)) if t is not None]
         if times:
             try:
                 latest = max(times)
@@ -309,24 +316,36 @@ class RunView:
         return None if delta.empty else delta
 
     def _apply_rows(self, changed: list[ExecutionRow], delta: Delta) -> None:
+        """Fold new and changed rows into the trace: new rows (ids above the highest seen)
+        are appended, changed ones replaced in place; the cost follows the change."""
         assert self.execution is not None
         before = [f.execution_id for f in self.run.call_stack]
         added = [r for r in changed if r.id not in self.rows]
-        for r in changed:
-            self.rows[r.id] = r
-        self.max_id = max(self.max_id, *(r.id for r in changed))
         self.depth.update(depths(added, self.parents, self.execution.parents))
-        index = {rid: i for i, rid in enumerate(sorted(self.rows))}
-        delta.trace_lines = {index[r.id] for r in changed}
-        if len(self.rows) > MAX_LIVE_ROWS:
-            for rid in sorted(self.rows)[: len(self.rows) - MAX_LIVE_ROWS]:
+        position = {rid: i for i, rid in enumerate(self.order)} if len(added) < len(changed) else {}
+        touched: set[int] = set()
+        for r in changed:
+            if r.id in self.rows:
+                i = position[r.id]
+                self.run.trace[i] = row_trace_line(r, self.first_line + i, self.depth.get(r.id, 0))
+            else:
+                self.order.append(r.id)
+                i = len(self.order) - 1
+                self.run.trace.append(row_trace_line(r, self.first_line + i, self.depth.get(r.id, 0)))
+            self.rows[r.id] = r
+            touched.add(i)
+        self.max_id = max(self.max_id, *(r.id for r in changed))
+        delta.trace_lines = touched
+        if len(self.order) > MAX_LIVE_ROWS:
+            drop = len(self.order) - MAX_LIVE_ROWS
+            for rid in self.order[:drop]:
                 del self.rows[rid]
-                self.first_line += 1
+            del self.order[:drop], self.run.trace[:drop]
+            self.first_line += drop
             delta.trace_lines = None
-        self.run.header["execution_rows"] = str(self.first_line + len(self.rows) - 1)
-        ordered = sorted(self.rows)
-        self.run.header["execution_window"] = f"{ordered[0]}-{ordered[-1]}"
-        self._rebuild_trace()
+        self.run.header["execution_rows"] = str(self.first_line + len(self.order) - 1)
+        self.run.header["execution_window"] = f"{self.order[0]}-{self.order[-1]}"
+        self._note_activity(changed)
         self._append_events(events_for_rows(changed), delta)
         self._stack_and_failure()
         delta.stack = before != [f.execution_id for f in self.run.call_stack]

@@ -65,8 +65,8 @@ class PostgresSource:
         self.runs_interval = max(RUNS_INTERVAL, poll_interval)
         self.listen = listen
         self.views: dict[Path, RunView] = {}
-        self.summaries: dict[Path, Run] = {}
-        self._ids: dict[Path, str] = {}
+        self.summaries: dict[str, Run] = {}  # by run id (hashing 10,000 Paths costs more than the query)
+        self._prefix = str(run_path(self.label, "x"))[:-1]
         self._runs_signature: object = None
         self._runs_polled = 0.0
         self._lock = threading.RLock()
@@ -83,16 +83,18 @@ class PostgresSource:
         return self.reader.state
 
     def owns(self, path: Path) -> bool:
-        return path in self._ids or (len(path.parts) >= 3 and path.parts[0] == "postgres:"
-                                     and path.parts[1] == self.label.replace("/", "%2F"))
+        return str(path).startswith(self._prefix)
 
     def run_id_of(self, path: Path) -> str | None:
-        return self._ids.get(path)
+        """The run id a path of this source names (``None`` for another path)."""
+        text = str(path)
+        if not text.startswith(self._prefix):
+            return None
+        name = text[len(self._prefix):]
+        return "" if name == "%00" else name.replace("%2F", "/")
 
     def path_of(self, run_id: str) -> Path:
-        path = run_path(self.label, run_id)
-        self._ids[path] = run_id
-        return path
+        return run_path(self.label, run_id)
 
     # -- the run list -------------------------------------------------------------------
     def list_runs(self) -> list[Run]:
@@ -105,7 +107,7 @@ class PostgresSource:
                 return []
             self._runs_signature = self._signature(cols)
             runs = self._read_list(cols)
-            self.summaries = {r.path: r for r in runs}
+            self.summaries = {r.id: r for r in runs}
             self._runs_polled = time.monotonic()
             self._start_listener()
             return [self.views[r.path].run if r.path in self.views else r for r in runs]
@@ -126,10 +128,8 @@ class PostgresSource:
         for raw in self.reader.rows(sql):
             data: dict[str, Any] = dict(zip(wanted, raw))
             data["_activity"] = raw[-1]
-            run_id = str(data["id"])
-            run = new_run(run_id, self.label, self.location)
-            self._ids[run.path] = run_id
-            fill_from_run_row(run, data)
+            run = new_run(str(data["id"]), self.label, self.location)
+            fill_from_run_row(run, data, header=False)
             runs.append(run)
         return runs
 
@@ -158,15 +158,16 @@ class PostgresSource:
             if signature == self._runs_signature:
                 return RunsChange()
             self._runs_signature = signature
-            fresh = {r.path: r for r in self._read_list(cols)}
+            fresh = {r.id: r for r in self._read_list(cols)}
             out = RunsChange()
-            for path, run in fresh.items():
-                old = self.summaries.get(path)
+            for run_id, run in fresh.items():
+                old = self.summaries.get(run_id)
                 if old is None:
                     out.added.append(run)
                 elif (old.status, old.updated, old.program, old.started) != (run.status, run.updated, run.program, run.started):
-                    out.changed.append(self.views[path].run if path in self.views else run)
-            out.removed = [p for p in self.summaries if p not in fresh]
+                    view = self.views.get(run.path)
+                    out.changed.append(view.run if view is not None else run)
+            out.removed = [r.path for run_id, r in self.summaries.items() if run_id not in fresh]
             for path in out.removed:
                 self.views.pop(path, None)
             self.summaries = fresh
@@ -177,7 +178,7 @@ class PostgresSource:
         """The run at ``path`` read in full; from now on :meth:`poll` keeps it current.
         Raises ``KeyError`` for a path this source does not know, ``DatabaseUnavailable``."""
         with self._lock:
-            run_id = self._ids.get(path)
+            run_id = self.run_id_of(path)
             if run_id is None:
                 raise KeyError(path)
             view = self.views.get(path)

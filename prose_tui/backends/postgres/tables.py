@@ -31,6 +31,8 @@ def text(value: object) -> str | None:
     times in ISO 8601, control characters (ANSI escapes) made visible. ``None`` stays ``None``."""
     if value is None:
         return None
+    if type(value) is str and value.isprintable():  # the common case, checked in C
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         out = bytes(value).decode("utf-8", "replace")
     elif isinstance(value, dict | list):

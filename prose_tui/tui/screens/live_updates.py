@@ -181,17 +181,23 @@ class LiveUpdates:
         worker = get_current_worker()
         sources = self.workspace.sources
         interval = min(s.poll_interval for s in sources)
+        wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
+        shown: list[str] | None = None
         while not worker.is_cancelled and not self._stop.is_set():
+            started = time.monotonic()
             applied = self.workspace.poll_sources()
-            try:
-                self._from_thread(self._show_applied, applied)
-            except _ScreenGone:
-                return
-            wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
+            states = self.workspace.source_states()
+            if not applied.empty or states != shown:  # no hop to the UI for a quiet poll
+                shown = states
+                try:
+                    self._from_thread(self._show_applied, applied)
+                except _ScreenGone:
+                    return
+            pause = max(0.0, interval - (time.monotonic() - started))
             if wait is not None:
-                wait(interval)
+                wait(pause)
             else:
-                time.sleep(interval)
+                time.sleep(pause)
 
     def apply_changes(self, paths: set[Path]) -> Applied:
         """Route changed paths through the workspace and refresh what they touched."""
