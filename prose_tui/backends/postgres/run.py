@@ -324,6 +324,9 @@ class RunView:
         self.depth.update(depths(added, self.parents, self.execution.parents))
         position = {rid: i for i, rid in enumerate(self.order)} if len(added) < len(changed) else {}
         touched: set[int] = set()
+        # A new list, never the old one changed in place: views compare the list they were
+        # given with the run's to know whether to redraw.
+        self.run.trace = list(self.run.trace)
         for r in changed:
             if r.id in self.rows:
                 i = position[r.id]
@@ -352,6 +355,7 @@ class RunView:
         delta.status = True
 
     def _append_events(self, events: list[Event], delta: Delta) -> None:
+        self.run.events = list(self.run.events)  # a new list, as for the trace
         for event in events:
             key = _key(event)
             if key in self.emitted:
