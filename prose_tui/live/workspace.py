@@ -125,7 +125,7 @@ class Workspace:
                 on_run(run)
             if progress is not None:
                 progress(done, len(refs), "runs")
-        self._scan_sources(on_run)
+        self._scan_sources()
         return self.sorted_runs()
 
     def summary(self, path: Path) -> Run | None:
@@ -335,7 +335,9 @@ class Workspace:
     def _source_of(self, path: Path) -> RunSource | None:
         return next((s for s in self.sources if s.owns(path)), None)
 
-    def _scan_sources(self, on_run=None) -> None:
+    def _scan_sources(self) -> None:
+        """List every source's runs (one query each). They join the list with the scan's
+        result, not one by one: a row-by-row update of 10,000 rows costs seconds."""
         for source in self.sources:
             try:
                 runs = source.list_runs()
@@ -345,9 +347,6 @@ class Workspace:
                 for run in runs:
                     if run.path not in self.detailed:
                         self.runs[run.path] = run
-            if on_run is not None:
-                for run in runs:
-                    on_run(run)
 
     def _read_source(self, source: RunSource, path: Path, *, summary: bool) -> Run | None:
         if summary:
