@@ -180,6 +180,19 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reachable(sources: list) -> list:
+    """The sources that answer; for each that does not, one warning on stderr (safe message)."""
+    out = []
+    for source in sources:
+        try:
+            source.list_runs()
+        except OSError as exc:
+            print(f"prose-tui: warning: {exc} ({source.reader.origin}); listing runs on disk only", file=sys.stderr)
+            continue
+        out.append(source)
+    return out
+
+
 def _open_database_run(args: argparse.Namespace) -> Run:
     """``show URL#RUN_ID``: one run of a PostgreSQL database, read in full."""
     from prose_tui.backends.common.status import apply_staleness
@@ -212,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
                 path, url = _split_target(args.path)
                 args.postgres = url or args.postgres
                 sources = postgres_sources(args, path)
+                if sources and not args.postgres:  # found in .env/the environment: a warning, not a failure
+                    sources = _reachable(sources)
                 _print_runs(load_runs(path, args.stale_after, sources), args.json)
                 return 0
             if args.command == "show":
