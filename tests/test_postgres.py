@@ -384,3 +384,15 @@ async def test_a_hostile_value_in_every_text_column_is_shown_literally(db, sourc
         assert "[bold]markup[/bold]" in screen  # Rich markup shown as written, not applied
         for line in screen.splitlines():
             assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in line), repr(line)
+
+
+def test_listen_wakes_the_poller_on_notify(db, sources):
+    VmWriter(db, RUN).start()
+    source = sources(db, poll_interval=60.0, listen="openprose_changes")
+    source.list_runs()  # starts the listener
+    with psycopg.connect(db, autocommit=True) as vm:
+        def notified() -> bool:
+            vm.execute("NOTIFY openprose_changes")
+            return source.wait(0.2)  # far shorter than the 60 s poll: only a notification ends it early
+
+        assert wait_for(notified, "a NOTIFY to wake the poller")
