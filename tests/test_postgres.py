@@ -396,3 +396,12 @@ def test_listen_wakes_the_poller_on_notify(db, sources):
             return source.wait(0.2)  # far shorter than the 60 s poll: only a notification ends it early
 
         assert wait_for(notified, "a NOTIFY to wake the poller")
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:s3cr%40t@127.0.0.1:notaport/db", "postgresql://u:s3cr3t@127.0.0.1:1/db?bogus=1",
+                                 "postgresql://u:s3cr3t@127.0.0.1:1/db", "postgres://u:s3cr3t@[::1/db"])
+def test_a_malformed_or_unreachable_url_never_appears_in_the_message(url):
+    with pytest.raises(DatabaseUnavailable) as info:
+        PostgresSource(DatabaseUrl(url)).list_runs()
+    message = str(info.value)
+    assert message.startswith("cannot connect to PostgreSQL ") and "s3cr" not in message and url not in message
