@@ -190,7 +190,7 @@ class LiveUpdates:
             if not applied.empty or states != shown:  # no hop to the UI for a quiet poll
                 shown = states
                 try:
-                    self._from_thread(self._show_applied, applied)
+                    self._from_thread(self._polled, applied)
                 except _ScreenGone:
                     return
             pause = max(0.0, interval - (time.monotonic() - started))
@@ -203,8 +203,11 @@ class LiveUpdates:
         """Route changed paths through the workspace and refresh what they touched."""
         return self._show_applied(self.workspace.apply(paths))
 
+    def _polled(self, applied: Applied) -> None:
+        self._update_status()  # a source's state (connected, reconnecting) may have changed
+        self._show_applied(applied)
+
     def _show_applied(self, applied: Applied) -> Applied:
-        self._update_status()
         if applied.empty:
             return applied
         run_list = self.query_one(RunList)
