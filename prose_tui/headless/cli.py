@@ -1,8 +1,9 @@
 """Command line: ``prose-tui [PATH]`` opens the explorer; subcommands work headless.
 
-    prose-tui [PATH] [--user] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
-    prose-tui runs [PATH] [--user] [--json]
-    prose-tui show RUN_PATH [--json] [--at N]
+    prose-tui [PATH|URL] [--user] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
+              [--postgres URL] [--poll SECONDS] [--listen CHANNEL] [--no-postgres]
+    prose-tui runs [PATH|URL] [--user] [--json] [--postgres URL] [--no-postgres]
+    prose-tui show RUN_PATH|URL#RUN_ID [--json] [--at N]
     prose-tui record PATH
     prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]
     prose-tui diff RUN_A RUN_B [--json]
@@ -10,6 +11,11 @@
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
     prose-tui config path|show|edit
     prose-tui completion bash|zsh|fish
+
+A ``postgresql://`` URL reads runs kept in PostgreSQL (openprose-0.15 state/postgres.md);
+without one, ``OPENPROSE_POSTGRES_URL`` from the project's ``.env`` or the environment (then
+``DATABASE_URL``) adds the database's runs beside those on disk (``--no-postgres``: don't).
+The URL and its password are never printed: messages name ``db@host`` only.
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
 is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
@@ -48,6 +54,43 @@ def _apply_user_flag(args: argparse.Namespace) -> None:
     include_user_scope(bool(getattr(args, "user", False)))
 
 
+def _postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None:
+    parser.add_argument("--postgres", metavar="URL", help="also read the runs of this PostgreSQL database "
+                        "(default: OPENPROSE_POSTGRES_URL in .env or the environment, then DATABASE_URL)")
+    parser.add_argument("--no-postgres", action="store_true", help="do not look for a PostgreSQL database")
+    if live:
+        parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
+                            help="how often a database is asked for changes (default 0.5)")
+        parser.add_argument("--listen", metavar="CHANNEL", help="also LISTEN on this channel and poll at once on a NOTIFY")
+
+
+def _split_target(target: str) -> tuple[Path, str | None]:
+    """PATH or URL (positional) as ``(path, url)``: a URL reads the database, beside ``.``."""
+    from prose_tui.backends.postgres.url import is_postgres_url
+
+    if is_postgres_url(target):
+        return Path("."), target
+    return Path(target), None
+
+
+def postgres_sources(args: argparse.Namespace, project: Path) -> list:
+    """The PostgreSQL sources ``args`` ask for (``--postgres``/URL PATH, else the VM's own
+    lookup from ``project``), attached to the backend so views can read values through it."""
+    from prose_tui.backends.postgres.backend import attach
+    from prose_tui.backends.postgres.source import PostgresSource
+    from prose_tui.backends.postgres.url import USER_URL_VARIABLE, DatabaseUrl, find_url
+
+    url = DatabaseUrl(args.postgres, "--postgres") if getattr(args, "postgres", None) else None
+    if url is None and not getattr(args, "no_postgres", False):
+        url = find_url(project)
+    if url is None:
+        return []
+    user_url = find_url(project, variable=USER_URL_VARIABLE)
+    source = PostgresSource(url, poll_interval=max(getattr(args, "poll", 0.5), 0.05), listen=getattr(args, "listen", None),
+                            user_url=user_url)
+    return [attach(source)]
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
@@ -66,8 +109,9 @@ def _main_parser() -> argparse.ArgumentParser:
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("path", nargs="?", default=".", type=Path,
-                        help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin (default: .)")
+    parser.add_argument("path", nargs="?", default=".",
+                        help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin, "
+                        "or a postgresql:// URL (default: .)")
     parser.add_argument("--demo", action="store_true", help="start a simulated VM writing a run and explore it")
     parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
     parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
@@ -76,6 +120,7 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--layout", choices=LAYOUTS, help="auto: side by side from 110 columns; wide; narrow: one pane at a time")
     parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
     _user_flag(parser)
+    _postgres_options(parser, live=True)
     _common(parser)
     return parser
 
@@ -84,12 +129,14 @@ def _sub_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prose-tui")
     sub = parser.add_subparsers(dest="command", required=True)
     runs = sub.add_parser("runs", help="list runs below PATH, newest first")
-    runs.add_argument("path", nargs="?", default=".", type=Path)
+    runs.add_argument("path", nargs="?", default=".", help="a folder, or a postgresql:// URL")
     runs.add_argument("--json", action="store_true", help="one JSON array of run rows")
     _user_flag(runs)
+    _postgres_options(runs, live=False)
     _common(runs)
     show = sub.add_parser("show", help="print one parsed run")
-    show.add_argument("path", type=Path, metavar="RUN_PATH", help="run folder, state file, state.db, narration file, or - for stdin")
+    show.add_argument("path", metavar="RUN_PATH", help="run folder, state file, state.db, narration file, - for stdin, "
+                      "or postgresql://…/db#RUN_ID for a run kept in PostgreSQL")
     show.add_argument("--json", action="store_true", help="the parsed run as one JSON object")
     show.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see the events list)")
     _common(show)
@@ -129,14 +176,18 @@ def completion_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_runs(path: Path, stale_after: float = DEFAULT_STALE_AFTER) -> list[Run]:
-    """Every run below ``path``, newest first (by start time, then id), read as summaries
-    (a row needs the state file only). Raises ``FileNotFoundError`` for a missing path."""
+def load_runs(path: Path, stale_after: float = DEFAULT_STALE_AFTER, sources: list | None = None) -> list[Run]:
+    """Every run below ``path`` (and in ``sources``), newest first (by start time, then id),
+    read as summaries (a row needs the state file only). Raises ``FileNotFoundError`` for a
+    missing path and ``OSError`` (a safe message) for a database named on the command line
+    that cannot be read."""
     from prose_tui.live.workspace import Workspace
 
-    workspace = Workspace(path, stale_after=stale_after)
+    workspace = Workspace(path, stale_after=stale_after, sources=sources or ())
     if not workspace.root.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
+    for source in sources or ():
+        source.list_runs()  # raises with the reason (unreachable, wrong password)
     return workspace.scan(detail_first=False)
 
 
@@ -157,8 +208,10 @@ def _show(args: argparse.Namespace) -> int:
         from prose_tui.backends.narration.parse import parse_narration_text
 
         run = parse_narration_text(sys.stdin.read())
+    elif _split_target(args.path)[1] is not None:
+        run = _open_database_run(args)
     else:
-        run = open_run(args.path, stale_after=args.stale_after)
+        run = open_run(Path(args.path), stale_after=args.stale_after)
     history = history_of(run, journal=Journal())
     if args.at is not None:
         if not 0 <= args.at < len(history.events):
@@ -196,6 +249,35 @@ def _stale_after(args: argparse.Namespace) -> float:
     for problem in config.problems:
         print(f"prose-tui: {problem}", file=sys.stderr)
     return config.stale_after
+def _reachable(sources: list) -> list:
+    """The sources that answer; for each that does not, one warning on stderr (safe message)."""
+    out = []
+    for source in sources:
+        try:
+            source.list_runs()
+        except OSError as exc:
+            print(f"prose-tui: warning: {exc} ({source.reader.origin}); listing runs on disk only", file=sys.stderr)
+            continue
+        out.append(source)
+    return out
+
+
+def _open_database_run(args: argparse.Namespace) -> Run:
+    """``show URL#RUN_ID``: one run of a PostgreSQL database, read in full."""
+    from prose_tui.backends.common.status import apply_staleness
+    from prose_tui.backends.postgres.url import split_run
+
+    url, run_id = split_run(args.path)
+    args.postgres = url
+    source = postgres_sources(args, Path("."))[0]
+    if run_id is None:
+        raise NotARunError(f"name the run: show 'URL#RUN_ID' (prose-tui runs URL lists the runs of {source.label})")
+    try:
+        run = source.open_id(run_id)
+    except KeyError:
+        raise NotARunError(f"{source.label} has no run {run_id!r} (prose-tui runs URL lists them)") from None
+    apply_staleness(run, stale_after=args.stale_after)
+    return run
 
 
 def _fail(message: str) -> int:
@@ -212,7 +294,12 @@ def main(argv: list[str] | None = None) -> int:
             args.stale_after = _stale_after(args)
         try:
             if args.command == "runs":
-                _print_runs(load_runs(args.path, args.stale_after), args.json)
+                path, url = _split_target(args.path)
+                args.postgres = url or args.postgres
+                sources = postgres_sources(args, path)
+                if sources and not args.postgres:  # found in .env/the environment: a warning, not a failure
+                    sources = _reachable(sources)
+                _print_runs(load_runs(path, args.stale_after, sources), args.json)
                 return 0
             if args.command == "show":
                 return _show(args)
@@ -244,13 +331,16 @@ def main(argv: list[str] | None = None) -> int:
             from prose_tui.headless.agent import run_agent_command
 
             return run_agent_command(args)
-        except (FileNotFoundError, NotARunError) as exc:
-            return _fail(str(exc))
         except BrokenPipeError:
             return 0
+        except (OSError, NotARunError) as exc:  # OSError: a database that cannot be read (safe message)
+            return _fail(str(exc))
     args = _main_parser().parse_args(argv)
     _apply_user_flag(args)
     args.config = _config()
+    args.path, url = _split_target(args.path)
+    args.postgres = url or args.postgres
+    args.sources = [] if args.demo or str(args.path) == "-" else postgres_sources(args, args.path)
     from prose_tui.headless.launch import launch
 
     return launch(args)

@@ -10,10 +10,12 @@ re-reads that import. A folder appearing under a ``runs`` folder re-discovers ru
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, Protocol
 
 from prose_tui.backends import NotARunError, find_runs, open_run
 from prose_tui.backends.common import agents as agent_files
@@ -28,7 +30,7 @@ from prose_tui.backends.common.text import visible_name
 from prose_tui.backends.discover import RUN_PARTS, RunRef, owning_run, runs_roots
 from prose_tui.backends.filesystem.folder import STATE_FILES, load_run, reload_state
 from prose_tui.backends.narration.parse import NarrationTail, sniff_narration
-from prose_tui.model import Backend, Run
+from prose_tui.model import Backend, Delta, Run
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
 
@@ -73,8 +75,10 @@ class Workspace:
     (tests fix it). Raises ``FileNotFoundError`` from ``scan`` when ``root`` is missing.
     """
 
-    def __init__(self, root: Path, *, stale_after: float = DEFAULT_STALE_AFTER, clock=None) -> None:
+    def __init__(self, root: Path, *, stale_after: float = DEFAULT_STALE_AFTER, clock=None,
+                 sources: Sequence[RunSource] = ()) -> None:
         self.root = root.resolve()
+        self.sources: list[RunSource] = list(sources)  # runs off disk (a PostgreSQL database)
         self.stale_after = stale_after
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.refs: dict[Path, RunRef] = {}
@@ -93,7 +97,7 @@ class Workspace:
         refs = find_runs(self.root)
         with self.lock:
             self.refs = {ref.path: ref for ref in refs}
-            for path in [p for p in self.runs if p not in self.refs]:
+            for path in [p for p in self.runs if p not in self.refs and self._source_of(p) is None]:
                 self.runs.pop(path, None)
                 self.detailed.discard(path)
         return sorted(refs, key=_ref_order, reverse=True)
@@ -121,6 +125,7 @@ class Workspace:
                 on_run(run)
             if progress is not None:
                 progress(done, len(refs), "runs")
+        self._scan_sources()
         return self.sorted_runs()
 
     def summary(self, path: Path) -> Run | None:
@@ -137,6 +142,9 @@ class Workspace:
         return run
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
+        source = self._source_of(path)
+        if source is not None:
+            return self._read_source(source, path, summary=path not in self.detailed if summary is None else summary)
         if path.is_file() and path.name not in STATE_FILES and path in self.refs and self.refs[path].flat:
             self.detailed.add(path)
             return self._read_narration(path, progress=progress, partial=partial)
@@ -319,6 +327,88 @@ class Workspace:
             run, now=now, stale_after=self.stale_after, observed=self.observed.get(run_dir)
         )
         return RunChange(run, parts, paths)
+
+
+    # -- runs off disk (sources such as a PostgreSQL database) ---------------------------------
+    # Kept apart from the file-system routing above: a source lists its runs, reads one in
+    # full, and is polled (no file events). Its runs share ``runs``/``detailed`` with the rest.
+    def _source_of(self, path: Path) -> RunSource | None:
+        return next((s for s in self.sources if s.owns(path)), None)
+
+    def _scan_sources(self) -> None:
+        """List every source's runs (one query each). They join the list with the scan's
+        result, not one by one: a row-by-row update of 10,000 rows costs seconds."""
+        for source in self.sources:
+            try:
+                runs = source.list_runs()
+            except OSError:
+                continue  # its state (shown in the status line) says why
+            with self.lock:
+                for run in runs:
+                    if run.path not in self.detailed:
+                        self.runs[run.path] = run
+
+    def _read_source(self, source: RunSource, path: Path, *, summary: bool) -> Run | None:
+        if summary:
+            return self.runs.get(path)
+        try:
+            run = source.open(path)
+        except (OSError, KeyError):
+            return self.runs.get(path)
+        with self.lock:
+            self.runs[path] = run
+            self.detailed.add(path)
+        return run
+
+    def source_states(self) -> list[str]:
+        """One line per source for the status bar (connected, reconnecting and why)."""
+        return [source.state for source in self.sources]
+
+    def poll_sources(self) -> Applied:
+        """Ask every source what changed (new, changed and removed runs; the runs read in
+        full). Blocking I/O: call it from a worker thread every ``poll_interval`` seconds."""
+        out = Applied()
+        now = self.clock()
+        for source in self.sources:
+            try:
+                listed = source.poll_runs()
+            except OSError:
+                listed = None
+            with self.lock:
+                if listed is not None:
+                    for run in listed.added:
+                        self.runs[run.path] = run
+                        out.runs_added.append(run.path)
+                    for run in listed.changed:
+                        self.runs[run.path] = run
+                        out.changed[run.path] = RunChange(run, {Part.STATE}, {run.path})
+                    for path in listed.removed:
+                        self.runs.pop(path, None)
+                        self.detailed.discard(path)
+                        out.runs_removed.append(path)
+                deltas = source.poll()
+                for path, delta in deltas.items():
+                    self.observed[path] = now
+                    self.runs[path] = delta.run
+                    # The run's own key says "more than bindings changed"; binding keys name those.
+                    paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
+                    out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
+        return out
+
+
+class RunSource(Protocol):
+    """A place runs live that is not a folder (``backends.postgres.PostgresSource``)."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def poll_interval(self) -> float: ...
+
+    def owns(self, path: Path) -> bool: ...
+    def list_runs(self) -> list[Run]: ...
+    def open(self, path: Path) -> Run: ...
+    def poll(self, path: Path | None = None) -> dict[Path, Delta]: ...
+    def poll_runs(self) -> Any: ...
 
 
 def _update_binding(run: Run, run_dir: Path, path: Path) -> None:

@@ -29,6 +29,7 @@ def run_row(run: Run) -> dict[str, Any]:
         "path": str(run.path),
         "backend": run.backend.value,
         "format": run.format.value,
+        "location": run.location,
         "program": run.program,
         "status": run.status.value,
         "status_reason": run.status_reason,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
 
 from prose_tui.history import Journal
-from prose_tui.live.workspace import Workspace
+from prose_tui.live.workspace import RunSource, Workspace
 from prose_tui.mission.state import find_agent_state
 from prose_tui.tui.commands import ExplorerCommands
 from prose_tui.tui.config import Config
@@ -38,7 +39,8 @@ INTRO = (
 class ProseTUI(HabitsApp):
     """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests.
     ``config`` is the user's config file as read (``tui.config``); its values are the defaults
-    for the other arguments, which the command line sets when given."""
+    for the other arguments, which the command line sets when given. ``sources`` hold runs off
+    disk (a PostgreSQL database), listed beside those below ``path``."""
 
     CSS_PATH = "app.tcss"
     TITLE = "prose-tui"
@@ -61,6 +63,7 @@ class ProseTUI(HabitsApp):
         agent_state: Path | None = None,
         journal: Journal | None = None,
         config: Config | None = None,
+        sources: Sequence[RunSource] = (),
     ) -> None:
         super().__init__(config)
         stale_after = self.config.stale_after if stale_after is None else stale_after
@@ -68,7 +71,7 @@ class ProseTUI(HabitsApp):
         self.poll_interval = self.config.poll_interval
         self.follow_on_start = self.config.follow_on_start
         self.path = path.resolve()
-        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock)
+        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources)
         self.live = watch
         self.journal = journal if journal is not None else Journal()
         root = self.path if self.path.is_dir() else self.path.parent

@@ -77,8 +77,11 @@ def table_target(run: Run, table: str) -> Target:
     """An SQLite extension table, read as a Markdown table of its first ``TABLE_ROWS`` rows."""
     run_dir = run.path
 
+    # A backend that holds tables itself (PostgreSQL x_* tables) reads them; else SQLite's file.
+    own = getattr(backend_of(run), "read_table", None) if run.backend is not Backend.SQLITE else None
+
     def read() -> str:
-        columns, rows = read_table_page(run_dir, table, 0, TABLE_ROWS)
+        columns, rows = own(run, table, 0, TABLE_ROWS) if own is not None else read_table_page(run_dir, table, 0, TABLE_ROWS)
         if not columns:
             return f"{table} has no columns or could not be read."
 

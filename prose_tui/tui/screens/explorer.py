@@ -304,7 +304,8 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         if run is not None:
             observed = self.workspace.observed.get(run.path)
             changed = age(observed or run.updated, self.workspace.clock())
-        self.query_one(StatusLine).show(run, last_change=changed, watcher=self.watcher_state,
+        watcher = " · ".join([self.watcher_state, *self.workspace.source_states()])
+        self.query_one(StatusLine).show(run, last_change=changed, watcher=watcher,
                                         following=self.query_one(TraceView).following, pending=self.nav.pending)
 
     # -- trace and value ---------------------------------------------------------------------------

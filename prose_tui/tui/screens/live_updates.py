@@ -150,12 +150,15 @@ class LiveUpdates:
         self.activate(1 if len(runs) == 1 else 0)
         if self.live:
             self._watch()
+            if self.workspace.sources:
+                self._poll_sources()
 
     @work(exclusive=True, group="watch")
     async def _watch(self) -> None:
         roots = self.workspace.watch_roots()
         if not roots:
-            self.watcher_state = "no runs folder yet (rescanning every 5 s)"
+            self.watcher_state = ("no runs folder on disk" if self.workspace.sources
+                                  else "no runs folder yet (rescanning every 5 s)")
             self._update_status()
             return
         self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
@@ -171,9 +174,40 @@ class LiveUpdates:
             self.watcher_state = f"watch stopped: {exc}"
             self._update_status()
 
+    @work(thread=True, exclusive=True, group="poll")
+    def _poll_sources(self) -> None:
+        """Runs off disk (a PostgreSQL database) are polled, not watched: every
+        ``poll_interval`` seconds (or at once on a LISTEN notification)."""
+        worker = get_current_worker()
+        sources = self.workspace.sources
+        interval = min(s.poll_interval for s in sources)
+        wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
+        shown: list[str] | None = None
+        while not worker.is_cancelled and not self._stop.is_set():
+            started = time.monotonic()
+            applied = self.workspace.poll_sources()
+            states = self.workspace.source_states()
+            if not applied.empty or states != shown:  # no hop to the UI for a quiet poll
+                shown = states
+                try:
+                    self._from_thread(self._polled, applied)
+                except _ScreenGone:
+                    return
+            pause = max(0.0, interval - (time.monotonic() - started))
+            if wait is not None:
+                wait(pause)
+            else:
+                time.sleep(pause)
+
     def apply_changes(self, paths: set[Path]) -> Applied:
         """Route changed paths through the workspace and refresh what they touched."""
-        applied = self.workspace.apply(paths)
+        return self._show_applied(self.workspace.apply(paths))
+
+    def _polled(self, applied: Applied) -> None:
+        self._update_status()  # a source's state (connected, reconnecting) may have changed
+        self._show_applied(applied)
+
+    def _show_applied(self, applied: Applied) -> Applied:
         if applied.empty:
             return applied
         run_list = self.query_one(RunList)
@@ -204,7 +238,7 @@ class LiveUpdates:
             self.journal = None
 
     def _tick(self) -> None:
-        if self.live and not self.workspace.watch_roots():
+        if self.live and not self.workspace.watch_roots() and not self.workspace.sources:
             self.action_rescan()
             return
         for run in self.workspace.refresh_statuses():

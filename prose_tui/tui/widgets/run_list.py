@@ -29,7 +29,7 @@ def run_prompt(run: Run, now: datetime | None = None) -> Text:
         text.append(f" ({run.import_handle})", "dim")
     text.append("\n  ")
     text.append(program_name(run.program), "italic")
-    text.append(f" · {run.format.value}", "dim")
+    text.append(f" · {run.location or run.format.value}", "dim")  # a run off disk says where it lives
     started = f" · started {as_utc(run.started):%m-%d %H:%M}" if run.started else ""
     changed = age(run.updated, now)
     text.append(f"\n  {run.status.value}{started}" + (f" · {changed} ago" if changed != "—" else ""), "dim")
@@ -93,7 +93,7 @@ class RunList(OptionList):
         if not self.filter:
             return True
         needle = self.filter.lower()
-        return any(needle in (v or "").lower() for v in (run.id, run.program, run.status.value, run.format.value))
+        return any(needle in (v or "").lower() for v in (run.id, run.program, run.status.value, run.format.value, run.location))
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
         """Filter the list to runs whose id, program, status or format contains ``term``."""

@@ -1,0 +1,174 @@
+"""How fast runs kept in PostgreSQL list, open and go live (openprose-0.15 state/postgres.md).
+
+Starts a private server (tests/pg_server.py: pgserver's PostgreSQL or the system's), creates
+the VM's schema with its indexes, and fills it with ``--runs`` runs (default 10,000) and
+``--rows`` execution rows (default 1,000,000): one big run holds ``--big`` of them (default
+100,000), the others share the rest. Prints figures, asserts nothing:
+
+* run list: ``PostgresSource.list_runs`` (one query, rows into Run models), and the explorer's
+  run list painted in a headless app (from start to every row in the list);
+* a run's first screen: ``PostgresSource.open`` for a typical run and for the big one;
+* one poll with nothing new (the cost every 0.5 s), and ``EXPLAIN`` of the hot queries;
+* commit to screen: a VM commits a row while the app watches at the default poll (0.5 s);
+  time until the row is in the trace view, over ``--trials`` commits.
+
+Usage: ``python benchmarks/bench_postgres.py [--runs N] [--rows N] [--big N] [--trials N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import psycopg  # noqa: E402
+from pg_server import VM_SCHEMA, PgCluster, VmWriter  # noqa: E402
+
+from prose_tui.backends.postgres import DatabaseUrl, PostgresSource  # noqa: E402
+from prose_tui.backends.postgres.backend import attach, detach  # noqa: E402
+from prose_tui.backends.postgres.rows import ExecutionReader  # noqa: E402
+
+BIG = "20260101-000000-bigrun"
+
+
+def fill(url: str, runs: int, rows: int, big: int) -> None:
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(VM_SCHEMA)
+        c.execute("INSERT INTO openprose.run (id, root_path, status, started_at, updated_at) "
+                  "SELECT '20260115-' || lpad(g::text, 6, '0') || '-abc', 'src/p' || (g %% 50) || '.prose.md', "
+                  "CASE WHEN g %% 10 = 0 THEN 'failed' WHEN g %% 97 = 0 THEN 'running' ELSE 'completed' END, "
+                  "now() - make_interval(mins => g), now() - make_interval(mins => g) FROM generate_series(1, %s) g", (runs - 1,))
+        c.execute("INSERT INTO openprose.run (id, root_path, status, started_at) VALUES (%s, 'src/big.prose.md', 'running', now() - interval '2 days')",
+                  (BIG,))
+        c.execute("INSERT INTO openprose.execution (run_id, statement_index, statement_text, status, started_at, completed_at, metadata) "
+                  "SELECT '20260115-' || lpad((g %% %s + 1)::text, 6, '0') || '-abc', g %% 40, 'let x' || g || ' = session', "
+                  "'completed', now() - interval '1 day', now() - interval '1 day', '{}'::jsonb FROM generate_series(1, %s) g",
+                  (runs - 1, rows - big))
+        c.execute("INSERT INTO openprose.execution (run_id, statement_index, statement_text, status, started_at, completed_at, metadata) "
+                  "SELECT %s, g %% 40, 'loop step ' || g, 'completed', now() - interval '1 hour', now() - interval '1 hour', "
+                  "jsonb_build_object('loop_id', 'l1', 'current_iteration', g, 'max_iterations', %s) FROM generate_series(1, %s) g",
+                  (BIG, big, big))
+        c.execute("INSERT INTO openprose.bindings (name, run_id, binding, value) SELECT 'b' || g, %s, 'let', repeat('v', 200) "
+                  "FROM generate_series(1, 200) g", (BIG,))
+        c.execute("VACUUM ANALYZE")
+
+
+def timed(fn, repeat: int = 5):
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best * 1000, result
+
+
+async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[float]]:
+    from prose_tui.tui.app import ProseTUI
+    from prose_tui.tui.widgets.run_list import RunList
+    from prose_tui.tui.widgets.trace_view import TraceView
+
+    source = attach(PostgresSource(DatabaseUrl(url)))
+    empty = Path(tempfile.mkdtemp(prefix="bench-pg-"))
+    app = ProseTUI(empty, watch=True, sources=[source])
+    start = time.perf_counter()
+    latencies: list[float] = []
+    async with app.run_test(size=(160, 45)) as pilot:
+        explorer = app.explorer
+        mounted = (time.perf_counter() - start) * 1000
+        while len(explorer.query_one(RunList).runs) < runs:
+            await pilot.pause(0.005)
+        await pilot.pause()
+        painted = (time.perf_counter() - start) * 1000
+        print(f"app mounted (empty screen)                    {mounted:8.1f} ms")
+        big_path = source.path_of(BIG)
+        explorer.query_one(RunList).select_path(big_path)
+        explorer.open_run_at(big_path)
+        while explorer.current_run is None or explorer.current_run.path != big_path or not explorer.current_run.trace:
+            await pilot.pause(0.01)
+        vm = VmWriter(url, BIG)
+        trace = explorer.query_one(TraceView)
+
+        def on_screen(text: str) -> bool:
+            return any(text in "".join(seg.text for seg in trace.render_line(y)) for y in range(trace.size.height))
+
+        for n in range(trials):
+            marker = f"bench marker {n}"
+            committed = threading.Event()
+            stamp = [0.0]
+
+            def commit() -> None:
+                vm.statement(f'session "{marker}"')  # executing: the trace follows it
+                stamp[0] = time.perf_counter()
+                committed.set()
+
+            await asyncio.sleep(0.13 * (n % 4))  # commits land at different points of the poll cycle
+            threading.Thread(target=commit).start()
+            give_up = time.perf_counter() + 20
+            while not (committed.is_set() and on_screen(marker)):
+                if time.perf_counter() > give_up:
+                    print(f"  commit {n}: not on screen after 20 s", file=sys.stderr)
+                    break
+                await pilot.pause(0.005)
+            else:
+                latencies.append((time.perf_counter() - stamp[0]) * 1000)
+        vm.close()
+    detach(source)
+    return painted, latencies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--big", type=int, default=100_000)
+    parser.add_argument("--trials", type=int, default=12)
+    args = parser.parse_args()
+    cluster = PgCluster()
+    try:
+        url = cluster.url()
+        t = time.perf_counter()
+        fill(url, args.runs, args.rows, args.big)
+        print(f"filled {args.runs} runs, {args.rows} execution rows (one run with {args.big}) in {time.perf_counter() - t:.1f} s")
+        source = PostgresSource(DatabaseUrl(url))
+        ms, listed = timed(source.list_runs)
+        print(f"list_runs ({len(listed)} runs)                    {ms:8.1f} ms")
+        typical = next(r for r in listed if r.id != BIG)
+
+        def open_fresh(path):
+            source.views.pop(path, None)
+            return source.open(path)
+
+        ms, run = timed(lambda: open_fresh(typical.path))
+        print(f"first screen, typical run ({run.header.get('execution_rows')} rows)      {ms:8.1f} ms")
+        big_path = source.path_of(BIG)
+        ms, run = timed(lambda: open_fresh(big_path))
+        print(f"first screen, big run ({run.header.get('execution_rows')} rows, window {len(run.trace)}) {ms:8.1f} ms")
+        ms, _ = timed(lambda: source.poll(), repeat=20)
+        print(f"poll, nothing new (1 run open)                {ms:8.2f} ms")
+        ms, _ = timed(lambda: source.poll_runs(force=True), repeat=10)
+        print(f"poll_runs, list unchanged                     {ms:8.2f} ms")
+        execution = ExecutionReader(source.reader, BIG, source.reader.tables()["execution"])
+        top = source.reader.rows("SELECT max(id) FROM openprose.execution")[0][0]
+        for name, (sql, params) in execution.hot_queries(after=top).items():
+            plan = source.reader.rows("EXPLAIN " + sql, params)
+            print(f"  EXPLAIN {name:6}: {plan[0][0][:90]}")
+        source.close()
+        painted, latencies = asyncio.run(app_figures(url, args.runs, args.trials))
+        print(f"run list painted in the app ({args.runs} runs)    {painted:8.1f} ms (from App start)")
+        print(f"commit -> on screen at 0.5 s poll: median {statistics.median(latencies):.0f} ms, "
+              f"max {max(latencies):.0f} ms over {len(latencies)} commits")
+    finally:
+        cluster.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
