@@ -27,9 +27,11 @@ class FilesystemBackend:
     kind: ClassVar[Backend] = Backend.FILESYSTEM
 
     def __init__(self) -> None:
-        self._tails: dict[Path, EventLogTail] = {}
-        self._summary: dict[Path, bool] = {}
-        self._lock = threading.Lock()  # guards the two dicts; a run is applied by one worker at a time
+        # Run folder -> the tails of the (at most two) runs last read there: a summary and a
+        # full read of the same folder can be live at once. A run's tail is the one whose
+        # parser holds the run's trace list.
+        self._tails: dict[Path, list[EventLogTail]] = {}
+        self._lock = threading.Lock()
 
     def claims(self, path: Path) -> bool:
         if path.is_file():
@@ -39,37 +41,40 @@ class FilesystemBackend:
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         run_dir = path.parent if path.is_file() else path
-        summary = summary and not path.is_file()
         tails: dict[Path, EventLogTail] = {}
-        run = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
-        with self._lock:
-            if summary and self._summary.get(run_dir) is False and run_dir in self._tails:
-                return run  # opened in full meanwhile: keep that one's tail
-            self._summary[run_dir] = summary
-            self._tails.pop(run_dir, None)
-            self._tails.update(tails)
+        run = load_run(run_dir, now=now, stale_after=stale_after, observed=observed,
+                       summary=summary and not path.is_file(), tails=tails)
+        self._keep(run_dir, tails.get(run_dir))
         return run
 
     def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
+        """See ``RunBackend.apply`` and :mod:`prose_tui.backends.filesystem.live`. ``run`` is
+        changed in place where the change allows (an append); one caller per run at a time."""
         with self._lock:
-            summary = self._summary.get(run.path, True)
-            tail = self._tails.get(run.path)
+            tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
         tails = {run.path: tail} if tail is not None else {}
         delta = apply_paths(run, paths, tails, now=now or datetime.now(timezone.utc), stale_after=stale_after,
-                            observed=observed, summary=summary)
-        with self._lock:
-            if tails.get(run.path) is not None:
-                self._tails[run.path] = tails[run.path]
-            else:
-                self._tails.pop(run.path, None)
+                            observed=observed, summary=False)
+        fresh = tails.get(run.path)
+        if fresh is not tail:
+            self._keep(run.path, fresh, replacing=tail)
         return delta
 
+    def _keep(self, run_dir: Path, tail: EventLogTail | None, replacing: EventLogTail | None = None) -> None:
+        with self._lock:
+            kept = [t for t in self._tails.get(run_dir, []) if t is not replacing]
+            if tail is not None:
+                kept = (kept + [tail])[-2:]
+            if kept:
+                self._tails[run_dir] = kept
+            else:
+                self._tails.pop(run_dir, None)
+
     def forget(self, path: Path) -> None:
-        """Drop the reading state kept for the run at ``path`` (it was removed or closed)."""
+        """Drop the reading state kept for the run at ``path`` (it was removed)."""
         with self._lock:
             self._tails.pop(path, None)
-            self._summary.pop(path, None)
 
     def read_value(self, run: Run, binding: Binding) -> Value:
         return Value(path=binding.path, offset=binding.value_offset, warning=binding.warning)
