@@ -125,6 +125,9 @@ class Journal:
         self._lock = threading.Lock()
         self._seen: dict[Path, _Seen] = {}
         self._texts: OrderedDict[tuple[Path, str], str] = OrderedDict()
+        # Entries of the runs this process read or journaled: the index is read at most once
+        # per run; what ``record`` appends is added here, not read back.
+        self._entries: dict[Path, list[JournalEntry]] = {}
 
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
@@ -148,6 +151,10 @@ class Journal:
         when the index exists but cannot be read.
         """
         run_dir = Path(run_dir).resolve()
+        with self._lock:
+            known = self._entries.get(run_dir)
+            if known is not None:
+                return list(known)
         index = self.folder(run_dir) / "index.jsonl"
         try:
             data = index.read_bytes()
@@ -170,7 +177,9 @@ class Journal:
                 text=text, size=row.get("size") if isinstance(row.get("size"), int) else None,
                 mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
             ))
-        return out
+        with self._lock:
+            self._entries.setdefault(run_dir, out)
+            return list(self._entries[run_dir])
 
     def _cached_text(self, run_dir: Path, sha256: str) -> str | None:
         """``revision_text`` through a bounded cache: revisions never change once written."""
@@ -267,6 +276,9 @@ class Journal:
         if rows:
             self._append(folder, run_dir, rows)
             seen.entries += len(rows)
+            known = self._entries.get(run_dir)
+            if known is not None:
+                known.extend(added)  # this run's entries only: its imports' follow below
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
             if child.is_dir():
