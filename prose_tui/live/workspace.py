@@ -309,6 +309,29 @@ class Workspace:
                     out.runs_added.append(run_dir)
         return out
 
+    def rediscover(self) -> Applied:
+        """Walk the project again (a runs folder appeared): new runs are read as summaries,
+        vanished ones dropped."""
+        out = Applied()
+        try:
+            found = find_runs(self.root)
+        except OSError:
+            return out
+        with self.lock:
+            before = set(self.refs)
+            for ref in found:
+                self.refs.setdefault(ref.path, ref)
+            gone = before - {r.path for r in found}
+            for path in gone:
+                self.refs.pop(path, None)
+                self.runs.pop(path, None)
+                self.detailed.discard(path)
+        out.runs_removed.extend(gone)
+        for ref in found:
+            if ref.path not in before and self._read(ref.path) is not None:
+                out.runs_added.append(ref.path)
+        return out
+
     def _discover_new(self, paths: list[Path], out: Applied) -> None:
         """Paths no run owns: a new run folder in a known ``runs`` folder is read at once; a
         path below the project but in no known ``runs`` folder (a new one) walks the project."""

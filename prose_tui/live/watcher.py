@@ -1,0 +1,181 @@
+"""The one file watcher of a process: watchfiles over every folder someone follows.
+
+The explorer's live pipeline, ``prose-tui record`` and Mission Control subscribe with the
+folders (or files) they follow and a callback; one thread runs ``watchfiles.watch`` over
+the union and hands each subscriber the batch of changed paths below its own roots.
+Roots that do not exist yet are checked every ``poll_s`` seconds (0.25 s); when one
+appears the watch restarts with it and its subscriber receives the root itself, so a
+runs folder created after start-up is followed within a second.
+
+Callbacks run on the watcher thread: they must be quick (put the batch in a queue).
+Textual-free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import watchfiles
+
+from prose_tui.live.watch import DEBOUNCE_MS, STEP_MS, interesting
+
+Callback = Callable[[set[Path]], None]
+
+
+@dataclass(eq=False)
+class Subscription:
+    """What one subscriber follows: ``roots`` (absolute), notified through ``callback``."""
+
+    roots: frozenset[Path]
+    callback: Callback
+    files: bool = False  # roots are files: their folder is watched, only they are reported
+    present: set[Path] = field(default_factory=set)
+
+    def wants(self, path: Path) -> bool:
+        if self.files:
+            return path in self.roots
+        return any(path == r or r in path.parents for r in self.roots)
+
+
+class Watcher:
+    """Watch the union of every subscription's roots in one thread (started on first use)."""
+
+    def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25) -> None:
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self.poll_s = poll_s
+        self._subs: list[Subscription] = []
+        self._lock = threading.Lock()
+        self._restart = threading.Event()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None  # why watching stopped, when it did
+
+    def subscribe(self, roots: list[Path], callback: Callback, *, files: bool = False) -> Subscription:
+        """Follow ``roots`` (folders, recursively; or files with ``files``)."""
+        sub = Subscription(frozenset(Path(r) for r in roots), callback, files)
+        sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
+        with self._lock:
+            self._subs.append(sub)
+            if self._thread is None or not self._thread.is_alive():
+                self._closed.clear()
+                self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
+                self._thread.start()
+        self._restart.set()
+        return sub
+
+    def update(self, sub: Subscription, roots: list[Path]) -> None:
+        """Change what ``sub`` follows."""
+        with self._lock:
+            sub.roots = frozenset(Path(r) for r in roots)
+            sub.present &= set(sub.roots)
+            sub.present |= {r for r in sub.roots if r.exists()}
+        self._restart.set()
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+            if not self._subs:
+                self._closed.set()
+        self._restart.set()
+
+    def close(self) -> None:
+        """Stop the thread (subscriptions are dropped)."""
+        with self._lock:
+            self._subs.clear()
+            self._closed.set()
+        self._restart.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    # -- the thread -----------------------------------------------------------------------------
+    def _targets(self) -> tuple[list[Path], list[tuple[Subscription, set[Path]]]]:
+        """Folders to watch now, and per subscription the roots that appeared since last time."""
+        folders: set[Path] = set()
+        appeared: list[tuple[Subscription, set[Path]]] = []
+        with self._lock:
+            subs = list(self._subs)
+        for sub in subs:
+            present = {r for r in sub.roots if r.exists()}
+            new = present - sub.present
+            sub.present = present
+            if new:
+                appeared.append((sub, new))
+            for root in present:
+                folders.add(root.parent if sub.files or root.is_file() else root)
+        # A folder inside another watched folder is covered by it (watch is recursive).
+        roots = sorted(folders)
+        kept = [r for r in roots if not any(o != r and o in r.parents for o in roots)]
+        return kept, appeared
+
+    def _run(self) -> None:
+        while not self._closed.is_set():
+            self._restart.clear()
+            folders, appeared = self._targets()
+            for sub, new in appeared:
+                self._deliver(sub, new)  # a root that appeared: its subscriber looks inside
+            missing = any(sub.present != set(sub.roots) for sub in list(self._subs))
+            if not folders:
+                self._restart.wait(self.poll_s)
+                continue
+            stop = _Either(self._restart, self._closed)
+            try:
+                for changes in watchfiles.watch(*[str(f) for f in folders], stop_event=stop, debounce=self.debounce_ms,
+                                                step=self.step_ms, recursive=True, yield_on_timeout=True,
+                                                rust_timeout=int(self.poll_s * 1000), raise_interrupt=False):
+                    if changes:
+                        batch = {Path(p) for _c, p in changes}
+                        batch = {p for p in batch if interesting(p)}
+                        if batch:
+                            self._dispatch(batch)
+                    if missing and any(r.exists() for sub in list(self._subs) for r in sub.roots - sub.present):
+                        break  # a followed root appeared: watch it too
+                    if self._vanished(folders):
+                        break
+            except Exception as exc:  # a vanished root, inotify limits: retry after a pause
+                self.error = f"{type(exc).__name__}: {exc}"
+                self._restart.wait(1.0)
+
+    def _vanished(self, folders: list[Path]) -> bool:
+        return any(not f.exists() for f in folders)
+
+    def _dispatch(self, batch: set[Path]) -> None:
+        with self._lock:
+            subs = list(self._subs)
+        for sub in subs:
+            mine = {p for p in batch if sub.wants(p)}
+            if mine:
+                self._deliver(sub, mine)
+
+    def _deliver(self, sub: Subscription, paths: set[Path]) -> None:
+        try:
+            sub.callback(paths)
+        except Exception as exc:  # one subscriber's bug must not stop the others
+            self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
+
+
+class _Either:
+    """Set when either event is set (watchfiles takes one ``stop_event`` with ``is_set``)."""
+
+    def __init__(self, a: threading.Event, b: threading.Event) -> None:
+        self.a, self.b = a, b
+
+    def is_set(self) -> bool:
+        return self.a.is_set() or self.b.is_set()
+
+
+_SHARED: Watcher | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_watcher() -> Watcher:
+    """The process's one watcher."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = Watcher()
+        return _SHARED
