@@ -141,9 +141,11 @@ class LivePipeline:
 
     def _apply(self, batch: set[Path]) -> None:
         ws = self.workspace
-        rediscover = any(p in self._roots for p in batch)  # a followed runs folder appeared
+        # A followed runs folder itself (not a run) in the batch: it appeared, look inside.
+        appeared = {p for p in batch if p in self._roots and p not in ws.refs}
+        rediscover = bool(appeared)
         applied = ws.rediscover() if rediscover else Applied()
-        more = ws.apply({p for p in batch if p not in self._roots})
+        more = ws.apply(batch - appeared)
         applied.changed.update(more.changed)
         applied.deltas.update(more.deltas)
         applied.runs_added += [p for p in more.runs_added if p not in applied.runs_added]

@@ -104,10 +104,12 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
             change, st = tail.file.check()
         except OSError:
             change, st = Change.RESET, None
-        if change is Change.SAME:
-            return delta
-        if change is Change.GREW and st is not None:
-            _grow(run, tail, tail.file.read_new(), st, delta, summary=summary)
+        if change is not Change.RESET and st is not None:
+            # Grew, or a provisional last line (no newline yet) changed: parse from the
+            # committed offset; nothing new when the bytes there are the provisional ones.
+            data = tail.file.read_new() if (change is Change.GREW or tail.pending_data) else b""
+            if data != tail.pending_data:
+                _grow(run, tail, data, st, delta, summary=summary)
             return delta
     # A snapshot rewrite, a new/removed state file, or a reset event log: read the state again.
     tails.pop(run_dir, None)
@@ -207,9 +209,10 @@ def _mtime_updated(run: Run) -> datetime | None:
     return None
 
 
-def _link_lines(run: Run, tail: EventLogTail, changed: set[int]) -> None:
+def _link_lines(run: Run, tail: EventLogTail, changed: set[int], *, keep: bool = False) -> None:
     """Link changed event-log lines to the binding file they name (as ``load_run`` does),
-    and remember unlinked ones by name for a binding file that arrives later."""
+    and remember unlinked ones by name for a binding file that arrives later. ``keep``
+    leaves lines already linked as they are."""
     if not changed:
         return
     by_name: dict[str, Binding] = {}
@@ -218,6 +221,8 @@ def _link_lines(run: Run, tail: EventLogTail, changed: set[int]) -> None:
             by_name[b.name] = b
     for index in sorted(changed):
         line = run.trace[index]
+        if keep and line.binding is not None:
+            continue
         line.binding = None
         if line.step is None or line.state is None:
             continue
@@ -237,6 +242,14 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
     if not path.exists():
         if index is not None:
             run.bindings.pop(index)
+            rel = path.relative_to(run_dir).as_posix()
+            for i, line in enumerate(run.trace):  # a removed binding: rare, so a scan is fine
+                if line.binding == rel:
+                    line.binding = None
+                    if tail is not None:
+                        tail.unlinked.setdefault(path.stem, set()).add(i)
+                    if isinstance(delta.trace_lines, set):
+                        delta.trace_lines.add(i)
         return
     binding = read_binding(path, run_dir / "bindings")
     if index is None:
@@ -247,6 +260,9 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
             binding.kind = old.kind
         run.bindings[index] = binding
     if tail is not None and binding.exists:
+        if not tail.unlinked_ready:
+            tail.unlinked_ready = True
+            _link_lines(run, tail, set(range(len(run.trace))), keep=True)
         waiting = tail.unlinked.pop(binding.name, set())
         if waiting and isinstance(delta.trace_lines, set):
             rel = path.relative_to(run_dir).as_posix()

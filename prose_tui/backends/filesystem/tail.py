@@ -358,10 +358,12 @@ class EventLogTail:
     file: FileTail
     parser: EventLogParser
     pending: _Checkpoint | None = None  # taken before the provisional line
+    pending_data: bytes = b""  # the provisional line's bytes (after the committed offset)
     warnings_at: int = 0  # where the log's warnings start in Run.warnings
     shown_warnings: int = 0  # how many log warnings Run.warnings holds
     last_time: tuple[int, datetime | None] = (0, None)  # (n events scanned, last event time among them)
     unlinked: dict[str, set[int]] = field(default_factory=dict)  # binding name -> trace lines naming it
+    unlinked_ready: bool = False  # ``unlinked`` covers every line (built on the first binding write)
 
     def committed_events(self) -> int:
         """Events parsed from complete lines (a provisional last line's are not counted)."""
@@ -383,6 +385,7 @@ class EventLogTail:
         if complete:
             changed |= parser.feed(decode(complete).splitlines())
         self.file.advance(len(complete), st)
+        self.pending_data = rest
         if rest:
             self.pending = parser.checkpoint()
             changed |= parser.feed(decode(rest).splitlines())
