@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prose_tui.backends.common.bindings import name_and_scope
-from prose_tui.backends.filesystem.snapshot import SnapshotState, parse_snapshot
+from prose_tui.backends.filesystem.snapshot import SnapshotState
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.model import (
     Event,
     EventKind,
@@ -441,7 +442,7 @@ def _parsed_revision(sha: str | None, text: str) -> SnapshotState:
     if sha is not None and sha in _PARSE_CACHE:
         _PARSE_CACHE.move_to_end(sha)
         return _PARSE_CACHE[sha]
-    snap = parse_snapshot(text)
+    snap = parse_snapshot_cached(text)
     return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
 
 
@@ -505,7 +506,7 @@ class _Replay:
         events, refs = list(self.events), list(self.refs)
         current, current_sha = current_state(run)
         if current is not None and self.previous is not None and current_sha != self.revision:
-            snap = parse_snapshot(current)
+            snap = _parsed_revision(current_sha, current)
             when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
             tail = snapshot_events(self.previous, snap, when)
             if not tail:

@@ -67,7 +67,7 @@ class LivePipeline:
         if self._thread is not None:
             return
         self._roots = self.follow_roots()
-        self._sub = self.watcher.subscribe(self._roots, self.submit)
+        self._sub = self.watcher.subscribe(self._roots, self.submit, on_ready=self._resync)
         self._thread = threading.Thread(target=self._work, name="prose-tui-live", daemon=True)
         self._thread.start()
 
@@ -85,6 +85,22 @@ class LivePipeline:
     def watching(self) -> list[Path]:
         """The folders followed that exist now."""
         return [r for r in self._roots if r.exists()]
+
+    def _resync(self) -> None:
+        """The watch (re)started: re-check every run's state file (a stat and a small read
+        when unchanged), so a change made before the watches were installed is not lost."""
+        with self.workspace.lock:
+            known = [(run.state_file, run.state_mtime) for run in self.workspace.runs.values()
+                     if run.state_file is not None and run.state_mtime is not None]
+        changed = set()
+        for path, mtime in known:
+            try:
+                if path.stat().st_mtime != mtime:
+                    changed.add(path)
+            except OSError:
+                changed.add(path)
+        if changed:
+            self.submit(changed)
 
     def submit(self, paths: set[Path]) -> None:
         """Hand a batch of changed absolute paths to the worker (any thread)."""
@@ -154,7 +170,8 @@ class LivePipeline:
         if (applied.runs_added or applied.runs_removed) and self.on_runs is not None:
             self.on_runs(applied)
         for delta in applied.deltas.values():
-            self._emit(delta)
+            if not delta.empty:
+                self._emit(delta)
         if applied.runs_added or rediscover:
             roots = self.follow_roots()
             if roots != self._roots and self._sub is not None:

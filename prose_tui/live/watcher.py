@@ -7,6 +7,12 @@ Roots that do not exist yet are checked every ``poll_s`` seconds (0.25 s); when 
 appears the watch restarts with it and its subscriber receives the root itself, so a
 runs folder created after start-up is followed within a second.
 
+Each time the watch (re)starts, every subscriber's ``on_ready`` is called once the
+watches are installed: a change written before that moment was not seen, so the
+subscriber re-checks what it follows (the live pipeline re-stats its runs' state files).
+``RustNotify`` (watchfiles' own engine, which ``watchfiles.watch`` wraps) is used directly
+for that moment.
+
 Callbacks run on the watcher thread: they must be quick (put the batch in a queue).
 Textual-free.
 """
@@ -18,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import watchfiles
+from watchfiles._rust_notify import RustNotify
 
 from prose_tui.live.watch import DEBOUNCE_MS, STEP_MS, interesting
 
@@ -32,6 +38,7 @@ class Subscription:
     roots: frozenset[Path]
     callback: Callback
     files: bool = False  # roots are files: their folder is watched, only they are reported
+    on_ready: Callable[[], None] | None = None  # the watch (re)started: changes before it were missed
     present: set[Path] = field(default_factory=set)
 
     def wants(self, path: Path) -> bool:
@@ -54,9 +61,10 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self.error: str | None = None  # why watching stopped, when it did
 
-    def subscribe(self, roots: list[Path], callback: Callback, *, files: bool = False) -> Subscription:
+    def subscribe(self, roots: list[Path], callback: Callback, *, files: bool = False,
+                  on_ready: Callable[[], None] | None = None) -> Subscription:
         """Follow ``roots`` (folders, recursively; or files with ``files``)."""
-        sub = Subscription(frozenset(Path(r) for r in roots), callback, files)
+        sub = Subscription(frozenset(Path(r) for r in roots), callback, files, on_ready)
         sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
         with self._lock:
             self._subs.append(sub)
@@ -124,18 +132,26 @@ class Watcher:
                 continue
             stop = _Either(self._restart, self._closed)
             try:
-                for changes in watchfiles.watch(*[str(f) for f in folders], stop_event=stop, debounce=self.debounce_ms,
-                                                step=self.step_ms, recursive=True, yield_on_timeout=True,
-                                                rust_timeout=int(self.poll_s * 1000), raise_interrupt=False):
-                    if changes:
-                        batch = {Path(p) for _c, p in changes}
-                        batch = {p for p in batch if interesting(p)}
-                        if batch:
-                            self._dispatch(batch)
-                    if missing and any(r.exists() for sub in list(self._subs) for r in sub.roots - sub.present):
-                        break  # a followed root appeared: watch it too
-                    if self._vanished(folders):
-                        break
+                with RustNotify([str(f) for f in folders], False, False, 300, True, False) as notify:
+                    for sub in list(self._subs):  # watches are installed: anything earlier was missed
+                        if sub.on_ready is not None:
+                            try:
+                                sub.on_ready()
+                            except Exception as exc:  # pragma: no cover - a subscriber's bug
+                                self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
+                    while True:
+                        raw = notify.watch(self.debounce_ms, self.step_ms, int(self.poll_s * 1000), stop)
+                        if raw in ("stop", "signal"):
+                            break
+                        if raw != "timeout":
+                            batch = {Path(p) for _c, p in raw}
+                            batch = {p for p in batch if interesting(p)}
+                            if batch:
+                                self._dispatch(batch)
+                        if missing and any(r.exists() for sub in list(self._subs) for r in sub.roots - sub.present):
+                            break  # a followed root appeared: watch it too
+                        if self._vanished(folders):
+                            break
             except Exception as exc:  # a vanished root, inotify limits: retry after a pause
                 self.error = f"{type(exc).__name__}: {exc}"
                 self._restart.wait(1.0)

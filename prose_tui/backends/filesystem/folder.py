@@ -30,9 +30,9 @@ from prose_tui.backends.common.text import decode, visible_name
 from prose_tui.backends.filesystem.eventlog import EventLog, looks_like_event_log, parse_event_log
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
-    parse_snapshot,
     parse_time,
 )
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 
@@ -158,7 +158,7 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
                 tail.warnings_at, tail.shown_warnings = len(run.warnings), len(log.warnings)
             _apply_event_log(run, text, state_file.name, log)
         else:
-            snapshot = parse_snapshot(text)
+            snapshot = parse_snapshot_cached(text)  # a rewrite re-parses only the sections that changed
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
