@@ -50,7 +50,10 @@ class Subscription:
 class Watcher:
     """Watch the union of every subscription's roots in one thread (started on first use)."""
 
-    def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25) -> None:
+    def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25,
+                 recursive: bool = True) -> None:
+        self.recursive = recursive
+        self._flat: Watcher | None = None  # files are followed in their folder, not below it
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self.poll_s = poll_s
@@ -63,7 +66,14 @@ class Watcher:
 
     def subscribe(self, roots: list[Path], callback: Callback, *, files: bool = False,
                   on_ready: Callable[[], None] | None = None) -> Subscription:
-        """Follow ``roots`` (folders, recursively; or files with ``files``)."""
+        """Follow ``roots`` (folders, recursively; or files with ``files``: their folder is
+        watched without its subfolders, by a second engine of this watcher)."""
+        if files and self.recursive:
+            with self._lock:
+                if self._flat is None:
+                    self._flat = Watcher(debounce_ms=self.debounce_ms, step_ms=self.step_ms, poll_s=self.poll_s,
+                                         recursive=False)
+            return self._flat.subscribe(roots, callback, files=True, on_ready=on_ready)
         sub = Subscription(frozenset(Path(r) for r in roots), callback, files, on_ready)
         sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
         with self._lock:
@@ -77,6 +87,9 @@ class Watcher:
 
     def update(self, sub: Subscription, roots: list[Path]) -> None:
         """Change what ``sub`` follows."""
+        if sub.files and self._flat is not None and self._flat is not self:
+            self._flat.update(sub, roots)
+            return
         with self._lock:
             sub.roots = frozenset(Path(r) for r in roots)
             sub.present &= set(sub.roots)
@@ -84,6 +97,9 @@ class Watcher:
         self._restart.set()
 
     def unsubscribe(self, sub: Subscription) -> None:
+        if sub.files and self._flat is not None and self._flat is not self:
+            self._flat.unsubscribe(sub)
+            return
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
@@ -93,6 +109,8 @@ class Watcher:
 
     def close(self) -> None:
         """Stop the thread (subscriptions are dropped)."""
+        if self._flat is not None:
+            self._flat.close()
         with self._lock:
             self._subs.clear()
             self._closed.set()
@@ -114,11 +132,11 @@ class Watcher:
             if new:
                 appeared.append((sub, new))
             for root in present:
-                folders.add(root.parent if sub.files or root.is_file() else root)
-        # A folder inside another watched folder is covered by it (watch is recursive).
+                folders.add(root.parent if sub.files else root)
         roots = sorted(folders)
-        kept = [r for r in roots if not any(o != r and o in r.parents for o in roots)]
-        return kept, appeared
+        if self.recursive:  # a folder inside another watched folder is covered by it
+            roots = [r for r in roots if not any(o != r and o in r.parents for o in roots)]
+        return roots, appeared
 
     def _run(self) -> None:
         while not self._closed.is_set():
@@ -132,7 +150,7 @@ class Watcher:
                 continue
             stop = _Either(self._restart, self._closed)
             try:
-                with RustNotify([str(f) for f in folders], False, False, 300, True, False) as notify:
+                with RustNotify([str(f) for f in folders], False, False, 300, self.recursive, False) as notify:
                     for sub in list(self._subs):  # watches are installed: anything earlier was missed
                         if sub.on_ready is not None:
                             try:
