@@ -92,7 +92,8 @@ class LivePipeline:
         with self.workspace.lock:
             known = [(run.state_file, run.state_mtime) for run in self.workspace.runs.values()
                      if run.state_file is not None and run.state_mtime is not None]
-        changed = set()
+            unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
+        changed = set(unread)  # found but not readable yet (a folder before its state file)
         for path, mtime in known:
             try:
                 if path.stat().st_mtime != mtime:
@@ -201,13 +202,18 @@ class LivePipeline:
             due = self._next_poll.get(path)
             if due is None or now >= due:
                 self._next_poll[path] = now + float(getattr(backend, "poll_interval", 1.0))
-                with ws.run_lock(path):
-                    delta = poll(run)
-                    if delta is None:
-                        continue
-                    with ws.lock:
-                        if ws.runs.get(path) is run:
-                            ws.runs[path] = delta.run
+                try:
+                    with ws.run_lock(path):
+                        delta = poll(run)
+                        if delta is None:
+                            continue
+                        with ws.lock:
+                            if ws.runs.get(path) is run:
+                                ws.runs[path] = delta.run
+                except Exception as exc:  # one run's poll failing must not stop the others
+                    if self.on_error is not None:
+                        self.on_error(f"could not poll {run.id}: {type(exc).__name__}: {exc}"[:300])
+                    continue
                 if not delta.empty:
                     self._emit(delta)
         for path in [p for p in self._next_poll if p not in ws.runs]:

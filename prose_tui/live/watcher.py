@@ -78,8 +78,8 @@ class Watcher:
         sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
         with self._lock:
             self._subs.append(sub)
-            if self._thread is None or not self._thread.is_alive():
-                self._closed.clear()
+            self._closed.clear()
+            if self._thread is None:  # the thread clears this, under the lock, as it ends
                 self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
                 self._thread.start()
         self._restart.set()
@@ -115,8 +115,9 @@ class Watcher:
             self._subs.clear()
             self._closed.set()
         self._restart.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
 
     # -- the thread -----------------------------------------------------------------------------
     def _targets(self) -> tuple[list[Path], list[tuple[Subscription, set[Path]]]]:
@@ -139,7 +140,11 @@ class Watcher:
         return roots, appeared
 
     def _run(self) -> None:
-        while not self._closed.is_set():
+        while True:
+            with self._lock:
+                if self._closed.is_set() or not self._subs:
+                    self._thread = None
+                    return
             self._restart.clear()
             folders, appeared = self._targets()
             for sub, new in appeared:
