@@ -147,7 +147,8 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
     has any (origin ``"journal"``), else a reconstruction from file times (origin
     ``"reconstructed"``). ``journal`` defaults to ``Journal()`` (the user state folder).
     Never raises for I/O: an unreadable journal falls back to reconstruction. The run is
-    not changed; events are copies.
+    not changed. A log's events are the run's own objects where their ``seq`` is already
+    their index (memory per event is the parsed event once); callers must not mutate them.
 
     Histories grow by extension: the last history of each of the most recent runs is
     kept, and a later call copies only the events added since (a log's new events, the
@@ -201,6 +202,11 @@ def events_json(history: History) -> list[dict[str, Any]]:
 # -- log origin ------------------------------------------------------------------------------
 
 
+def _share(event: Event, seq: int) -> Event:
+    """``event`` itself when its ``seq`` is ``seq`` (a log's events are numbered densely), else a copy."""
+    return event if event.seq == seq else _copy(event, seq)
+
+
 def _copy(event: Event, seq: int) -> Event:
     return Event(seq=seq, kind=event.kind, text=event.text, time=event.time, step=event.step,
                  name=event.name, status=event.status, line=event.line, execution_id=event.execution_id)
@@ -231,7 +237,7 @@ def _log_history(run: Run) -> History:
             _extend_log(cached, run, same)
             _HISTORIES.move_to_end(key)
             return cached.history
-    events = [_copy(e, i) for i, e in enumerate(src)]
+    events = [_share(e, i) for i, e in enumerate(src)]
     refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
     history = History(events, "log", _log_note(run, events), refs)
     _keep(key, _LogCache(history, list(src), run.format))
@@ -246,7 +252,7 @@ def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
     del history.events[same:]
     del history.refs[same:]
     del cached.sources[same:]
-    fresh = [_copy(e, i) for i, e in enumerate(src[same:], start=same)]
+    fresh = [_share(e, i) for i, e in enumerate(src[same:], start=same)]
     history.events.extend(fresh)
     cached.sources.extend(src[same:])
     if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG) \

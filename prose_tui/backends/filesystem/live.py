@@ -232,7 +232,7 @@ def _link_lines(run: Run, tail: EventLogTail, changed: set[int], *, keep: bool =
         binding = by_name.get(m.group(1))
         if binding is not None:
             line.binding = binding.path.relative_to(run.path).as_posix()
-        else:
+        elif tail.unlinked_ready or keep:  # else the index is built when a binding file first arrives
             tail.unlinked.setdefault(m.group(1), set()).add(index)
 
 

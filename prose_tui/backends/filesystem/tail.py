@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
@@ -89,6 +90,22 @@ class FileTail:
         return hashlib.sha1(data).digest()
 
 
+_KINDS = list(EventKind)
+_KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+_STATES: list[StatementState | None] = [None, *StatementState]
+_STATE_CODE = {s: i for i, s in enumerate(_STATES)}
+
+
+def _pack(kind: EventKind, single: bool, state: StatementState | None) -> int:
+    """A trace line's first kind, item count and classified state in one 16-bit number
+    (the parser keeps one per line: two bytes, not a tuple)."""
+    return _KIND_CODE[kind] << 6 | int(single) << 5 | _STATE_CODE[state]
+
+
+def _unpack(code: int) -> tuple[EventKind, bool, StatementState | None]:
+    return _KINDS[code >> 6], bool(code >> 5 & 1), _STATES[code & 31]
+
+
 _LIVE = {
     EventKind.STATEMENT_STARTED: StatementState.EXECUTING,
     EventKind.PARALLEL_STARTED: StatementState.EXECUTING,
@@ -143,7 +160,7 @@ class EventLogParser:
         self.base: date | None = None
         self.frames = _OpenFrames()
         # Per trace line: first item's kind, whether it had one item, and its classified state.
-        self.kinds: list[tuple[EventKind, bool, StatementState | None]] = []
+        self.kinds = array("H")  # per trace line, _pack(first kind, single item, classified state)
         self.last_stepped: int | None = None
         self.open_par: list[_OpenParallel] = []
         self.join_stack: list[int] = []
@@ -212,7 +229,7 @@ class EventLogParser:
         ))
         kind = first.kind
         single = len(info.items) == 1
-        self.kinds.append((kind, single, info.state))
+        self.kinds.append(_pack(kind, single, info.state))
         if single and kind is EventKind.PARALLEL_STARTED:
             self.join_stack.append(index)
         elif single and kind is EventKind.PARALLEL_JOINED and self.join_stack:
@@ -235,17 +252,17 @@ class EventLogParser:
         live: set[int] = set()
         if self.last_stepped is None or self.log.status is not None:
             return live
-        if self.kinds[self.last_stepped][0] in _LIVE:
+        if _KINDS[self.kinds[self.last_stepped] >> 6] in _LIVE:
             live.add(self.last_stepped)
         for par in self.open_par[-8:]:
             live.add(par.index)
             for index in par.children.values():
-                if index > par.index and self.kinds[index][0] is EventKind.STATEMENT_STARTED:
+                if index > par.index and _KINDS[self.kinds[index] >> 6] is EventKind.STATEMENT_STARTED:
                     live.add(index)
         return live
 
     def _state_of(self, index: int, live: set[int], failed_line: int | None) -> StatementState | None:
-        kind, single, base = self.kinds[index]
+        kind, single, base = _unpack(self.kinds[index])
         state = base
         if single and kind in _LIVE:
             if index in live:
@@ -263,7 +280,7 @@ class EventLogParser:
         live = self._live_set()
         failed_line = None
         if self.log.status == "failed" and self.last_stepped is not None \
-                and self.kinds[self.last_stepped][0] is EventKind.STATEMENT_STARTED:
+                and _KINDS[self.kinds[self.last_stepped] >> 6] is EventKind.STATEMENT_STARTED:
             failed_line = self.last_stepped
         touched = live | self.live | self.joined_log_recent() | extra
         for index in (failed_line, self.failed_line):
