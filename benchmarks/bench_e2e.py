@@ -193,7 +193,7 @@ def tmux_cpu(seconds: float = 30.0) -> tuple[float, float]:
             time.sleep(seconds)
             idle = (term.cpu_seconds() - c0) / (time.perf_counter() - t0) * 100
             proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "generate.py"), "events",
-                                     str(writer.run), "--rate", "10", "--count", str(20_000 + int(seconds * 10))])
+                                     str(writer.run), "--rate", "10", "--count", str(int(seconds * 10))])
             c0, t0 = term.cpu_seconds(), time.perf_counter()
             proc.wait()
             busy = (term.cpu_seconds() - c0) / (time.perf_counter() - t0) * 100
