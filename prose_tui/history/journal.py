@@ -232,6 +232,7 @@ class Journal:
         if seen.entries == 0:
             changed |= run_files(run_dir)
         files: list[tuple[float, str, str, Path]] = []  # (mtime, rel, kind, path)
+        rel: Path | str | None
         state: Path | None = None
         imports: dict[str, set[Path]] = {}
         for path in changed:
@@ -250,7 +251,8 @@ class Journal:
         rows: list[dict] = []
         added: list[JournalEntry] = []
         stamp = now.isoformat()
-        for _mtime_key, rel, kind, path in sorted(files):
+        for _mtime_key, rel_text, kind, path in sorted(files):
+            rel = rel_text
             try:
                 st = path.stat()
             except OSError:
@@ -268,7 +270,7 @@ class Journal:
         if state is not None:
             entry = self._state_entry(state, folder, seen, now)
             if entry is not None:
-                row = {"t": stamp, "k": entry.kind, "p": "state.md"}
+                row: dict[str, object] = {"t": stamp, "k": entry.kind, "p": "state.md"}
                 if entry.kind == "state":
                     row.update(sha=entry.sha256, size=entry.size, mtime=entry.mtime)
                 rows.append(row)

@@ -299,8 +299,8 @@ def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
             out.append(None)
             continue
         if e.kind is K.STATEMENT_STARTED:
-            started[e.step] = min(started.get(e.step, -1) + 1, len(lines) - 1)  # type: ignore[index]
-        out.append(lines[max(started.get(e.step, 0), 0)])  # type: ignore[arg-type]
+            started[e.step or ""] = min(started.get(e.step or "", -1) + 1, len(lines) - 1)
+        out.append(lines[max(started.get(e.step or "", 0), 0)])
     return out
 
 

@@ -101,11 +101,11 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
             touched: dict[Path, set[Path]] = {}
             unknown = False
             for changed in batch:
-                run_dir = _owner(changed, known) or _owner(_resolved(changed), known)
-                if run_dir is None:
+                owner = _owner(changed, known) or _owner(_resolved(changed), known)
+                if owner is None:
                     unknown = True
                     continue
-                touched.setdefault(run_dir, set()).add(_resolved(changed))
+                touched.setdefault(owner, set()).add(_resolved(changed))
             if unknown:
                 try:
                     found = _run_dirs(path)

@@ -166,7 +166,7 @@ class Watcher:
                         raw = notify.watch(self.debounce_ms, self.step_ms, int(self.poll_s * 1000), stop)
                         if raw in ("stop", "signal"):
                             break
-                        if raw != "timeout":
+                        if not isinstance(raw, str):  # a set of (change, path): not "timeout"
                             batch = {Path(p) for _c, p in raw}
                             batch = {p for p in batch if interesting(p)}
                             if batch:

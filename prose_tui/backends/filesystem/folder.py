@@ -171,7 +171,8 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
         mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
         # A file a day newer than the run's own start time was copied or cloned, not written
         # by the VM: its time says nothing about the run (status.last_change applies the same rule).
-        if run.started is None or (mtime - as_utc(run.started)).total_seconds() < COPY_GAP:
+        started = as_utc(run.started)
+        if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
 
     return run, snapshot

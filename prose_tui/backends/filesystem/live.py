@@ -267,9 +267,10 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
         if waiting and isinstance(delta.trace_lines, set):
             rel = path.relative_to(run_dir).as_posix()
             for i in waiting:
-                line = run.trace[i] if i < len(run.trace) else None
-                if line is not None and line.binding is None and line.step is not None and line.state is not None:
-                    line.binding = rel
+                waiting_line = run.trace[i] if i < len(run.trace) else None
+                if waiting_line is not None and waiting_line.binding is None and waiting_line.step is not None \
+                        and waiting_line.state is not None:
+                    waiting_line.binding = rel
                     delta.trace_lines.add(i)
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -58,7 +60,37 @@ class _ScreenGone(Exception):
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
 
 
-class LiveUpdates:
+if TYPE_CHECKING:  # what the mixin expects of the screen it is mixed into
+    import asyncio
+
+    from textual.screen import Screen
+
+    from prose_tui.history import Journal
+    from prose_tui.live.workspace import Workspace
+    from prose_tui.tui.navigator import HistoryNavigator
+
+    class _Explorer(Screen):
+        workspace: Workspace
+        live: bool
+        journal: Journal | None
+        current_run: Run | None
+        initial: Path | None
+        nav: HistoryNavigator
+        watcher_state: str
+        pipeline: LivePipeline | None
+        _activated: bool
+        _auto_choice: Path | None
+        _stop: asyncio.Event
+
+        def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None: ...
+        def activate(self, index: int, *, focus: bool = True) -> None: ...
+        def _show_head(self, run: Run | None) -> None: ...
+        def _update_status(self) -> None: ...
+else:
+    _Explorer = object
+
+
+class LiveUpdates(_Explorer):
     """First read, live watching and the periodic status tick."""
 
     @work(thread=True, exclusive=True, group="scan")
@@ -186,13 +218,19 @@ class LiveUpdates:
         """Start the live pipeline once (after the first scan)."""
         pipeline = getattr(self, "pipeline", None)
         if pipeline is None:
-            sinks = [lambda delta: self.post_message(DeltaApplied(delta))]
+            def to_ui(delta: Delta) -> None:
+                self.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
+
+            def problem(text: str) -> None:
+                self.post_message(LiveProblem(text))
+
+            def runs(applied: Applied) -> None:
+                self.post_message(RunsChanged(applied))
+
+            sinks: list[Callable[[Delta], None]] = [to_ui]
             if self.journal is not None:
-                sinks.append(journal_sink(self.journal, self.workspace.clock,
-                                          lambda text: self.post_message(LiveProblem(text))))
-            pipeline = self.pipeline = LivePipeline(
-                self.workspace, sinks, on_runs=lambda applied: self.post_message(RunsChanged(applied)),
-                on_error=lambda text: self.post_message(LiveProblem(text)))
+                sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
+            pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
             pipeline.start()
         self._update_watcher_state()
 
