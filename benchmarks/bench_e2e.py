@@ -61,6 +61,7 @@ class Case:
     root: Path
     write: Callable[[int], str]
     where: str  # "trace" or "value": the pane the marker shows in
+    path: Path  # the file each write changes
 
 
 def make_case(name: str, folder: Path) -> Case:
@@ -77,7 +78,7 @@ def make_case(name: str, folder: Path) -> Case:
                 fh.write(f"{n + i + 1}→ {marker}\n")
             return marker
 
-        return Case(folder, write, "trace")
+        return Case(folder, write, "trace", writer.state)
     if name == "binding":
         run = huge_run(folder, bindings=20, trace_lines=40, agents=0, segments=0)
         binding = run / "bindings" / "value_00019.md"
@@ -89,7 +90,7 @@ def make_case(name: str, folder: Path) -> Case:
                 fh.write(f"{marker} ")
             return marker
 
-        return Case(folder, write, "value")
+        return Case(folder, write, "value", binding)
     n = int(name.split("-")[1])
     run = huge_run(folder, bindings=500, trace_lines=n, agents=0, segments=0)
     state = run / "state.md"
@@ -111,7 +112,7 @@ def make_case(name: str, folder: Path) -> Case:
         os.replace(tmp, state)
         return marker
 
-    return Case(folder, write, "trace")
+    return Case(folder, write, "trace", state)
 
 
 def stats(samples: list[float]) -> tuple[float, float, float]:

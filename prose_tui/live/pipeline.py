@@ -174,10 +174,14 @@ class LivePipeline:
             if not delta.empty:
                 self._emit(delta)
         if applied.runs_added or rediscover:
-            roots = self.follow_roots()
-            if roots != self._roots and self._sub is not None:
-                self._roots = roots
-                self.watcher.update(self._sub, roots)
+            self.refresh_roots()
+
+    def refresh_roots(self) -> None:
+        """Follow the runs folders the workspace knows now (after a rescan, a new run)."""
+        roots = self.follow_roots()
+        if roots != self._roots and self._sub is not None:
+            self._roots = roots
+            self.watcher.update(self._sub, roots)
 
     def _emit(self, delta: Delta) -> None:
         for sink in self.sinks:

@@ -232,6 +232,8 @@ class LiveUpdates(_Explorer):
                 sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
             pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
             pipeline.start()
+        else:
+            pipeline.refresh_roots()  # a rescan may have found runs folders
         self._update_watcher_state()
 
     def _update_watcher_state(self) -> None:
