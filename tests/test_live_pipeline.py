@@ -104,7 +104,8 @@ def test_a_run_appearing_when_no_runs_folder_existed_at_start_is_found(tmp_path,
         assert ws.runs == {}
         run_dir = tmp_path / ".prose" / "runs" / "20260301-100000-beef00"
         _event_log(run_dir, 3)
-        collector.wait(lambda: run_dir in ws.runs, "the new run")
+        # Its folder may be seen before its state file is written whole: wait for all of it.
+        collector.wait(lambda: run_dir in ws.runs and len(ws.runs[run_dir].trace) == 3, "the new run")
         assert ws.runs[run_dir].trace[-1].text == "3→ step_3 ✓"
     finally:
         pipeline.stop()
