@@ -102,7 +102,7 @@ def make_case(name: str, folder: Path) -> Case:
     def write(i: int) -> str:
         marker = f"bench_{i}"
         new = list(lines)
-        prev = statements[start + i - 1] if i else executing
+        prev = statements[(start + i - 1) % len(statements)] if i else executing
         new[prev] = new[prev].replace("# <-- EXECUTING", "# (complete)")
         pick = statements[(start + i) % len(statements)]
         new[pick] = f"let value_{i:05d} = session: {marker}".ljust(70) + " # <-- EXECUTING"

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES, is_run_dir, load_run
-from prose_tui.backends.filesystem.live import apply_paths
+from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.tail import EventLogTail
 from prose_tui.backends.protocol import Value
 from prose_tui.model import Backend, Binding, Delta, Event, Run
@@ -60,6 +60,14 @@ class FilesystemBackend:
         if fresh is not tail:
             self._keep(run.path, fresh, replacing=tail)
         return delta
+
+    def status(self, run: Run, *, now: datetime, stale_after: float = DEFAULT_STALE_AFTER,
+               observed: datetime | None = None):
+        """``(status, reason)`` of ``run`` now (``common.status.infer_status``), without
+        scanning a tailed event log's trace."""
+        with self._lock:
+            tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
+        return run_status(run, tail, now=now, stale_after=stale_after, observed=observed)
 
     def _keep(self, run_dir: Path, tail: EventLogTail | None, replacing: EventLogTail | None = None) -> None:
         with self._lock:

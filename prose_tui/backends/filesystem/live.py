@@ -16,6 +16,7 @@ the run folder layout) and only that part is read again:
 
 from __future__ import annotations
 
+import copy
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,9 +91,22 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
             elif part == "import":
                 _update_import(run, run_dir, path, now, stale_after)
                 delta.imports = True
-    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    run.status, run.status_reason = run_status(run, tails.get(run.path), now=now, stale_after=stale_after,
+                                               observed=observed)
     delta.status = delta.status or (run.status, run.status_reason) != before_status
     return delta
+
+
+def run_status(run: Run, tail: EventLogTail | None, *, now: datetime, stale_after: float,
+               observed: datetime | None):
+    """``infer_status(run)``; for a tailed event log, on a view of the run whose trace is only
+    the lines the inference reads (the first failed line, the executing one), so a status
+    costs the same at 100,000 events as at 10 (the inference scans the trace otherwise)."""
+    if tail is None or tail.parser.log.trace is not run.trace or not run.events or not run.trace:
+        return infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    view = copy.copy(run)
+    view.trace = [run.trace[i] for i in tail.parser.status_lines()] or run.trace[-1:]
+    return infer_status(view, now=now, stale_after=stale_after, observed=observed)
 
 
 def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,

@@ -169,6 +169,7 @@ class EventLogParser:
         self.live: set[int] = set()
         self.failed_line: int | None = None
         self.dirty: set[int] = set()
+        self.failed: set[int] = set()  # trace lines whose state is failed (status needs the first)
 
     @staticmethod
     def supports(first_text: str) -> bool:
@@ -291,6 +292,10 @@ class EventLogParser:
         for index in touched:
             state = self._state_of(index, live, failed_line)
             line = self.log.trace[index]
+            if state is StatementState.FAILED:
+                self.failed.add(index)
+            else:
+                self.failed.discard(index)
             if line.state is not state:
                 line.state = state
                 changed.add(index)
@@ -304,6 +309,16 @@ class EventLogParser:
 
     def joined_log_recent(self) -> set[int]:
         return set(self.joined_log[self._joined_settled:])
+
+    def status_lines(self) -> list[int]:
+        """The trace lines status inference looks at (``common.status.infer_status``): the
+        first failed line and the executing one, in order; found without a scan."""
+        picks = {min(self.failed)} if self.failed else set()
+        executing = [i for i in self.live if self.log.trace[i].state in (StatementState.EXECUTING,
+                                                                          StatementState.RETRYING)]
+        if executing:
+            picks.add(max(executing))
+        return sorted(picks)
 
     # -- provisional lines ------------------------------------------------------------------
     def checkpoint(self) -> _Checkpoint:
@@ -329,6 +344,7 @@ class EventLogParser:
         del log.events[cp.events:]
         del log.trace[cp.trace:]
         del self.kinds[cp.trace:]
+        self.failed = {i for i in self.failed if i < cp.trace}
         del self.line_warnings[cp.warnings:]
         del log.bindings[cp.bindings:]
         for start in self.joined_log[cp.joined_log:]:
