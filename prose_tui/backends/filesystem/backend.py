@@ -31,6 +31,9 @@ class FilesystemBackend:
         # full read of the same folder can be live at once. A run's tail is the one whose
         # parser holds the run's trace list.
         self._tails: dict[Path, list[EventLogTail]] = {}
+        # Run folder -> the run last opened there as a summary (a run list row: only its
+        # state file is followed, and a change reads it as a summary again).
+        self._summaries: dict[Path, Run] = {}
         self._lock = threading.Lock()
 
     def claims(self, path: Path) -> bool:
@@ -42,9 +45,14 @@ class FilesystemBackend:
              observed: datetime | None = None, summary: bool = False) -> Run:
         run_dir = path.parent if path.is_file() else path
         tails: dict[Path, EventLogTail] = {}
-        run = load_run(run_dir, now=now, stale_after=stale_after, observed=observed,
-                       summary=summary and not path.is_file(), tails=tails)
+        summary = summary and not path.is_file()
+        run = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
         self._keep(run_dir, tails.get(run_dir))
+        with self._lock:
+            if summary:
+                self._summaries[run_dir] = run
+            else:
+                self._summaries.pop(run_dir, None)
         return run
 
     def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
@@ -53,9 +61,14 @@ class FilesystemBackend:
         changed in place where the change allows (an append); one caller per run at a time."""
         with self._lock:
             tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
+            summary = self._summaries.get(run.path) is run
         tails = {run.path: tail} if tail is not None else {}
         delta = apply_paths(run, paths, tails, now=now or datetime.now(timezone.utc), stale_after=stale_after,
-                            observed=observed, summary=False)
+                            observed=observed, summary=summary)
+        if summary and delta.run is not run:
+            with self._lock:
+                if self._summaries.get(run.path) is run:
+                    self._summaries[run.path] = delta.run
         fresh = tails.get(run.path)
         if fresh is not tail:
             self._keep(run.path, fresh, replacing=tail)
@@ -83,6 +96,7 @@ class FilesystemBackend:
         """Drop the reading state kept for the run at ``path`` (it was removed)."""
         with self._lock:
             self._tails.pop(path, None)
+            self._summaries.pop(path, None)
 
     def read_value(self, run: Run, binding: Binding) -> Value:
         return Value(path=binding.path, offset=binding.value_offset, warning=binding.warning)

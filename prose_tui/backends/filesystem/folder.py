@@ -178,6 +178,9 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
     return run, snapshot
 
 
+_MERGED: dict[Path, tuple[list, list[Binding]]] = {}  # run -> (Index rows, bindings merged from them)
+
+
 def reload_state(previous: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
                  observed: datetime | None = None, home: Path | None = None, tails: dict | None = None) -> Run:
     """``previous`` (a run read in full) after its state file changed: the state file is read
@@ -186,7 +189,16 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     """
     run_dir = previous.path
     run, snapshot = _read_state(run_dir, tails)
-    run.bindings = _merge_bindings([b for b in previous.bindings if b.exists], snapshot, run_dir)
+    merged = _MERGED.get(run_dir)
+    if snapshot is not None and merged is not None and merged[1] is previous.bindings \
+            and merged[0] == snapshot.binding_rows:
+        # The Index names the same bindings as the revision before: the merge would give the
+        # same list (binding files changed in the same batch are applied to it after this).
+        run.bindings = previous.bindings
+    else:
+        run.bindings = _merge_bindings([b for b in previous.bindings if b.exists], snapshot, run_dir)
+        if snapshot is not None:
+            _MERGED[run_dir] = (snapshot.binding_rows, run.bindings)
     if run.events:
         _link_event_bindings(run)
     names = {r.get("name") for r in (snapshot.agent_rows if snapshot else [])}
