@@ -89,7 +89,7 @@ class Workspace:
         # The start-up scan, "open in full" and the live worker run in threads: every change to
         # runs/detailed/refs/observed happens under this lock, which no one holds during I/O.
         self.lock = threading.RLock()
-        self._run_locks: dict[Path, threading.Lock] = {}
+        self._run_locks: dict[Path, threading.RLock] = {}
         self.observed: dict[Path, datetime] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
 
@@ -264,12 +264,13 @@ class Workspace:
             return candidate
         return None
 
-    def run_lock(self, path: Path) -> threading.Lock:
-        """The lock one run's reads and applies take turns under (never the workspace lock)."""
+    def run_lock(self, path: Path) -> threading.RLock:
+        """The lock one run's reads and applies take turns under (never the workspace lock).
+        Reentrant: an apply that finds its run gone reads it again under the same lock."""
         with self.lock:
             lock = self._run_locks.get(path)
             if lock is None:
-                lock = self._run_locks[path] = threading.Lock()
+                lock = self._run_locks[path] = threading.RLock()
             return lock
 
     def apply(self, paths: set[Path]) -> Applied:

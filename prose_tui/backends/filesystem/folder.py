@@ -327,11 +327,11 @@ def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, hom
         if not name or name in agents:
             continue
         scope_word = (rows[name].get("scope") if name in rows else None) or declared.get(name)
-        folder = _scoped_folder(name, scope_word, project, user_home)
-        agent = agent_files.read_agent_dir(folder, scope_word or "project") if folder else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
+        scoped = _scoped_folder(name, scope_word, project, user_home)
+        agent = agent_files.read_agent_dir(scoped, scope_word or "project") if scoped else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
         if name in rows:
             agent.details = {k: v for k, v in rows[name].cells.items() if k not in ("name", "scope", "path") and v}
-            agent.scope = agent.scope if folder else rows[name].get("scope") or agent.scope
+            agent.scope = agent.scope if scoped else rows[name].get("scope") or agent.scope
         agents[name] = agent
     return list(agents.values())
 

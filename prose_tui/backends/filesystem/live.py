@@ -82,15 +82,19 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
                                summary=summary)
         run = delta.run
     if not summary:
+        agents_whole: set[Path] = set()
         for path, part in parts.items():
             if part == "binding":
                 _update_binding(run, run_dir, path, tails.get(run_dir), delta)
             elif part == "agent":
-                _update_agent(run, run_dir, path)
+                if not _update_segment(run, run_dir, path):
+                    agents_whole.add(run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0])
                 delta.agents = True
             elif part == "import":
                 _update_import(run, run_dir, path, now, stale_after)
                 delta.imports = True
+        for folder in sorted(agents_whole):  # once per agent, however many of its files changed
+            _update_agent(run, run_dir, folder / "memory.md")
     run.status, run.status_reason = run_status(run, tails.get(run.path), now=now, stale_after=stale_after,
                                                observed=observed)
     delta.status = delta.status or (run.status, run.status_reason) != before_status
@@ -286,6 +290,31 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
                         and waiting_line.state is not None:
                     waiting_line.binding = rel
                     delta.trace_lines.add(i)
+
+
+def _update_segment(run: Run, run_dir: Path, path: Path) -> bool:
+    """A segment file ``agents/{name}/{name}-NNN.md`` written or removed: that segment alone
+    is read (segments only grow in number). False when the agent must be read whole (a
+    memory file, an agent not seen yet, a folder)."""
+    number = agent_files.segment_number(path)
+    folder = path.parent
+    agent = next((a for a in run.agents if a.path == folder), None)
+    if number is None or agent is None or folder.parent != run_dir / "agents":
+        return False
+    at = next((i for i, s in enumerate(agent.segments) if s.number == number), None)
+    if not path.is_file():
+        if at is not None:
+            agent.segments.pop(at)
+        return True
+    segment = agent_files.read_segment(path, number)
+    if at is not None:
+        agent.segments[at] = segment
+    elif not agent.segments or agent.segments[-1].number < number:
+        agent.segments.append(segment)
+    else:
+        agent.segments.append(segment)
+        agent.segments.sort(key=lambda s: s.number)
+    return True
 
 
 def _update_agent(run: Run, run_dir: Path, path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
@@ -147,7 +148,10 @@ class LiveUpdates(_Explorer):
 
     def _if_attached(self, callback, *args, **kwargs) -> None:
         if self.is_attached:
-            callback(*args, **kwargs)
+            try:
+                callback(*args, **kwargs)
+            except NoMatches:  # the screen's widgets are already gone: it is closing
+                pass
 
     def _listed(self, runs: list[Run]) -> None:
         if runs:
@@ -250,6 +254,8 @@ class LiveUpdates(_Explorer):
     def on_delta_applied(self, message: DeltaApplied) -> None:
         try:
             self.apply_delta(message.delta)
+        except NoMatches:
+            pass  # the screen is closing
         except Exception as exc:  # one bad delta must not end watching: say so, go on
             self.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
 
