@@ -378,6 +378,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, help="runs per case (default 3, 1 with --quick)")
     parser.add_argument("--only", help="comma-separated cases: " + ",".join(CASES))
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--e2e", action="store_true",
+                        help="also run bench_e2e.py (issue 9: live latency through tmux and headless, CPU, memory)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--inputs", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
@@ -453,6 +455,12 @@ def main() -> int:
         print(f"note: {k}: {v} write(s) never seen on screen")
     if failed:
         print(f"FAILED cases: {', '.join(sorted(set(failed)))}")
+    if args.e2e:
+        print("\nIssue 9, end to end (benchmarks/bench_e2e.py):", flush=True)
+        rounds = "3" if args.quick else "15"
+        only = ["--only", "eventlog-0,binding,snapshot-500"] if args.quick else ["--cpu", "--memory"]
+        code = subprocess.call([sys.executable, str(Path(__file__).with_name("bench_e2e.py")), "--rounds", rounds, *only])
+        failed += ["e2e"] if code else []
     return 1 if failed else 0
 
 

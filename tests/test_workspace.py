@@ -73,7 +73,7 @@ def test_a_state_md_rewrite_does_not_re_read_binding_files(tmp_path, monkeypatch
         return original(*args, **kwargs)
 
     monkeypatch.setattr(binding_source, "read_binding", counted)
-    monkeypatch.setattr("prose_tui.live.workspace.read_binding", counted)
+    monkeypatch.setattr("prose_tui.backends.filesystem.live.read_binding", counted)
     (run_dir / "state.md").write_text(STATE.format(run_id=run_dir.name).replace('session "y"  # <-- EXECUTING', 'session "y"  # (complete)'))
     change = ws.apply({run_dir / "state.md"})
     assert reads == []

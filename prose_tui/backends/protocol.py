@@ -40,6 +40,23 @@ class RunBackend(Protocol):
     Every method but ``claims`` may raise ``OSError``; ``open`` raises
     ``backends.NotARunError`` for a path it claimed but that holds no run after all.
     None raises for malformed content: that becomes ``Run.warnings`` and raw text.
+
+    Optional, for backends whose runs do not live in files a watcher can see (PostgreSQL):
+
+    ``poll_interval: float``
+        Seconds between two ``poll`` calls for one run (default 1.0 when absent).
+
+    ``poll(run: Run) -> Delta | None``
+        What changed in ``run`` since the last call (``None`` or an empty ``Delta`` when
+        nothing did), costing what changed (e.g. rows past the last id seen). The live
+        pipeline (``prose_tui.live.pipeline``) calls it on its worker thread, for every
+        open run of a backend that has it, every ``poll_interval`` seconds, and hands the
+        Delta to the same sinks as a file change (the UI, the journal). It never holds the
+        workspace lock while ``poll`` runs, and polls one run at a time. May raise
+        ``OSError`` (reported, polling goes on).
+
+    ``forget(path: Path) -> None``
+        Drop per-run reading state (tails, connections) for a run that disappeared.
     """
 
     kind: ClassVar[Backend]

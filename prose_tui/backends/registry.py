@@ -55,8 +55,8 @@ def _ensure_builtin() -> None:
         return
     from prose_tui.backends.filesystem.backend import FilesystemBackend
     from prose_tui.backends.narration.backend import NarrationBackend
-    from prose_tui.backends.reactor.backend import ReactorBackend
     from prose_tui.backends.postgres.backend import PostgresBackend
+    from prose_tui.backends.reactor.backend import ReactorBackend
     from prose_tui.backends.sqlite.backend import SqliteBackend
 
     # SQLite first: a folder with only state.db; filesystem claims state files and run

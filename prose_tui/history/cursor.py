@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from prose_tui.backends.filesystem.eventlog import parse_event_log
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
-    parse_snapshot,
     parse_time,
 )
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.node_cursor import apply_nodes_at
 from prose_tui.history.stream import History, _rel, current_state
 from prose_tui.model import (
@@ -263,7 +263,7 @@ def _revision(run: Run, sha: str | None, journal: Journal | None) -> str | None:
 
 def _journal_state(out: Run, run: Run, history: History, cursor: int, journal: Journal | None) -> None:
     text = _revision(run, history.refs[cursor].revision, journal)
-    snap = parse_snapshot(text) if text is not None else SnapshotState()
+    snap = parse_snapshot_cached(text) if text is not None else SnapshotState()
     if text is None and history.refs[cursor].revision is not None:
         out.warnings.append("the journal has lost this state.md revision; its trace cannot be shown")
     out.header = snap.header

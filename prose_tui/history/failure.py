@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 
 from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
 from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
-from prose_tui.history.nodes import RECEIPT_KINDS, binding_node, failure_words, receipt_events
+from prose_tui.history.nodes import (
+    RECEIPT_KINDS,
+    binding_node,
+    failure_words,
+    receipt_events,
+)
 from prose_tui.history.stream import History
 from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine
 

@@ -125,6 +125,9 @@ class Journal:
         self._lock = threading.Lock()
         self._seen: dict[Path, _Seen] = {}
         self._texts: OrderedDict[tuple[Path, str], str] = OrderedDict()
+        # Entries of the runs this process read or journaled: the index is read at most once
+        # per run; what ``record`` appends is added here, not read back.
+        self._entries: dict[Path, list[JournalEntry]] = {}
 
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
@@ -148,6 +151,10 @@ class Journal:
         when the index exists but cannot be read.
         """
         run_dir = Path(run_dir).resolve()
+        with self._lock:
+            known = self._entries.get(run_dir)
+            if known is not None:
+                return list(known)
         index = self.folder(run_dir) / "index.jsonl"
         try:
             data = index.read_bytes()
@@ -170,7 +177,9 @@ class Journal:
                 text=text, size=row.get("size") if isinstance(row.get("size"), int) else None,
                 mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
             ))
-        return out
+        with self._lock:
+            self._entries.setdefault(run_dir, out)
+            return list(self._entries[run_dir])
 
     def _cached_text(self, run_dir: Path, sha256: str) -> str | None:
         """``revision_text`` through a bounded cache: revisions never change once written."""
@@ -223,6 +232,7 @@ class Journal:
         if seen.entries == 0:
             changed |= run_files(run_dir)
         files: list[tuple[float, str, str, Path]] = []  # (mtime, rel, kind, path)
+        rel: Path | str | None
         state: Path | None = None
         imports: dict[str, set[Path]] = {}
         for path in changed:
@@ -241,7 +251,8 @@ class Journal:
         rows: list[dict] = []
         added: list[JournalEntry] = []
         stamp = now.isoformat()
-        for _mtime_key, rel, kind, path in sorted(files):
+        for _mtime_key, rel_text, kind, path in sorted(files):
+            rel = rel_text
             try:
                 st = path.stat()
             except OSError:
@@ -259,7 +270,7 @@ class Journal:
         if state is not None:
             entry = self._state_entry(state, folder, seen, now)
             if entry is not None:
-                row = {"t": stamp, "k": entry.kind, "p": "state.md"}
+                row: dict[str, object] = {"t": stamp, "k": entry.kind, "p": "state.md"}
                 if entry.kind == "state":
                     row.update(sha=entry.sha256, size=entry.size, mtime=entry.mtime)
                 rows.append(row)
@@ -267,6 +278,9 @@ class Journal:
         if rows:
             self._append(folder, run_dir, rows)
             seen.entries += len(rows)
+            known = self._entries.get(run_dir)
+            if known is not None:
+                known.extend(added)  # this run's entries only: its imports' follow below
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
             if child.is_dir():

@@ -17,9 +17,23 @@ from prose_tui.backends.reactor.assemble import set_cost
 from prose_tui.backends.reactor.frames import version_file
 from prose_tui.backends.reactor.layout import WORLD_MODELS, node_dir_name
 from prose_tui.backends.reactor.ledger import short
-from prose_tui.history.nodes import binding_node, node_state, nodes_as_of, receipt_events
+from prose_tui.history.nodes import (
+    binding_node,
+    node_state,
+    nodes_as_of,
+    receipt_events,
+)
 from prose_tui.history.stream import History
-from prose_tui.model import Binding, EventKind, Node, Run, RunFormat, RunStatus, Section, TraceLine
+from prose_tui.model import (
+    Binding,
+    EventKind,
+    Node,
+    Run,
+    RunFormat,
+    RunStatus,
+    Section,
+    TraceLine,
+)
 
 __all__ = ["apply_nodes_at"]
 

@@ -15,7 +15,15 @@ import dataclasses
 import re
 from collections import deque
 
-from prose_tui.model import Event, EventKind, Node, Receipt, Run, RunFormat, StatementState
+from prose_tui.model import (
+    Event,
+    EventKind,
+    Node,
+    Receipt,
+    Run,
+    RunFormat,
+    StatementState,
+)
 
 __all__ = [
     "RECEIPT_KINDS",

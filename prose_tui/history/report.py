@@ -24,7 +24,15 @@ from prose_tui.backends.common.text import read_window
 from prose_tui.history.cursor import state_at
 from prose_tui.history.failure import failure_context
 from prose_tui.history.stream import History, events_json
-from prose_tui.model import Agent, Backend, Binding, Event, EventKind, Run, StatementState
+from prose_tui.model import (
+    Agent,
+    Backend,
+    Binding,
+    Event,
+    EventKind,
+    Run,
+    StatementState,
+)
 from prose_tui.model.serialize import run_detail
 
 __all__ = [

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prose_tui.backends.common.bindings import name_and_scope
-from prose_tui.backends.filesystem.snapshot import SnapshotState, parse_snapshot
+from prose_tui.backends.filesystem.snapshot import SnapshotState
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.nodes import with_receipt_failures
 from prose_tui.model import (
     Event,
@@ -152,7 +153,12 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
     has any (origin ``"journal"``), else a reconstruction from file times (origin
     ``"reconstructed"``). ``journal`` defaults to ``Journal()`` (the user state folder).
     Never raises for I/O: an unreadable journal falls back to reconstruction. The run is
-    not changed; events are copies.
+    not changed. A log's events are the run's own objects where their ``seq`` is already
+    their index (memory per event is the parsed event once); callers must not mutate them.
+
+    Histories grow by extension: the last history of each of the most recent runs is
+    kept, and a later call copies only the events added since (a log's new events, the
+    journal's new entries), so following a live run costs what it appended.
     """
     if run.format in LOG_FORMATS or run.events:
         return _log_history(run)
@@ -166,10 +172,31 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
     except OSError:
         entries = []
     if entries:
-        return journal_history(run, entries)
+        return _journal_replay(run, journal, entries)
     from prose_tui.history.reconstruct import reconstruct
 
     return reconstruct(run)
+
+
+@dataclass
+class _LogCache:
+    """The history last built from one run's events, and the events it copied."""
+
+    history: History
+    sources: list[Event]
+    note_format: RunFormat
+
+
+_HISTORIES: OrderedDict[tuple[Path, str], Any] = OrderedDict()
+_KEEP = 8  # runs whose history is kept for extension
+
+
+def _keep(key: tuple[Path, str], value: Any) -> Any:
+    _HISTORIES[key] = value
+    _HISTORIES.move_to_end(key)
+    while len(_HISTORIES) > _KEEP:
+        _HISTORIES.popitem(last=False)
+    return value
 
 
 def events_json(history: History) -> list[dict[str, Any]]:
@@ -181,23 +208,73 @@ def events_json(history: History) -> list[dict[str, Any]]:
 # -- log origin ------------------------------------------------------------------------------
 
 
+def _share(event: Event, seq: int) -> Event:
+    """``event`` itself when its ``seq`` is ``seq`` (a log's events are numbered densely), else a copy."""
+    return event if event.seq == seq else _copy(event, seq)
+
+
 def _copy(event: Event, seq: int) -> Event:
     return Event(seq=seq, kind=event.kind, text=event.text, time=event.time, step=event.step,
                  name=event.name, status=event.status, line=event.line, execution_id=event.execution_id)
 
 
-def _log_history(run: Run) -> History:
-    events = [_copy(e, i) for i, e in enumerate(run.events)]
-    refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
-    if run.format is RunFormat.SQLITE:
-        note = "from the execution table; times as the database gave them"
-    elif run.format is RunFormat.NARRATION:
-        note = "from the narration markers, in the order they were written"
-    else:
-        note = "from the event log, in the order the VM wrote it"
+def _log_note(run: Run, events: list[Event]) -> str:
     if not events:
-        note = "the run recorded no events yet"
-    return History(events, "log", note, refs)
+        return "the run recorded no events yet"
+    if run.format is RunFormat.SQLITE:
+        return "from the execution table; times as the database gave them"
+    if run.format is RunFormat.NARRATION:
+        return "from the narration markers, in the order they were written"
+    return "from the event log, in the order the VM wrote it"
+
+
+def _log_history(run: Run) -> History:
+    key = (run.path, "log")
+    cached = _HISTORIES.get(key)
+    src = run.events
+    if isinstance(cached, _LogCache) and cached.note_format is run.format and cached.sources:
+        mine = cached.sources
+        same = min(len(src), len(mine))
+        # Events are replaced only at the end (a provisional last line completed): find
+        # how far the run's events are still the ones copied.
+        while same > 0 and mine[same - 1] is not src[same - 1]:
+            same -= 1
+        if same > 0:
+            _extend_log(cached, run, same)
+            _HISTORIES.move_to_end(key)
+            return cached.history
+    events = [_share(e, i) for i, e in enumerate(src)]
+    refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
+    history = History(events, "log", _log_note(run, events), refs)
+    _keep(key, _LogCache(history, list(src), run.format))
+    return history
+
+
+def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
+    """Append to ``cached`` the run's events from index ``same`` on (dropping its own past it)."""
+    history, src = cached.history, run.events
+    if same == len(src) == len(history.events):
+        return
+    del history.events[same:]
+    del history.refs[same:]
+    del cached.sources[same:]
+    fresh = [_share(e, i) for i, e in enumerate(src[same:], start=same)]
+    history.events.extend(fresh)
+    cached.sources.extend(src[same:])
+    if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG) \
+            and all(e.line is not None for e in fresh) and (same == 0 or history.refs[same - 1].trace_line is not None):
+        # The k-th distinct line is the k-th trace line (``eventlog``), lines only grow.
+        rank = history.refs[same - 1].trace_line or 0 if same else 0
+        last_line = history.events[same - 1].line if same else None
+        for event in fresh:
+            if event.line != last_line:
+                rank += 1
+                last_line = event.line
+            line = run.trace[rank - 1].line if rank - 1 < len(run.trace) else None
+            history.refs.append(EventRef(trace_line=line))
+    else:
+        history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+    history.note = _log_note(run, history.events)
 
 
 def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
@@ -228,8 +305,8 @@ def _log_trace_lines(run: Run, events: list[Event]) -> list[int | None]:
             out.append(None)
             continue
         if e.kind is K.STATEMENT_STARTED:
-            started[e.step] = min(started.get(e.step, -1) + 1, len(lines) - 1)  # type: ignore[index]
-        out.append(lines[max(started.get(e.step, 0), 0)])  # type: ignore[arg-type]
+            started[e.step or ""] = min(started.get(e.step or "", -1) + 1, len(lines) - 1)
+        out.append(lines[max(started.get(e.step or "", 0), 0)])
     return out
 
 
@@ -377,7 +454,7 @@ def _parsed_revision(sha: str | None, text: str) -> SnapshotState:
     if sha is not None and sha in _PARSE_CACHE:
         _PARSE_CACHE.move_to_end(sha)
         return _PARSE_CACHE[sha]
-    snap = parse_snapshot(text)
+    snap = parse_snapshot_cached(text)
     return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
 
 
@@ -392,58 +469,89 @@ def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha:
     return _remember(_DIFF_CACHE, key, changes) if sha is not None else changes
 
 
+class _Replay:
+    """Journal entries replayed so far (see :func:`journal_history`), extended entry by entry."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.events: list[Event] = []
+        self.refs: list[EventRef] = []
+        self.previous: SnapshotState | None = None
+        self.revision: str | None = None
+        self.consumed = 0
+        self.first: JournalEntry | None = None
+
+    def add(self, event: Event, ref: EventRef) -> None:
+        event.seq = len(self.events)
+        self.events.append(event)
+        self.refs.append(ref)
+
+    def feed(self, entries: list[JournalEntry]) -> None:
+        for entry in entries:
+            rel = _rel(entry.path, self.run_dir)
+            if entry.kind == "state":
+                if entry.text is None or entry.sha256 == self.revision:
+                    continue  # a revision too large to keep, or the same one journaled twice
+                snap = _parsed_revision(entry.sha256, entry.text)
+                changes = _revision_changes(self.revision, self.previous, entry.sha256, snap, entry.time)
+                self.revision = entry.sha256
+                for event, line in changes:
+                    self.add(replace(event), EventRef(trace_line=line, revision=self.revision))
+                self.previous = snap
+            elif entry.kind == "binding":
+                name, eid = name_and_scope(Path(rel).stem)
+                self.add(Event(0, K.BINDING_WRITTEN, f"wrote {rel}", time=entry.time, name=name, execution_id=eid),
+                         EventRef(path=entry.path, revision=self.revision))
+            elif entry.kind == "segment":
+                agent = entry.path.parent.name
+                number = re.search(r"-(\d+)\.md$", entry.path.name)
+                self.add(Event(0, K.AGENT_SEGMENT, f"wrote {rel}", time=entry.time, name=agent,
+                               status=number.group(1) if number else None),
+                         EventRef(path=entry.path, revision=self.revision))
+            elif entry.kind == "removed":
+                self.add(Event(0, K.NOTE, f"removed {rel}", time=entry.time, name=Path(rel).stem),
+                         EventRef(path=entry.path, revision=self.revision))
+        self.consumed += len(entries)
+
+    def history(self, run: Run) -> History:
+        note = "replayed from the journal prose-tui kept while watching; times are when changes were seen"
+        events, refs = list(self.events), list(self.refs)
+        current, current_sha = current_state(run)
+        if current is not None and self.previous is not None and current_sha != self.revision:
+            snap = _parsed_revision(current_sha, current)
+            when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
+            tail = snapshot_events(self.previous, snap, when)
+            if not tail:
+                tail = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=when), None)]
+            for event, line in tail:
+                event.seq = len(events)
+                events.append(event)
+                refs.append(EventRef(trace_line=line, revision=current_sha))
+            note += "; state.md changed after the journal ends, the last step is the file as it is now"
+        return History(events, "journal", note, refs)
+
+
 def journal_history(run: Run, entries: list[JournalEntry]) -> History:
     """Replay journal ``entries`` (oldest first) of ``run`` into a :class:`History`.
 
     When the run's current ``state.md`` is not the last journaled revision (it changed
     while nobody watched), the difference is appended as if seen now, and the note says so.
     """
-    events: list[Event] = []
-    refs: list[EventRef] = []
-    previous: SnapshotState | None = None
-    revision: str | None = None
-    run_dir = run.path
+    replay = _Replay(run.path)
+    replay.feed(entries)
+    return replay.history(run)
 
-    def add(event: Event, ref: EventRef) -> None:
-        event.seq = len(events)
-        events.append(event)
-        refs.append(ref)
 
-    for entry in entries:
-        rel = _rel(entry.path, run_dir)
-        if entry.kind == "state":
-            if entry.text is None or entry.sha256 == revision:
-                continue  # a revision too large to keep, or the same one journaled twice
-            snap = _parsed_revision(entry.sha256, entry.text)
-            changes = _revision_changes(revision, previous, entry.sha256, snap, entry.time)
-            revision = entry.sha256
-            for event, line in changes:
-                add(replace(event), EventRef(trace_line=line, revision=revision))
-            previous = snap
-        elif entry.kind == "binding":
-            name, eid = name_and_scope(Path(rel).stem)
-            add(Event(0, K.BINDING_WRITTEN, f"wrote {rel}", time=entry.time, name=name, execution_id=eid),
-                EventRef(path=entry.path, revision=revision))
-        elif entry.kind == "segment":
-            agent = entry.path.parent.name
-            number = re.search(r"-(\d+)\.md$", entry.path.name)
-            add(Event(0, K.AGENT_SEGMENT, f"wrote {rel}", time=entry.time, name=agent,
-                      status=number.group(1) if number else None), EventRef(path=entry.path, revision=revision))
-        elif entry.kind == "removed":
-            add(Event(0, K.NOTE, f"removed {rel}", time=entry.time, name=Path(rel).stem),
-                EventRef(path=entry.path, revision=revision))
-    note = "replayed from the journal prose-tui kept while watching; times are when changes were seen"
-    current, current_sha = current_state(run)
-    if current is not None and previous is not None and current_sha != revision:
-        snap = parse_snapshot(current)
-        when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
-        tail = snapshot_events(previous, snap, when)
-        if not tail:
-            tail = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=when), None)]
-        for event, line in tail:
-            add(event, EventRef(trace_line=line, revision=current_sha))
-        note += "; state.md changed after the journal ends, the last step is the file as it is now"
-    return History(events, "journal", note, refs)
+def _journal_replay(run: Run, journal: Journal, entries: list[JournalEntry]) -> History:
+    """``journal_history`` that replays only the entries added since the last call."""
+    key = (run.path, "journal")
+    replay = _HISTORIES.get(key)
+    if not isinstance(replay, _Replay) or replay.consumed > len(entries) or (entries and replay.first is not entries[0]):
+        replay = _keep(key, _Replay(run.path))
+        replay.first = entries[0] if entries else None
+    replay.feed(entries[replay.consumed:])
+    _HISTORIES.move_to_end(key)
+    return replay.history(run)
 
 
 def _rel(path: Path, run_dir: Path) -> str:
@@ -456,12 +564,24 @@ def _rel(path: Path, run_dir: Path) -> str:
             return path.as_posix()
 
 
+_CURRENT: OrderedDict[tuple[Path, float | None, int], tuple[str, str]] = OrderedDict()
+
+
 def current_state(run: Run) -> tuple[str | None, str | None]:
-    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``."""
+    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``.
+    Kept per (file, mtime, size), so asking again about an unchanged file reads nothing."""
     if run.state_file is None:
         return None, None
     try:
+        st = run.state_file.stat()
+        key = (run.state_file, st.st_mtime, st.st_size)
+        if key in _CURRENT:
+            return _CURRENT[key]
         data = run.state_file.read_bytes()
     except OSError:
         return None, None
-    return data.decode("utf-8", "replace"), sha256_of(data)
+    value = (data.decode("utf-8", "replace"), sha256_of(data))
+    _CURRENT[key] = value
+    while len(_CURRENT) > 16:
+        _CURRENT.popitem(last=False)
+    return value

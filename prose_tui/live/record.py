@@ -9,6 +9,7 @@ opened later replays it. No Textual here.
 
 from __future__ import annotations
 
+import queue
 import signal
 import sys
 import threading
@@ -16,11 +17,10 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-import watchfiles
-
 from prose_tui.backends import find_runs
-from prose_tui.backends.discover import owning_run, runs_roots
+from prose_tui.backends.discover import runs_roots
 from prose_tui.history.journal import Journal, JournalEntry, run_files
+from prose_tui.live.watcher import shared_watcher
 
 __all__ = ["describe", "main_record", "record"]
 
@@ -51,8 +51,9 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
     """Journal every run below ``path`` until ``stop`` is set; returns the entries written.
 
     First each run's current files are journaled (only what the journal does not hold
-    yet is added), then ``watchfiles.watch`` reports changes, grouped over
-    ``debounce_ms`` milliseconds, and each batch is journaled with the time it was seen.
+    yet is added), then the process's one watcher (``live.watcher``) reports changes,
+    grouped over its debounce, and each batch is journaled with the time it was seen
+    (``debounce_ms`` is kept for callers; the shared watcher's debounce applies).
     A folder that appears under a ``runs`` folder is picked up as a new run.
     ``on_change(run_dir, entries)`` is called after each batch that added entries.
     Raises ``FileNotFoundError`` when ``path`` does not exist; returns promptly (within
@@ -78,30 +79,55 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
     for run_dir in known:
         take(run_dir, run_files(run_dir))
     roots = _watch_roots(path)
-    for batch in watchfiles.watch(*roots, stop_event=stop, debounce=debounce_ms, step=50,
-                                  rust_timeout=500, yield_on_timeout=False, raise_interrupt=False):
-        if stop.is_set():
-            break
-        touched: dict[Path, set[Path]] = {}
-        unknown = False
-        for _change, raw in batch:
-            changed = Path(raw)
-            run_dir = owning_run(changed, known) or owning_run(_resolved(changed), known)
-            if run_dir is None:
-                unknown = True
-                continue
-            touched.setdefault(run_dir, set()).add(_resolved(changed))
-        if unknown:
+    batches: queue.Queue[set[Path]] = queue.Queue()
+    watcher = shared_watcher()  # the process's one watcher (the explorer's, when both run)
+    sub = watcher.subscribe(roots, batches.put, on_ready=lambda: batches.put(set()))
+    try:
+        while not stop.is_set():
             try:
-                found = _run_dirs(path)
-            except OSError:
-                found = known
-            for run_dir in sorted(set(found) - set(known)):
-                known.append(run_dir)
-                take(run_dir, run_files(run_dir))
-        for run_dir, changed in sorted(touched.items()):
-            take(run_dir, changed)
+                batch = batches.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            while True:  # merge what queued up meanwhile
+                try:
+                    batch |= batches.get_nowait()
+                except queue.Empty:
+                    break
+            if not batch:
+                # The watches are installed: journal what changed before they were.
+                for run_dir in known:
+                    take(run_dir, run_files(run_dir))
+                continue
+            touched: dict[Path, set[Path]] = {}
+            unknown = False
+            for changed in batch:
+                owner = _owner(changed, known) or _owner(_resolved(changed), known)
+                if owner is None:
+                    unknown = True
+                    continue
+                touched.setdefault(owner, set()).add(_resolved(changed))
+            if unknown:
+                try:
+                    found = _run_dirs(path)
+                except OSError:
+                    found = known
+                for run_dir in sorted(set(found) - set(known)):
+                    known.append(run_dir)
+                    take(run_dir, run_files(run_dir))
+            for run_dir, changed_paths in sorted(touched.items()):
+                take(run_dir, changed_paths)
+    finally:
+        watcher.unsubscribe(sub)
     return total
+
+
+def _owner(path: Path, runs: list[Path]) -> Path | None:
+    """The deepest run folder holding ``path``: a walk up its parents (cost: its depth)."""
+    known = set(runs)
+    for candidate in (path, *path.parents):
+        if candidate in known:
+            return candidate
+    return None
 
 
 def _resolved(path: Path) -> Path:

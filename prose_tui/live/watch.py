@@ -1,9 +1,10 @@
 """Watching runs: watchfiles events -> sets of changed paths, with a short debounce.
 
-watchfiles' default debounce (1.6 s) is far too slow for a live view; the explorer groups
-events for at most ``debounce_ms`` (default 30 ms) and waits ``step_ms`` (default 10 ms) for
-more. Only the ``runs`` folders are watched, recursively. Textual-free: the app runs
-``watch_paths`` in a worker and hands each batch to ``Workspace.apply``.
+watchfiles' default debounce (1.6 s) is far too slow for a live view; changes are grouped
+for at most ``debounce_ms`` (default 30 ms), waiting ``step_ms`` (default 10 ms) for more.
+Only the ``runs`` folders are watched, recursively. The explorer, ``record`` and Mission
+Control share one watcher (:mod:`prose_tui.live.watcher`, which uses these settings and
+``interesting``); ``watch_paths`` is a standalone async iterator for scripts. Textual-free.
 """
 
 from __future__ import annotations

@@ -1,10 +1,15 @@
 """The workspace: the runs below one path, kept current as their files change.
 
-Textual-free. ``watch.py`` turns file-system events into ``apply`` calls; each changed path
-is routed to the run that owns it and to the part of that run it belongs to, and only
-that part is read again: a binding file re-reads that binding, a segment re-reads that
-agent, ``state.md`` re-parses the state file (binding files are not re-read), an import
-re-reads that import. A folder appearing under a ``runs`` folder re-discovers runs.
+Textual-free. The live pipeline (``pipeline.py``) hands batches of changed paths to
+``apply`` in a worker thread; each path is routed to the run that owns it (a dictionary
+walk up the path's parents) and the run's backend applies the batch (``RunBackend.apply``:
+an appended event log is tailed, a binding re-reads that binding...), returning a
+``Delta``. A folder appearing in a ``runs`` folder is a new run, read at once.
+
+Locking: ``lock`` guards the dictionaries (``refs``, ``runs``, ``detailed``, ``observed``)
+and is never held while reading disk; each run has its own lock (``run_lock``) so a
+run is applied by one thread at a time, while a full read (``detail``) reads without it
+and only swaps its result in under it, so live changes are never held up by a full read.
 """
 
 from __future__ import annotations
@@ -17,9 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from prose_tui.backends import NotARunError, find_runs, open_run
-from prose_tui.backends.common import agents as agent_files
-from prose_tui.backends.common.bindings import is_binding_path, read_binding
+from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
 from prose_tui.backends.common.status import (
     DEFAULT_STALE_AFTER,
     apply_staleness,
@@ -27,9 +30,12 @@ from prose_tui.backends.common.status import (
     run_id_time,
 )
 from prose_tui.backends.common.text import visible_name
-from prose_tui.backends.discover import RUN_PARTS, RunRef, owning_run, runs_roots
-from prose_tui.backends.filesystem.folder import STATE_FILES, load_run, reload_state
-from prose_tui.backends.narration.parse import NarrationTail, sniff_narration
+from prose_tui.backends.discover import RUN_PARTS, RunRef, runs_roots
+from prose_tui.backends.filesystem.folder import STATE_FILES
+from prose_tui.backends.filesystem.live import part_of
+from prose_tui.backends.narration.backend import NarrationBackend
+from prose_tui.backends.narration.parse import sniff_narration
+from prose_tui.backends.registry import backends
 from prose_tui.model import Backend, Delta, Run
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
@@ -60,6 +66,7 @@ class Applied:
     """The outcome of one batch of file events."""
 
     changed: dict[Path, RunChange] = field(default_factory=dict)
+    deltas: dict[Path, Delta] = field(default_factory=dict)  # what each changed run's backend applied
     runs_added: list[Path] = field(default_factory=list)
     runs_removed: list[Path] = field(default_factory=list)
 
@@ -83,11 +90,11 @@ class Workspace:
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.refs: dict[Path, RunRef] = {}
         self.runs: dict[Path, Run] = {}
-        # The start-up scan and "open in full" run in threads while the UI loop applies file
-        # events and ticks: every change to runs/detailed/refs happens under this lock.
+        # The start-up scan, "open in full" and the live worker run in threads: every change to
+        # runs/detailed/refs/observed happens under this lock, which no one holds during I/O.
         self.lock = threading.RLock()
+        self._run_locks: dict[Path, threading.RLock] = {}
         self.observed: dict[Path, datetime] = {}
-        self.tails: dict[Path, NarrationTail] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
 
     # -- reading -------------------------------------------------------------------------
@@ -134,22 +141,28 @@ class Workspace:
 
     def detail(self, path: Path) -> Run | None:
         """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on."""
-        if path in self.detailed and path in self.runs:
-            return self.runs[path]
+        with self.lock:
+            if path in self.detailed and path in self.runs:
+                return self.runs[path]
         run = self._read(path, summary=False)
         if run is not None:
-            self.detailed.add(path)
+            self.catch_up(path)  # bytes the VM appended while the run was being read
+            with self.lock:
+                run = self.runs.get(path, run)
         return run
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
         source = self._source_of(path)
         if source is not None:
             return self._read_source(source, path, summary=path not in self.detailed if summary is None else summary)
-        if path.is_file() and path.name not in STATE_FILES and path in self.refs and self.refs[path].flat:
-            self.detailed.add(path)
+        with self.lock:
+            ref = self.refs.get(path)
+            if summary is None:
+                summary = path not in self.detailed
+        if path.is_file() and path.name not in STATE_FILES and ref is not None and ref.flat:
+            with self.lock:
+                self.detailed.add(path)
             return self._read_narration(path, progress=progress, partial=partial)
-        if summary is None:
-            summary = path not in self.detailed
         try:
             run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
                            summary=summary)
@@ -161,18 +174,22 @@ class Workspace:
             if summary and path in self.detailed:
                 # Read in full meanwhile (another thread): a summary must not replace it.
                 return self.runs.get(path, run)
-            if not summary:
+        if not summary:
+            # A full read swaps in under the run's lock: a live apply of the summary finishes first.
+            with self.run_lock(path), self.lock:
                 self.detailed.add(path)
+                self.runs[path] = run
+            return run
+        with self.lock:
             self.runs[path] = run
         return run
 
     def _read_narration(self, path: Path, *, progress=None, partial=None) -> Run | None:
         """Narration files are tailed: each read parses only the bytes appended since the last."""
-        tail = self.tails.get(path)
-        if tail is None:
-            if not sniff_narration(path):
-                return None
-            tail = self.tails[path] = NarrationTail(path)
+        narration = next(b for b in backends() if isinstance(b, NarrationBackend))
+        if not sniff_narration(path):
+            return None
+        tail, _created = narration.tail_for(path)  # one tail per file, however many threads ask
         shown = [0]
 
         def report(done: int, total: int) -> None:
@@ -182,8 +199,9 @@ class Workspace:
                 shown[0] = done
                 partial(tail.run)
 
-        tail.poll(progress=report)
-        run = tail.run
+        with self.run_lock(path):
+            tail.poll(progress=report)
+            run = tail.run
         apply_staleness(run, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
         with self.lock:
             self.runs[path] = run
@@ -216,7 +234,12 @@ class Workspace:
             items = list(self.runs.items())
         for path, run in items:
             if run.backend is Backend.FILESYSTEM:
-                status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+                backend = backend_of(run)
+                status_of = getattr(backend, "status", None)
+                if status_of is not None:  # a tailed event log: without scanning its trace
+                    status = status_of(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+                else:
+                    status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
             else:
                 before = (run.status, run.status_reason)
                 apply_staleness(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
@@ -230,109 +253,185 @@ class Workspace:
     # -- applying changes ------------------------------------------------------------------
     def part_of(self, run_dir: Path, path: Path) -> Part:
         """Route a path inside ``run_dir`` to the part of the run it belongs to."""
-        try:
-            rel = path.relative_to(run_dir)
-        except ValueError:
-            return Part.OTHER
-        if not rel.parts:
-            return Part.OTHER
-        head = rel.parts[0]
-        if len(rel.parts) == 1 and (head in STATE_FILES or head.startswith("state.db")):
-            return Part.STATE
-        if head == "bindings" and is_binding_path(path, run_dir):
-            return Part.BINDING
-        if head == "agents" and len(rel.parts) >= 3:
-            return Part.AGENT
-        if head == "imports" and len(rel.parts) >= 2:
-            return Part.IMPORT
-        if len(rel.parts) == 1 and (head.endswith(".prose") or head in ("program.md", "root.prose.md")):
-            return Part.PROGRAM
-        return Part.OTHER
+        return Part(part_of(run_dir, path))
+
+    def owner(self, path: Path) -> Path | None:
+        """The run folder (or narration file) ``path`` belongs to: a walk up its parents in a
+        dictionary of run paths (cost: the path's depth, not the number of runs). In the flat
+        layout a folder beside the run's own parts is not the flat run's."""
+        refs = self.refs
+        for candidate in (path, *path.parents):
+            ref = refs.get(candidate)
+            if ref is None:
+                continue
+            if ref.flat and candidate.is_dir() and candidate != path:
+                rel = path.relative_to(candidate).parts
+                if rel and rel[0] not in STATE_FILES and rel[0] not in RUN_PARTS and not rel[0].endswith(".prose") \
+                        and not rel[0].startswith("state.db"):
+                    return None
+            return candidate
+        return None
+
+    def run_lock(self, path: Path) -> threading.RLock:
+        """The lock one run's reads and applies take turns under (never the workspace lock).
+        Reentrant: an apply that finds its run gone reads it again under the same lock."""
+        with self.lock:
+            lock = self._run_locks.get(path)
+            if lock is None:
+                lock = self._run_locks[path] = threading.RLock()
+            return lock
 
     def apply(self, paths: set[Path]) -> Applied:
-        """Bring the runs up to date with changed ``paths`` (absolute). Never raises for I/O."""
-        with self.lock:
-            return self._apply(paths)
+        """Bring the runs up to date with changed ``paths`` (absolute). Never raises for I/O.
 
-    def _apply(self, paths: set[Path]) -> Applied:
+        Runs are found by :meth:`owner`; each run's backend applies its paths
+        (``RunBackend.apply``) and the resulting ``Delta`` is in ``Applied.deltas``. The
+        workspace lock guards the dictionaries only; disk is read outside it, under the
+        run's own lock."""
         out = Applied()
         now = self.clock()
-        rediscover = False
         touched: dict[Path, set[Path]] = {}
+        unowned: list[Path] = []
         for path in paths:
-            run_dir = owning_run(path, list(self.refs))
-            if run_dir is not None and self.refs[run_dir].flat and run_dir.is_dir():
-                # In the flat layout runs/ is itself a run; a new folder beside its parts is a run.
-                rel = path.relative_to(run_dir).parts
-                if rel and rel[0] not in STATE_FILES and rel[0] not in RUN_PARTS and not rel[0].endswith(".prose"):
-                    run_dir = None
+            run_dir = self.owner(path)
             if run_dir is None:
-                rediscover = rediscover or _under_runs(path)
-                continue
-            touched.setdefault(run_dir, set()).add(path)
-        if rediscover:
-            before = set(self.refs)
-            try:
-                self.refs = {ref.path: ref for ref in find_runs(self.root)}
-            except OSError:
-                self.refs = {}
-            for gone in before - set(self.refs):
-                self.runs.pop(gone, None)
-                out.runs_removed.append(gone)
-            for new in set(self.refs) - before:
-                if self._read(new) is not None:
-                    out.runs_added.append(new)
+                unowned.append(path)
+            else:
+                touched.setdefault(run_dir, set()).add(path)
+        if unowned:
+            self._discover_new(unowned, out)
         for run_dir, changed_paths in touched.items():
             if run_dir not in self.refs:
                 continue
             if not run_dir.exists():
-                self.refs.pop(run_dir, None)
-                self.runs.pop(run_dir, None)
+                with self.lock:
+                    self.refs.pop(run_dir, None)
+                    self.runs.pop(run_dir, None)
+                    self.detailed.discard(run_dir)
+                _forget(run_dir)
                 out.runs_removed.append(run_dir)
                 continue
-            self.observed[run_dir] = now
-            known = run_dir in self.runs
-            change = self._update(run_dir, changed_paths, now)
+            with self.lock:
+                self.observed[run_dir] = now
+                known = run_dir in self.runs
+            change, delta = self._update(run_dir, changed_paths, now)
             if change is not None:
                 out.changed[run_dir] = change
+                if delta is not None:
+                    out.deltas[run_dir] = delta
                 if not known:  # its folder came first, its state file only now: a new row
                     out.runs_added.append(run_dir)
         return out
 
-    def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> RunChange | None:
-        run = self.runs.get(run_dir)
-        if run_dir not in self.detailed and not run_dir.is_file():
-            run = self._read(run_dir, summary=True)  # a run list row: the state file is enough
-            return RunChange(run, {Part.STATE}, paths) if run is not None else None
-        if run_dir.is_file():  # a narration file: read what was appended
-            run = self._read(run_dir)
-            return RunChange(run, {Part.STATE}, paths) if run is not None else None
-        parts = {self.part_of(run_dir, p) for p in paths}
-        if run is None or run.backend is not Backend.FILESYSTEM or parts & {Part.PROGRAM, Part.OTHER}:
-            run = self._read(run_dir)  # a program or an unknown file: read the run again
-            return RunChange(run, parts, paths) if run is not None else None
-        if Part.STATE in parts:
-            # The state file alone is read again; binding, agent and import reads are kept.
-            run = reload_state(run, now=now, stale_after=self.stale_after, observed=self.observed.get(run_dir))
-            self.runs[run_dir] = run
+    def rediscover(self) -> Applied:
+        """Walk the project again (a runs folder appeared): new runs are read as summaries,
+        vanished ones dropped."""
+        out = Applied()
+        try:
+            found = find_runs(self.root)
+        except OSError:
+            return out
+        with self.lock:
+            before = set(self.refs)
+            for ref in found:
+                self.refs.setdefault(ref.path, ref)
+            gone = before - {r.path for r in found}
+            for path in gone:
+                self.refs.pop(path, None)
+                self.runs.pop(path, None)
+                self.detailed.discard(path)
+        out.runs_removed.extend(gone)
+        for ref in found:
+            if ref.path not in before and self._read(ref.path) is not None:
+                out.runs_added.append(ref.path)
+        return out
+
+    def _discover_new(self, paths: list[Path], out: Applied) -> None:
+        """Paths no run owns: a new run folder in a known ``runs`` folder is read at once; a
+        path below the project but in no known ``runs`` folder (a new one) walks the project."""
+        with self.lock:
+            roots = {ref.runs_root for ref in self.refs.values()}
+        candidates: set[Path] = set()
+        walk = False
         for path in paths:
-            part = self.part_of(run_dir, path)
-            if part is Part.BINDING:
-                _update_binding(run, run_dir, path)
-            elif part is Part.AGENT:
-                _update_agent(run, run_dir, path)
-            elif part is Part.IMPORT:
-                _update_import(run, run_dir, path, now, self.stale_after)
-        run.status, run.status_reason = infer_status(
-            run, now=now, stale_after=self.stale_after, observed=self.observed.get(run_dir)
-        )
-        return RunChange(run, parts, paths)
+            root = next((r for r in (path, *path.parents) if r in roots), None)
+            if root is None:
+                walk = walk or _under_runs(path)
+                continue
+            rel = path.relative_to(root).parts
+            if not rel or rel[0].startswith(".") or rel[0] in RUN_PARTS:
+                continue
+            candidate = root / rel[0]
+            if candidate.is_dir() and not candidate.is_symlink():
+                candidates.add(candidate)
+        new_refs: list[RunRef] = []
+        if walk:
+            try:
+                found = find_runs(self.root)
+            except OSError:
+                found = []
+            with self.lock:
+                new_refs = [r for r in found if r.path not in self.refs]
+        for candidate in candidates:
+            root = next(r for r in (candidate, *candidate.parents) if r in roots)
+            with self.lock:
+                if candidate not in self.refs:
+                    new_refs.append(RunRef(candidate, root))
+        for ref in new_refs:
+            with self.lock:
+                self.refs[ref.path] = ref
+            if self._read(ref.path) is not None:
+                out.runs_added.append(ref.path)
+
+    def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> tuple[RunChange | None, Delta | None]:
+        parts = {self.part_of(run_dir, p) for p in paths}
+        with self.run_lock(run_dir):
+            with self.lock:
+                run = self.runs.get(run_dir)
+                detailed = run_dir in self.detailed
+            if run is None:
+                fresh = self._read(run_dir, summary=not detailed)
+                return (RunChange(fresh, parts, paths), Delta.whole(fresh, paths)) if fresh is not None else (None, None)
+            if not detailed and run.backend is Backend.FILESYSTEM:
+                # A run list row follows its state file only; the rest is read when it is opened.
+                paths = {p for p in paths if self.part_of(run_dir, p) is Part.STATE}
+                if not paths:
+                    return None, None
+            try:
+                delta = backend_of(run).apply(run, paths, now=now, stale_after=self.stale_after,
+                                              observed=self.observed.get(run_dir))
+            except (OSError, NotARunError):
+                with self.lock:
+                    self.runs.pop(run_dir, None)
+                return None, None
+            with self.lock:
+                if self.runs.get(run_dir) is run:
+                    self.runs[run_dir] = delta.run
+        return RunChange(delta.run, parts, paths), delta
+
+    def catch_up(self, path: Path) -> Delta | None:
+        """After a full read: apply what the run's state file gained while it was read."""
+        with self.lock:
+            run = self.runs.get(path)
+        if run is None or run.state_file is None or run.backend is not Backend.FILESYSTEM:
+            return None
+        with self.run_lock(path):
+            try:
+                delta = backend_of(run).apply(run, {run.state_file}, now=self.clock(), stale_after=self.stale_after,
+                                              observed=self.observed.get(path))
+            except OSError:
+                return None
+            with self.lock:
+                if self.runs.get(path) is run:
+                    self.runs[path] = delta.run
+        return None if delta.empty else delta
 
 
     # -- runs off disk (sources such as a PostgreSQL database) ---------------------------------
     # Kept apart from the file-system routing above: a source lists its runs, reads one in
     # full, and is polled (no file events). Its runs share ``runs``/``detailed`` with the rest.
     def _source_of(self, path: Path) -> RunSource | None:
+        """The source (a database) that holds the run at ``path``, or ``None`` for runs on disk."""
         return next((s for s in self.sources if s.owns(path)), None)
 
     def _scan_sources(self) -> None:
@@ -411,41 +510,11 @@ class RunSource(Protocol):
     def poll_runs(self) -> Any: ...
 
 
-def _update_binding(run: Run, run_dir: Path, path: Path) -> None:
-    index = next((i for i, b in enumerate(run.bindings) if b.path == path), None)
-    if not path.exists():
-        if index is not None:
-            run.bindings.pop(index)
-        return
-    binding = read_binding(path, run_dir / "bindings")
-    if index is None:
-        run.bindings.append(binding)
-    else:
-        old = run.bindings[index]
-        if binding.kind is None:
-            binding.kind = old.kind
-        run.bindings[index] = binding
-
-
-def _update_agent(run: Run, run_dir: Path, path: Path) -> None:
-    folder = run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0]
-    fresh = agent_files.read_agent_dir(folder, "execution") if folder.is_dir() else None
-    run.agents = [a for a in run.agents if a.path != folder]
-    if fresh is not None:
-        run.agents.append(fresh)
-        run.agents.sort(key=lambda a: a.name)
-
-
-def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_after: float) -> None:
-    handle = path.relative_to(run_dir / "imports").parts[0]
-    folder = run_dir / "imports" / handle
-    handle = visible_name(handle)  # as load_run names imports
-    run.imports = [i for i in run.imports if i.import_handle != handle]
-    if folder.is_dir():
-        child = load_run(folder, now=now, stale_after=stale_after)
-        child.import_handle = handle
-        run.imports.append(child)
-        run.imports.sort(key=lambda i: i.import_handle or "")
+def _forget(path: Path) -> None:
+    for backend in backends():
+        forget = getattr(backend, "forget", None)
+        if forget is not None:
+            forget(path)
 
 
 def _under_runs(path: Path) -> bool:

@@ -3,20 +3,38 @@ generations 1-4 and their dialects; openprose-0.15 state/filesystem.md)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import threading
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES, is_run_dir, load_run
+from prose_tui.backends.filesystem.live import apply_paths, run_status
+from prose_tui.backends.filesystem.tail import EventLogTail
 from prose_tui.backends.protocol import Value
 from prose_tui.model import Backend, Binding, Delta, Event, Run
 
 
 class FilesystemBackend:
-    """A folder with ``state.md``/``vm.log.md`` (or a program, bindings...), or its state file."""
+    """A folder with ``state.md``/``vm.log.md`` (or a program, bindings...), or its state file.
+
+    Per run folder it keeps the event-log tail (byte offset and parser state) of the last
+    ``open``/``apply`` and whether the run was opened in full or as a summary; ``apply``
+    parses only what was appended (see :mod:`prose_tui.backends.filesystem.live`).
+    """
 
     kind: ClassVar[Backend] = Backend.FILESYSTEM
+
+    def __init__(self) -> None:
+        # Run folder -> the tails of the (at most two) runs last read there: a summary and a
+        # full read of the same folder can be live at once. A run's tail is the one whose
+        # parser holds the run's trace list.
+        self._tails: dict[Path, list[EventLogTail]] = {}
+        # Run folder -> the run last opened there as a summary (a run list row: only its
+        # state file is followed, and a change reads it as a summary again).
+        self._summaries: dict[Path, Run] = {}
+        self._lock = threading.Lock()
 
     def claims(self, path: Path) -> bool:
         if path.is_file():
@@ -26,13 +44,59 @@ class FilesystemBackend:
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         run_dir = path.parent if path.is_file() else path
-        return load_run(run_dir, now=now, stale_after=stale_after, observed=observed,
-                        summary=summary and not path.is_file())
+        tails: dict[Path, EventLogTail] = {}
+        summary = summary and not path.is_file()
+        run = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
+        self._keep(run_dir, tails.get(run_dir))
+        with self._lock:
+            if summary:
+                self._summaries[run_dir] = run
+            else:
+                self._summaries.pop(run_dir, None)
+        return run
 
     def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
-        fresh = self.open(run.path, now=now, stale_after=stale_after, observed=observed)
-        return Delta.whole(fresh, paths)
+        """See ``RunBackend.apply`` and :mod:`prose_tui.backends.filesystem.live`. ``run`` is
+        changed in place where the change allows (an append); one caller per run at a time."""
+        with self._lock:
+            tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
+            summary = self._summaries.get(run.path) is run
+        tails = {run.path: tail} if tail is not None else {}
+        delta = apply_paths(run, paths, tails, now=now or datetime.now(timezone.utc), stale_after=stale_after,
+                            observed=observed, summary=summary)
+        if summary and delta.run is not run:
+            with self._lock:
+                if self._summaries.get(run.path) is run:
+                    self._summaries[run.path] = delta.run
+        fresh = tails.get(run.path)
+        if fresh is not tail:
+            self._keep(run.path, fresh, replacing=tail)
+        return delta
+
+    def status(self, run: Run, *, now: datetime, stale_after: float = DEFAULT_STALE_AFTER,
+               observed: datetime | None = None):
+        """``(status, reason)`` of ``run`` now (``common.status.infer_status``), without
+        scanning a tailed event log's trace."""
+        with self._lock:
+            tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
+        return run_status(run, tail, now=now, stale_after=stale_after, observed=observed)
+
+    def _keep(self, run_dir: Path, tail: EventLogTail | None, replacing: EventLogTail | None = None) -> None:
+        with self._lock:
+            kept = [t for t in self._tails.get(run_dir, []) if t is not replacing]
+            if tail is not None:
+                kept = (kept + [tail])[-2:]
+            if kept:
+                self._tails[run_dir] = kept
+            else:
+                self._tails.pop(run_dir, None)
+
+    def forget(self, path: Path) -> None:
+        """Drop the reading state kept for the run at ``path`` (it was removed)."""
+        with self._lock:
+            self._tails.pop(path, None)
+            self._summaries.pop(path, None)
 
     def read_value(self, run: Run, binding: Binding) -> Value:
         version = (binding.fields or {}).get("version")  # 0.15 world-model/{node}/.version

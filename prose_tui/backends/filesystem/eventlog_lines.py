@@ -17,7 +17,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from prose_tui.backends.filesystem.skill_lines import SkillItem, skill_statement, test_verdict
+from prose_tui.backends.filesystem.skill_lines import (
+    SkillItem,
+    skill_statement,
+    test_verdict,
+)
 from prose_tui.model import EventKind, StatementState
 
 # Outcome marks -> (event kind, default status, trace state). The spec's marks are ✓ ✗ ⊘;

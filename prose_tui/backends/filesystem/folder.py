@@ -27,13 +27,23 @@ from prose_tui.backends.common.status import (
     run_id_time,
 )
 from prose_tui.backends.common.text import decode, visible_name
-from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
-from prose_tui.backends.filesystem.skill import apply_skill, is_skill_run, settle_status, split_front_matter
+from prose_tui.backends.filesystem.eventlog import (
+    EventLog,
+    looks_like_event_log,
+    parse_event_log,
+)
+from prose_tui.backends.filesystem.skill import (
+    apply_skill,
+    is_skill_run,
+    settle_status,
+    split_front_matter,
+)
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
-    parse_snapshot,
     parse_time,
 )
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 
 STATE_FILES = ("state.md", "vm.log.md")
@@ -99,6 +109,7 @@ def load_run(
     observed: datetime | None = None,
     home: Path | None = None,
     summary: bool = False,
+    tails: dict | None = None,
     _depth: int = 0,
     _seen: frozenset[Path] = frozenset(),
 ) -> Run:
@@ -107,11 +118,15 @@ def load_run(
     ``summary`` reads the state file only (header, trace, call stack, status): what a run
     list row needs, without binding heads, agents, project files or imports.
 
+    ``tails`` (a dict the caller keeps) receives, under ``run_dir``, the
+    :class:`~prose_tui.backends.filesystem.tail.EventLogTail` an event log was parsed with,
+    so a later change parses only appended bytes.
+
     Raises ``FileNotFoundError`` only when ``run_dir`` is not a folder.
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
-    run, snapshot = _read_state(run_dir)
+    run, snapshot = _read_state(run_dir, tails)
     if summary:
         _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
@@ -144,19 +159,23 @@ def _skill_status(run: Run) -> None:
         settle_status(run)
 
 
-def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
+def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, SnapshotState | None]:
     """A run from its state file alone (header, trace, call stack, events), and the parsed
-    snapshot whose Index names its bindings and agents (``None`` for other formats)."""
+    snapshot whose Index names its bindings and agents (``None`` for other formats).
+    An event log is parsed with a tail kept in ``tails`` (see ``load_run``)."""
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
     state_file = state_file_of(run_dir)
     snapshot: SnapshotState | None = None
     if state_file is not None:
         run.state_file = state_file
         try:
-            run.state_mtime = state_file.stat().st_mtime
-            text, cut = read_text(state_file)
+            with open(state_file, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                data = fh.read(MAX_STATE_BYTES + 1)
+            run.state_mtime = st.st_mtime
+            text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
         except OSError as exc:
-            text, cut = "", False
+            text, cut, data, st = "", False, b"", None
             run.warnings.append(f"cannot read {state_file.name}: {exc.strerror or exc}")
         if cut:
             run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
@@ -165,10 +184,19 @@ def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
             run.format = RunFormat.ENCRYPTED
         elif state_file.name == "vm.log.md" or looks_like_event_log(text):
             text, front = split_front_matter(text)  # 0.12-0.15 logs: YAML status:/error: on top
-            _apply_event_log(run, text, state_file.name)
+            log = None
+            # A log with front matter is read whole on each change (its header may be rewritten);
+            # a plain log is tailed.
+            if tails is not None and not front and not cut and st is not None and EventLogParser.supports(text):
+                tail = EventLogTail.start(state_file, state_file.name)
+                tail.feed_bytes(data, st)
+                tails[run_dir] = tail
+                log = tail.parser.finish()
+                tail.warnings_at, tail.shown_warnings = len(run.warnings), len(log.warnings)
+            _apply_event_log(run, text, state_file.name, log)
             run.header.update(front)
         else:
-            snapshot = parse_snapshot(text)
+            snapshot = parse_snapshot_cached(text)  # a rewrite re-parses only the sections that changed
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
@@ -188,15 +216,27 @@ def _read_state(run_dir: Path) -> tuple[Run, SnapshotState | None]:
     return run, snapshot
 
 
+_MERGED: dict[Path, tuple[list, list[Binding]]] = {}  # run -> (Index rows, bindings merged from them)
+
+
 def reload_state(previous: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
-                 observed: datetime | None = None, home: Path | None = None) -> Run:
+                 observed: datetime | None = None, home: Path | None = None, tails: dict | None = None) -> Run:
     """``previous`` (a run read in full) after its state file changed: the state file is read
     again, the binding files, agents and imports already read are kept. The Index may name
     new bindings (merged as missing until their files arrive) or new agents (agents re-read).
     """
     run_dir = previous.path
-    run, snapshot = _read_state(run_dir)
-    run.bindings = _merge_bindings([b for b in previous.bindings if b.exists], snapshot, run_dir)
+    run, snapshot = _read_state(run_dir, tails)
+    merged = _MERGED.get(run_dir)
+    if snapshot is not None and merged is not None and merged[1] is previous.bindings \
+            and merged[0] == snapshot.binding_rows:
+        # The Index names the same bindings as the revision before: the merge would give the
+        # same list (binding files changed in the same batch are applied to it after this).
+        run.bindings = previous.bindings
+    else:
+        run.bindings = _merge_bindings([b for b in previous.bindings if b.exists], snapshot, run_dir)
+        if snapshot is not None:
+            _MERGED[run_dir] = (snapshot.binding_rows, run.bindings)
     if run.events:
         _link_event_bindings(run)
     names = {r.get("name") for r in (snapshot.agent_rows if snapshot else [])}
@@ -228,8 +268,9 @@ def _apply_snapshot(run: Run, snap: SnapshotState) -> None:
     run.warnings.extend(snap.warnings)
 
 
-def _apply_event_log(run: Run, text: str, source_name: str) -> None:
-    log = parse_event_log(text, source_name=source_name)
+def _apply_event_log(run: Run, text: str, source_name: str, log: EventLog | None = None) -> None:
+    if log is None:
+        log = parse_event_log(text, source_name=source_name)
     contract = (run.path / "manifest.md").exists() or (run.path / "services").is_dir()
     run.format = RunFormat.VM_LOG if source_name == "vm.log.md" else RunFormat.CONTRACT if contract else RunFormat.EVENT_LOG
     run.header = dict(log.header)

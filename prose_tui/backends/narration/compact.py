@@ -144,8 +144,8 @@ class CompactNarration(ParserState):
 
     def _compact_frame(self, eid: int, what: str, line: str, step: str | None = None) -> None:
         if what.lower().split()[0] in ("done", "✓", "complete", "exit", "end"):
-            self._m_frame_pop(f"(execution_id: {eid})", line)
+            self._m_frame_pop(f"(execution_id: {eid})", line)  # type: ignore[attr-defined]  # MarkerParser's
         else:
             self._open_line(f"do {what}", step, True, "frame")
-            self._m_frame_push(f"Entering block: {what.split()[0]} (execution_id: {eid})", line)
+            self._m_frame_push(f"Entering block: {what.split()[0]} (execution_id: {eid})", line)  # type: ignore[attr-defined]
             self._context = ""

@@ -300,8 +300,11 @@ class NarrationParser(CompactNarration):
             self._event(EventKind.NOTE, line, name=rest)
         elif low.startswith("invoking"):
             alias = re.split(r"[\s(]", rest, maxsplit=1)[0]
-            child = self.imports.get(alias) or next((r for r in self.imports.values() if r.import_handle == alias), None)
-            if child is None:
+            found: Run | None = self.imports.get(alias) or next(
+                (r for r in self.imports.values() if r.import_handle == alias), None)
+            if found is not None:
+                child = found
+            else:
                 child = Run(id=alias, path=self.source or Path("<stdin>"), backend=Backend.NARRATION, format=RunFormat.NARRATION, import_handle=alias)
                 self.imports[alias] = child
             child.status = RunStatus.RUNNING
@@ -310,16 +313,16 @@ class NarrationParser(CompactNarration):
             self._event(EventKind.IMPORT_ENTERED, line, name=alias)
         elif "complete" in low or "done" in low or "fail" in low:
             alias = rest.strip()
-            child = self._import or self.imports.get(alias)
+            leaving = self._import or self.imports.get(alias)
             self._close_leaves(StatementState.FAILED if "fail" in low else StatementState.COMPLETE)
             for op in reversed(self._open):
                 if alias and alias in self.trace[op.index].text:
                     self._set_state(op.index, StatementState.FAILED if "fail" in low else StatementState.COMPLETE)
                     self._open.remove(op)
                     break
-            if child is not None:
-                child.status = RunStatus.FAILED if "fail" in low else RunStatus.COMPLETED
-                child.updated = self._time
+            if leaving is not None:
+                leaving.status = RunStatus.FAILED if "fail" in low else RunStatus.COMPLETED
+                leaving.updated = self._time
             self._import = None
             self._event(EventKind.IMPORT_LEFT, line, name=alias, status="failed" if "fail" in low else "ok")
         else:

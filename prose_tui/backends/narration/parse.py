@@ -69,7 +69,7 @@ def _json_entry(raw: bytes | str) -> tuple[str | None, datetime | None, bool]:
         return None, None, False
     if not isinstance(obj, dict):
         return None, None, True
-    msg = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+    msg: dict = obj["message"] if isinstance(obj.get("message"), dict) else obj
     if obj.get("type") != "assistant" and msg.get("role") != "assistant":
         return None, None, True
     content = msg.get("content")

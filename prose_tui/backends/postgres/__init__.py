@@ -5,9 +5,20 @@ connection, :mod:`.source` lists and polls runs, :mod:`.run` reads one run,
 :mod:`.rows` and :mod:`.tables` its parts, :mod:`.backend` is the backend protocol.
 """
 
-from prose_tui.backends.postgres.connect import DatabaseUnavailable, PgReader, QueryFailed
+from prose_tui.backends.postgres.connect import (
+           DatabaseUnavailable,
+           PgReader,
+           QueryFailed,
+)
 from prose_tui.backends.postgres.source import PostgresSource, RunsChange
-from prose_tui.backends.postgres.url import DatabaseUrl, find_url, is_postgres_url, safe_label, scrub, split_run
+from prose_tui.backends.postgres.url import (
+           DatabaseUrl,
+           find_url,
+           is_postgres_url,
+           safe_label,
+           scrub,
+           split_run,
+)
 
 __all__ = ["DatabaseUnavailable", "DatabaseUrl", "PgReader", "PostgresSource", "QueryFailed", "RunsChange",
            "find_url", "is_postgres_url", "safe_label", "scrub", "split_run"]

@@ -18,7 +18,12 @@ from typing import Any
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.postgres.connect import PgReader, quote_ident
 from prose_tui.backends.postgres.tables import text
-from prose_tui.backends.sqlite.rows import EXECUTION_COLUMNS, ExecutionRow, block_name, is_block_call
+from prose_tui.backends.sqlite.rows import (
+    EXECUTION_COLUMNS,
+    ExecutionRow,
+    block_name,
+    is_block_call,
+)
 from prose_tui.model import Frame
 
 OPEN_STATUSES = ("executing", "running", "retrying", "pending")

@@ -23,9 +23,23 @@ from pathlib import Path
 from typing import Any
 
 from prose_tui.backends.postgres import tables as T
-from prose_tui.backends.postgres.connect import DatabaseUnavailable, PgReader, QueryFailed
-from prose_tui.backends.postgres.rows import OPEN_STATUSES, ExecutionReader, call_stack, depths
-from prose_tui.backends.sqlite.rows import ExecutionRow, events_for_rows, parse_time, row_trace_line
+from prose_tui.backends.postgres.connect import (
+    DatabaseUnavailable,
+    PgReader,
+    QueryFailed,
+)
+from prose_tui.backends.postgres.rows import (
+    OPEN_STATUSES,
+    ExecutionReader,
+    call_stack,
+    depths,
+)
+from prose_tui.backends.sqlite.rows import (
+    ExecutionRow,
+    events_for_rows,
+    parse_time,
+    row_trace_line,
+)
 from prose_tui.model import Backend, Delta, Event, Run, RunFormat, RunStatus
 
 DEFAULT_WINDOW = 500

@@ -27,8 +27,19 @@ from typing import Any
 import psycopg
 
 from prose_tui.backends.postgres import tables as T
-from prose_tui.backends.postgres.connect import DatabaseUnavailable, PgReader, QueryFailed, quote_ident
-from prose_tui.backends.postgres.run import PROGRAM_COLUMNS, RunView, fill_from_run_row, new_run, run_path
+from prose_tui.backends.postgres.connect import (
+    DatabaseUnavailable,
+    PgReader,
+    QueryFailed,
+    quote_ident,
+)
+from prose_tui.backends.postgres.run import (
+    PROGRAM_COLUMNS,
+    RunView,
+    fill_from_run_row,
+    new_run,
+    run_path,
+)
 from prose_tui.backends.postgres.url import DatabaseUrl
 from prose_tui.model import Delta, Run
 

@@ -10,10 +10,10 @@ never loaded with the run; :func:`read_binding_value` reads one, scope-resolved.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from prose_tui.backends.common.text import visible

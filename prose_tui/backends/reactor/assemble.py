@@ -15,10 +15,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prose_tui.backends.common.text import visible
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, human_age, last_change
+from prose_tui.backends.common.text import visible
 from prose_tui.backends.reactor.frames import Published, read_frame, read_published
-from prose_tui.backends.reactor.layout import RECEIPTS, WORLD_MODELS, node_dir_name, node_of_dir, topology_path
+from prose_tui.backends.reactor.layout import (
+    RECEIPTS,
+    WORLD_MODELS,
+    node_dir_name,
+    node_of_dir,
+    topology_path,
+)
 from prose_tui.backends.reactor.ledger import Cursor, Parsed, short
 from prose_tui.backends.reactor.topology import Topology, order
 from prose_tui.model import (

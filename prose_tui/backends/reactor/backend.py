@@ -29,9 +29,25 @@ from prose_tui.backends.reactor.assemble import (
     set_registry_section,
     set_status,
 )
-from prose_tui.backends.reactor.frames import read_frame, render_world_model, version_file
-from prose_tui.backends.reactor.layout import RECEIPTS, WORLD_MODELS, node_dir_name, node_of_dir, state_dir_of
-from prose_tui.backends.reactor.ledger import Cursor, Parsed, read_ledger, read_tail, short
+from prose_tui.backends.reactor.frames import (
+    read_frame,
+    render_world_model,
+    version_file,
+)
+from prose_tui.backends.reactor.layout import (
+    RECEIPTS,
+    WORLD_MODELS,
+    node_dir_name,
+    node_of_dir,
+    state_dir_of,
+)
+from prose_tui.backends.reactor.ledger import (
+    Cursor,
+    Parsed,
+    read_ledger,
+    read_tail,
+    short,
+)
 from prose_tui.backends.reactor.topology import read_topology
 from prose_tui.model import Backend, Binding, Delta, Event, Run
 

@@ -28,10 +28,9 @@ import json
 import os
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
-from collections.abc import Callable
 from typing import Any
 
 from prose_tui.backends.common.text import open_regular

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
@@ -9,7 +11,13 @@ from typing import ClassVar
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
 from prose_tui.backends.filesystem.folder import state_file_of
 from prose_tui.backends.protocol import Value
-from prose_tui.backends.sqlite.connect import is_sqlite_file
+from prose_tui.backends.sqlite.connect import (
+    _connect,
+    _uri,
+    choose_mode,
+    db_path_for,
+    is_sqlite_file,
+)
 from prose_tui.backends.sqlite.run import is_sqlite_run, load_sqlite_run
 from prose_tui.backends.sqlite.tables import list_extension_tables, metrics_summary
 from prose_tui.backends.sqlite.values import read_sqlite_binding_value
@@ -21,6 +29,43 @@ class SqliteBackend:
 
     kind: ClassVar[Backend] = Backend.SQLITE
 
+    def __init__(self) -> None:
+        # Per database: a read-only connection kept open and the ``PRAGMA data_version`` seen
+        # when the run was last read. The value changes only when another connection (the
+        # VM) commits, so a watcher event for the -wal/-shm files of a read, or a commit
+        # that has not happened yet, costs one pragma instead of reading the run again.
+        self._versions: dict[Path, tuple[sqlite3.Connection, int]] = {}
+        self._lock = threading.Lock()
+
+    def _data_version(self, dbp: Path) -> int | None:
+        """The database's data version on this backend's connection, or ``None`` when the
+        file cannot be watched that way (opened immutable or as a copy)."""
+        try:
+            if choose_mode(dbp) != "ro":
+                return None
+            with self._lock:
+                held = self._versions.get(dbp)
+            conn = held[0] if held is not None else _connect(_uri(dbp, mode="ro"))
+            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        except (sqlite3.Error, OSError):
+            return None
+        if held is None:
+            with self._lock:
+                self._versions.setdefault(dbp, (conn, -1))
+        return version
+
+    def _remember(self, dbp: Path, version: int | None) -> None:
+        with self._lock:
+            held = self._versions.get(dbp)
+            if held is not None:
+                self._versions[dbp] = (held[0], version if version is not None else -1)
+
+    def forget(self, path: Path) -> None:
+        with self._lock:
+            held = self._versions.pop(db_path_for(path), None)
+        if held is not None:
+            held[0].close()
+
     def claims(self, path: Path) -> bool:
         if path.is_file():
             return is_sqlite_file(path)
@@ -29,15 +74,28 @@ class SqliteBackend:
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         run_dir = path.parent if path.is_file() else path
+        dbp = db_path_for(path)
+        version = self._data_version(dbp)  # before reading: a commit during the read shows as a change
         run = load_sqlite_run(run_dir, now=now)
         apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
         _add_tables_and_metrics(run, run_dir)
+        self._remember(dbp, version)
         return run
 
     def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
+        dbp = run.state_file or db_path_for(run.path)
+        version = self._data_version(dbp)
+        with self._lock:
+            held = self._versions.get(dbp)
+        if version is not None and held is not None and held[1] == version:
+            before = (run.status, run.status_reason)
+            apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+            return Delta(run, set(paths), status=(run.status, run.status_reason) != before)  # nothing committed
         fresh = self.open(run.path, now=now, stale_after=stale_after, observed=observed)
-        return Delta.whole(fresh, paths)
+        delta = Delta.whole(fresh, paths)
+        delta.reread = True
+        return delta
 
     def read_value(self, run: Run, binding: Binding) -> Value:
         return Value(text=read_sqlite_binding_value(run.path, binding.name, binding.execution_id),

@@ -1,25 +1,57 @@
-"""Loading and live updates for the explorer: the first scan, the watcher, applying changes.
+"""Loading and live updates for the explorer: the first scan, the live pipeline, applying deltas.
 
 A mixin for ``ExplorerScreen``: it expects ``self.workspace``, ``self.live``, ``self.journal``,
 ``self.current_run``, ``self._stop`` (an ``asyncio.Event``), ``show_run`` and ``activate``.
-The scan runs in a thread worker with progress; the watcher is an async worker over
-``watch.watch_paths``; each batch of changed paths goes through ``Workspace.apply``.
+The scan runs in a thread worker with progress. Live changes come from the process's live
+pipeline (``prose_tui.live.pipeline``): watching, routing and applying happen on its worker
+thread; this screen receives one ``DeltaApplied`` message per changed run and updates the
+widgets from the delta (the trace repaints the lines it names). The UI thread reads no
+disk for a live change and never waits on the workspace lock while the worker reads.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
+from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from prose_tui.live.watch import watch_paths
+from prose_tui.live.pipeline import LivePipeline, journal_sink
 from prose_tui.live.workspace import Applied, placeholder
-from prose_tui.model import Run, RunFormat
+from prose_tui.model import Delta, Run
 from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.trace_view import TraceView
+
+
+class DeltaApplied(Message):
+    """The live pipeline applied a change to one run (posted from its worker thread)."""
+
+    def __init__(self, delta: Delta) -> None:
+        super().__init__()
+        self.delta = delta
+
+
+class RunsChanged(Message):
+    """Runs appeared or disappeared (posted from the live worker)."""
+
+    def __init__(self, applied: Applied) -> None:
+        super().__init__()
+        self.applied = applied
+
+
+class LiveProblem(Message):
+    """The live worker could not apply a change or journal it; watching goes on."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
 class _ScreenGone(Exception):
@@ -29,7 +61,37 @@ class _ScreenGone(Exception):
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
 
 
-class LiveUpdates:
+if TYPE_CHECKING:  # what the mixin expects of the screen it is mixed into
+    import asyncio
+
+    from textual.screen import Screen
+
+    from prose_tui.history import Journal
+    from prose_tui.live.workspace import Workspace
+    from prose_tui.tui.navigator import HistoryNavigator
+
+    class _Explorer(Screen):
+        workspace: Workspace
+        live: bool
+        journal: Journal | None
+        current_run: Run | None
+        initial: Path | None
+        nav: HistoryNavigator
+        watcher_state: str
+        pipeline: LivePipeline | None
+        _activated: bool
+        _auto_choice: Path | None
+        _stop: asyncio.Event
+
+        def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None: ...
+        def activate(self, index: int, *, focus: bool = True) -> None: ...
+        def _show_head(self, run: Run | None) -> None: ...
+        def _update_status(self) -> None: ...
+else:
+    _Explorer = object
+
+
+class LiveUpdates(_Explorer):
     """First read, live watching and the periodic status tick."""
 
     @work(thread=True, exclusive=True, group="scan")
@@ -86,7 +148,10 @@ class LiveUpdates:
 
     def _if_attached(self, callback, *args, **kwargs) -> None:
         if self.is_attached:
-            callback(*args, **kwargs)
+            try:
+                callback(*args, **kwargs)
+            except NoMatches:  # the screen's widgets are already gone: it is closing
+                pass
 
     def _listed(self, runs: list[Run]) -> None:
         if runs:
@@ -146,38 +211,108 @@ class LiveUpdates:
             # Before runs were read their order came from run ids; now it is by what they
             # say. A choice made for the user follows the newest; one they made stays.
             run_list.select_path(runs[0].path)
-        # One run: watch its trace. Several: start in the run list.
-        self.activate(1 if len(runs) == 1 else 0)
+        if not getattr(self, "_activated", False):
+            # One run: watch its trace. Several: start in the run list. A rescan keeps the focus.
+            self._activated = True
+            self.activate(1 if len(runs) == 1 else 0)
         if self.live:
-            self._watch()
+            self._start_live()
             if self.workspace.sources:
                 self._poll_sources()
 
-    @work(exclusive=True, group="watch")
-    async def _watch(self) -> None:
-        roots = self.workspace.watch_roots()
-        if not roots:
-            self.watcher_state = ("no runs folder on disk" if self.workspace.sources
-                                  else "no runs folder yet (rescanning every 5 s)")
-            self._update_status()
+    def _start_live(self) -> None:
+        """Start the live pipeline once (after the first scan)."""
+        pipeline = getattr(self, "pipeline", None)
+        if pipeline is None:
+            def to_ui(delta: Delta) -> None:
+                self.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
+
+            def problem(text: str) -> None:
+                self.post_message(LiveProblem(text))
+
+            def runs(applied: Applied) -> None:
+                self.post_message(RunsChanged(applied))
+
+            sinks: list[Callable[[Delta], None]] = [to_ui]
+            if self.journal is not None:
+                sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
+            pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
+            pipeline.start()
+        else:
+            pipeline.refresh_roots()  # a rescan may have found runs folders
+        self._update_watcher_state()
+
+    def _update_watcher_state(self) -> None:
+        pipeline = getattr(self, "pipeline", None)
+        if pipeline is None:
             return
-        self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
+        roots = pipeline.watching
+        if roots:
+            self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
+        elif self.workspace.sources:
+            self.watcher_state = "no runs folder on disk"
+        else:
+            self.watcher_state = "no runs folder yet (waiting for one)"
         self._update_status()
+
+    def on_delta_applied(self, message: DeltaApplied) -> None:
         try:
-            async for batch in watch_paths(roots, self._stop):
-                try:
-                    self.apply_changes(batch)
-                except Exception as exc:  # one bad batch must not end watching: say so, go on
-                    self.notify(f"could not apply a change: {type(exc).__name__}: {exc}"[:300],
-                                severity="warning", markup=False)
-        except Exception as exc:  # a vanished root, inotify limits: say so, keep the last state
-            self.watcher_state = f"watch stopped: {exc}"
-            self._update_status()
+            self.apply_delta(message.delta)
+        except NoMatches:
+            pass  # the screen is closing
+        except Exception as exc:  # one bad delta must not end watching: say so, go on
+            self.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
+
+    def on_runs_changed(self, message: RunsChanged) -> None:
+        applied = message.applied
+        run_list = self.query_one(RunList)
+        run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
+        self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        if self.current_run is not None and self.current_run.path in applied.runs_removed:
+            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
+            self.show_run(None)
+        elif self.current_run is None and applied.runs_added:
+            run_list.select_path(self.workspace.sorted_runs()[0].path)  # selects; the focus stays where it is
+        self._update_watcher_state()
+
+    def on_live_problem(self, message: LiveProblem) -> None:
+        if message.text.startswith("could not journal"):
+            self.journal = None
+        self.notify(message.text, severity="warning", markup=False)
+
+    def apply_delta(self, delta: Delta) -> None:
+        """Show what one delta changed: the run's row, and the panes when it is the run shown."""
+        run = delta.run
+        self.query_one(RunList).update_run(run, clock=self.workspace.clock)
+        current = self.current_run
+        if current is None or run.path != current.path:
+            return
+        if delta.paths or run is not current:
+            self.show_run(run, changed=set(delta.paths))
+        else:
+            self._show_head(run)  # a status tick: nothing on disk changed
+        trace = self.query_one(TraceView)
+        if self.nav.live and trace.lines is run.trace and (delta.trace_lines is None or delta.trace_lines):
+            trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
+        # The history (timeline) catches up just after: show_run schedules it, and it is
+        # extended by the delta's events, not rebuilt (prose_tui.history.stream).
+
+    def apply_changes(self, paths: set[Path]) -> Applied:
+        """Apply changed paths now, on the calling thread (tests, a manual refresh)."""
+        applied = self.workspace.apply(paths)
+        if applied.runs_added or applied.runs_removed:
+            self.on_runs_changed(RunsChanged(applied))
+        for delta in applied.deltas.values():
+            self.apply_delta(delta)
+            if self.journal is not None:
+                journal_sink(self.journal, self.workspace.clock)(delta)
+        return applied
 
     @work(thread=True, exclusive=True, group="poll")
     def _poll_sources(self) -> None:
         """Runs off disk (a PostgreSQL database) are polled, not watched: every
-        ``poll_interval`` seconds (or at once on a LISTEN notification)."""
+        ``poll_interval`` seconds (or at once on a LISTEN notification). The source lists new
+        and removed runs and polls the runs read in full (the pipeline leaves them to it)."""
         worker = get_current_worker()
         sources = self.workspace.sources
         interval = min(s.poll_interval for s in sources)
@@ -199,47 +334,18 @@ class LiveUpdates:
             else:
                 time.sleep(pause)
 
-    def apply_changes(self, paths: set[Path]) -> Applied:
-        """Route changed paths through the workspace and refresh what they touched."""
-        return self._show_applied(self.workspace.apply(paths))
-
     def _polled(self, applied: Applied) -> None:
         self._update_status()  # a source's state (connected, reconnecting) may have changed
-        self._show_applied(applied)
-
-    def _show_applied(self, applied: Applied) -> Applied:
-        if applied.empty:
-            return applied
-        run_list = self.query_one(RunList)
         if applied.runs_added or applied.runs_removed:
-            run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
-            self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+            self.on_runs_changed(RunsChanged(applied))
         for path, change in applied.changed.items():
-            run_list.update_run(change.run, clock=self.workspace.clock)
+            self.query_one(RunList).update_run(change.run, clock=self.workspace.clock)
             if self.current_run is not None and path == self.current_run.path:
                 self.show_run(change.run, changed=change.paths)
-            # After the screen is updated: the history that reads the journal catches up later.
-            self._journal(change.run, change.paths)
-        if self.current_run is not None and self.current_run.path in applied.runs_removed:
-            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
-            self.show_run(None)
-        return applied
-
-    def _journal(self, run: Run, paths: set[Path]) -> None:
-        """Journal what a watched snapshot run wrote (its history for later replay)."""
-        if self.journal is None or run.format is not RunFormat.SNAPSHOT or not run.path.is_dir():
-            return
-        try:
-            self.journal.record(run.path, paths, self.workspace.clock())
-        except (OSError, ValueError, RecursionError) as exc:
-            # The journal is a convenience: losing it must not stop the live view.
-            self.notify(f"could not journal {run.id} (history replay is off): {type(exc).__name__}", severity="warning",
-                        markup=False)
-            self.journal = None
 
     def _tick(self) -> None:
-        if self.live and not self.workspace.watch_roots() and not self.workspace.sources:
-            self.action_rescan()
+        if self.live:
+            self._update_watcher_state()  # statuses are re-inferred by the live worker
             return
         for run in self.workspace.refresh_statuses():
             self.query_one(RunList).update_run(run, clock=self.workspace.clock)
@@ -253,3 +359,7 @@ class LiveUpdates:
 
     def on_unmount(self) -> None:
         self._stop.set()
+        pipeline = getattr(self, "pipeline", None)
+        if pipeline is not None:
+            pipeline.stop()
+            self.pipeline = None

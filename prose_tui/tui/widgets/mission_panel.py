@@ -3,7 +3,7 @@
 Shows the badge (seeds/agent-state.md, "UI Status Mapping", plus ``terminated``), the pending
 transition and how long it has been pending, the timestamp's age, ``setBy``, ``note``, heartbeat
 fields and every error, and offers Start / Stop / Run once / Cleanup (and Create when the file is
-missing). The file is watched live with ``watchfiles.awatch`` on its folder, plus a poll every
+missing). The file is watched live through the process's one watcher (``live.watcher``), plus a poll every
 ``poll_interval`` seconds as a fallback. Reading and writing go through
 :mod:`prose_tui.mission` (no textual there); writes run in a worker thread.
 """
@@ -21,8 +21,8 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Button, Static
-from watchfiles import awatch
 
+from prose_tui.live.watcher import shared_watcher
 from prose_tui.mission.control import (
     ACTION_LABELS,
     ACTIONS,
@@ -39,6 +39,10 @@ from prose_tui.mission.state import Clock, Kind, MissionState, read_state, utc_n
 from prose_tui.tui.screens.confirm import ConfirmScreen
 
 BUTTONS = (("start", "Start"), ("stop", "Stop"), ("once", "Run once"), ("cleanup", "Cleanup"))
+
+
+class MissionFileChanged(Message):
+    """``agent_state.json`` changed on disk (posted from the watcher thread)."""
 
 
 class MissionPanel(Vertical):
@@ -180,6 +184,10 @@ class MissionPanel(Vertical):
 
     def on_unmount(self) -> None:
         self._stop_watching.set()
+        sub = getattr(self, "_subscription", None)
+        if sub is not None:
+            shared_watcher().unsubscribe(sub)
+            self._subscription = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -188,24 +196,16 @@ class MissionPanel(Vertical):
         state = await asyncio.to_thread(read_state, self.path, now=self.now)
         self._apply(state)
 
-    @work(exclusive=True, group="mission-watch")
-    async def _watch(self) -> None:
-        folder = self.path.parent
-        if not folder.is_dir():
-            return  # the poll notices when it appears
-        name = self.path.name
-        try:
-            async for _ in awatch(
-                folder,
-                debounce=50,
-                step=10,
-                recursive=False,
-                stop_event=self._stop_watching,
-                watch_filter=lambda change, changed: Path(changed).name == name,
-            ):
-                await self.reload()
-        except (OSError, RuntimeError):
-            return  # e.g. the folder vanished or inotify ran out: the poll keeps working
+    def _watch(self) -> None:
+        """Follow the file through the shared watcher (its callback runs on the watcher
+        thread: it only posts a message); the poll covers a folder that does not exist yet."""
+        def changed(_paths=None) -> None:
+            self.post_message(MissionFileChanged())
+
+        self._subscription = shared_watcher().subscribe([self.path], changed, files=True, on_ready=changed)
+
+    async def on_mission_file_changed(self, _message: MissionFileChanged) -> None:
+        await self.reload()
 
     def _apply(self, state: MissionState) -> None:
         previous = self.state

@@ -4,12 +4,14 @@ The bar is how long the step took (until the next event), scaled to the longest 
 where the time went is visible at a glance.
 
 The highlighted row is the history cursor: the other views show the run as of that event.
-At the last row the explorer is live. Rows are rendered lazily (Line API), so a run with
-20,000 events costs what the screen shows.
+At the last row the explorer is live. Rows are rendered lazily (Line API) into a bounded
+cache, so a run with 100,000 events costs what the screen shows; events appended to the
+same list (a live run) cost only themselves (``set_events`` sees the list grew).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import datetime
 
 from rich.segment import Segment
@@ -25,6 +27,8 @@ from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
 
 BAR_WIDTH = 8
+CACHE_ROWS = 1024
+REWRITTEN = 64  # a live list may have its last few events replaced (a line completed)
 
 
 def elapsed(seconds: float | None) -> str:
@@ -69,15 +73,29 @@ class Timeline(ScrollView, can_focus=True):
         self.cursor = 0
         self._gaps: list[float | None] = []
         self._longest = 0.0
-        self._cache: dict[int, Strip] = {}
+        self._cache: OrderedDict[int, Strip] = OrderedDict()
         self.search_term = ""
 
     def set_events(self, events: list[Event], cursor: int) -> None:
         """Show ``events`` with the cursor on ``cursor`` (the last index when live)."""
-        self.events = events
-        self._gaps = [_gap(events, i) for i in range(len(events))]
-        self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
-        self._cache.clear()
+        if events is self.events and self._gaps:
+            # The same list, grown (or its last events replaced): only the end is new.
+            start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
+            del self._gaps[start:]
+            self._gaps.extend(_gap(events, i) for i in range(start, len(events)))
+            fresh = [g for g in self._gaps[start:] if g and g > 0]
+            longest = max([self._longest, *fresh]) if fresh else self._longest
+            if longest != self._longest:
+                self._longest = longest
+                self._cache.clear()  # every bar is scaled to the longest step
+            else:
+                for index in [i for i in self._cache if i >= start]:
+                    del self._cache[index]
+        else:
+            self.events = events
+            self._gaps = [_gap(events, i) for i in range(len(events))]
+            self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
+            self._cache.clear()
         self.virtual_size = Size(self.size.width, len(events))
         self.set_cursor(cursor)
 
@@ -146,6 +164,10 @@ class Timeline(ScrollView, can_focus=True):
         if strip is None:
             strip = self._row(index, width)
             self._cache[index] = strip
+            while len(self._cache) > CACHE_ROWS:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(index)
         return strip.crop_extend(0, width, self.rich_style)
 
     def _row(self, index: int, width: int) -> Strip:

@@ -1,12 +1,17 @@
 """The annotated execution trace: program text, a state glyph per statement, annotations.
 
-A Line-API ``ScrollView``: only visible lines are rendered, and rendered lines are cached
-by content, so a 5,000-line trace costs what the screen shows. While *following*, the
+A Line-API ``ScrollView`` (as toolong's log view): only visible lines are highlighted and
+rendered, as they are painted, and kept in a bounded cache, so a 100,000-line trace costs
+what the screen shows and memory per line is the parsed ``TraceLine`` only. A live change
+(``lines_changed``) repaints the lines it names; appended lines only extend the view. While *following*, the
 cursor sits on the executing statement and moves with it as the run advances; moving the
 cursor or scrolling stops following (the border says so) until ``f`` turns it back on.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict
 
 from rich.segment import Segment
 from rich.text import Text
@@ -18,10 +23,12 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from prose_tui.model import StatementState, TraceLine
-from prose_tui.model.statement import executing_line
 from prose_tui.tui.glyphs import STATE_GLYPH
-from prose_tui.tui.highlight import highlight_lines
+from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
+
+_END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
+CACHE_LINES = 1024  # rendered lines kept (a few screens)
 
 _NOTE_STYLE = {
     StatementState.EXECUTING: "bold yellow",
@@ -78,26 +85,107 @@ class TraceView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[TraceLine] = []
-        self._styled: list[Text] = []
-        self._cache: dict[tuple, Strip] = {}
+        self._cache: OrderedDict[tuple, Strip] = OrderedDict()
+        self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
+        self._block_open: dict[int, bool] = {}  # such a line -> whether a block is open after it
+        self._width = 0
+        self._gutter_was = 0
+        # Indexes whose state is executing/retrying, and whose state is not an end state:
+        # kept per change so following costs what changed.
+        self._live: set[int] = set()
+        self._open: set[int] = set()
+        self._has_state = False
         self._moving_programmatically = False
         self.search_term: str | None = None
 
     # -- data -------------------------------------------------------------------------------
     def set_lines(self, lines: list[TraceLine]) -> None:
         """Show ``lines``; keeps the reader's place, or moves to the executing line when following."""
-        same_shape = [(t.line, t.text) for t in lines] == [(t.line, t.text) for t in self.lines]
         self.lines = lines
-        if not same_shape:
-            self._styled = highlight_lines([t.text for t in lines])
         self._cache.clear()
-        width = max((self._gutter + t.indent + len(t.text) + len(t.note or "") + 4 for t in lines), default=0)
-        self.virtual_size = Size(width, len(lines))
+        self._blocks = [i for i, t in enumerate(lines) if '"""' in t.text]
+        self._settle_blocks(0)
+        self._width = max((t.indent + len(t.text) + len(t.note or "") for t in lines), default=0)
+        self._live, self._open, self._has_state = set(), set(), False
+        for i, t in enumerate(lines):
+            self._note_state(i, t)
+        self._resized()
+
+    def _note_state(self, index: int, t: TraceLine) -> None:
+        state = t.state
+        if state in (StatementState.EXECUTING, StatementState.RETRYING):
+            self._live.add(index)
+        else:
+            self._live.discard(index)
+        if state in _END_STATES:
+            self._open.discard(index)
+        else:
+            self._open.add(index)
+        self._has_state = self._has_state or state is not None
+
+    def lines_changed(self, changed: set[int] | None) -> None:
+        """``lines`` (the same list) changed in place: ``changed`` indexes were added or
+        re-stated (``None``: any may have). Costs what changed, not the trace."""
+        if changed is None:
+            self.set_lines(self.lines)
+            return
+        lines = self.lines
+        changed = {i for i in changed if i < len(lines)}
+        if len(self._cache) and any(key[1] >= len(lines) for key in self._cache):
+            self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k[1] < len(lines))
+        first_block = None
+        for gone in [i for i in self._live | self._open if i >= len(lines)]:
+            self._live.discard(gone)
+            self._open.discard(gone)
+        for i in changed:
+            self._cache.pop(("line", i), None)
+            t = lines[i]
+            self._note_state(i, t)
+            self._width = max(self._width, t.indent + len(t.text) + len(t.note or ""))
+            has = '"""' in t.text
+            pos = bisect_left(self._blocks, i)
+            present = pos < len(self._blocks) and self._blocks[pos] == i
+            if has != present:
+                if has:
+                    self._blocks.insert(pos, i)
+                else:
+                    self._blocks.pop(pos)
+                first_block = i if first_block is None else min(first_block, i)
+            elif has:
+                first_block = i if first_block is None else min(first_block, i)
+        while self._blocks and self._blocks[-1] >= len(lines):
+            self._blocks.pop()
+        if first_block is not None:
+            self._settle_blocks(first_block)
+            self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k[1] < first_block)
+        self._resized()
+
+    def _resized(self) -> None:
+        lines = self.lines
+        if self._gutter != self._gutter_was:
+            self._gutter_was = self._gutter
+            self._cache.clear()
+        self.virtual_size = Size(self._gutter + self._width + 4, len(lines))
         if self.following:
             self._to_executing()
         else:
             self.cursor = min(self.cursor, max(0, len(lines) - 1))
         self.refresh()
+
+    def _settle_blocks(self, start: int) -> None:
+        """Whether a triple-quoted block is open after each line holding one, from ``start`` on."""
+        pos = bisect_left(self._blocks, start)
+        state = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
+        self._block_open = {i: self._block_open[i] for i in self._blocks[:pos] if i in self._block_open}
+        for i in self._blocks[pos:]:
+            _, state = highlight(self.lines[i].text, state)
+            self._block_open[i] = state
+
+    def _styled(self, index: int) -> Text:
+        """Line ``index`` highlighted, with a string block carried in from above."""
+        pos = bisect_left(self._blocks, index)
+        in_string = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
+        return highlight(self.lines[index].text, in_string)[0]
 
     @property
     def _gutter(self) -> int:
@@ -105,17 +193,16 @@ class TraceView(ScrollView, can_focus=True):
 
     def executing_index(self) -> int | None:
         """Index of the statement the run is at (``model.executing_line``)."""
-        current = executing_line(self.lines)
-        return None if current is None else self.lines.index(current)
+        return max(self._live) if self._live else None
 
     def _to_executing(self) -> None:
         index = self.executing_index()
         if index is None:
-            index = max(0, len(self.lines) - 1) if any(t.state for t in self.lines) and self._ended() else self.cursor
+            index = max(0, len(self.lines) - 1) if self._has_state and self._ended() else self.cursor
         self._move(index, center=True)
 
     def _ended(self) -> bool:
-        return all(t.state in (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED) for t in self.lines)
+        return not self._open
 
     def _move(self, index: int, *, center: bool = False) -> None:
         if not self.lines:
@@ -232,6 +319,7 @@ class TraceView(ScrollView, can_focus=True):
         key = ("line", index)
         cached = self._cache.get(key)
         if cached is not None:
+            self._cache.move_to_end(key)
             return cached
         t = self.lines[index]
         glyph, glyph_style = STATE_GLYPH[t.state]
@@ -240,7 +328,7 @@ class TraceView(ScrollView, can_focus=True):
         text.append(f"{t.line:>{self._gutter - 3}} ", gutter_style)
         text.append(glyph, glyph_style)
         text.append(" ")
-        text.append_text(self._styled[index] if index < len(self._styled) else Text(t.text))
+        text.append_text(self._styled(index))
         if t.note:
             text.append("  ")
             text.append(f"# {t.note}", _NOTE_STYLE.get(t.state, "dim"))
@@ -252,6 +340,8 @@ class TraceView(ScrollView, can_focus=True):
         segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
         strip = Strip(segments).simplify()
         self._cache[key] = strip
+        while len(self._cache) > CACHE_LINES:
+            self._cache.popitem(last=False)
         return strip
 
     def notify_style_update(self) -> None:

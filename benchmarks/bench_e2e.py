@@ -1,0 +1,314 @@
+"""Live latency end to end (issue 9): a write on disk until the screen shows it.
+
+    python benchmarks/bench_e2e.py [--driver tmux|headless|both] [--rounds 15] [--only eventlog-20000,...]
+    python benchmarks/bench_e2e.py --driver tmux --cpu --memory
+
+Two drivers over the same cases:
+
+* ``tmux``: the real CLI (``prose-tui PATH``) in a tmux session at 200x50; the benchmark
+  writes the file, then polls ``tmux capture-pane -p`` until the written marker is on the
+  screen. The figure includes one ``capture-pane`` round trip (about 3-5 ms here).
+* ``headless``: Textual ``run_test`` at 200x50; done at the first frame handed to the
+  display after the widget holds the marker (as ``bench_live.py``).
+
+Cases (one write per 0.3 s, ``--rounds`` each; the first round is the first change right
+after the run is on screen, so "first change after opening" is included):
+
+* ``eventlog-N`` (N = 0, 2,000, 20,000, 100,000 earlier events): append one line to the
+  event-log ``state.md``;
+* ``binding``: append to the binding shown in the value pane;
+* ``snapshot-N`` (N = 500, 2,000 statements, 500 binding files): rewrite ``state.md``
+  (atomically, as a VM does) moving the executing marker to a statement whose text changed.
+
+``--cpu``: CPU of the app (``/proc/PID/stat``) over 30 s while a 20,000-event run gets 10
+events/s, and over 30 s idle. ``--memory``: RSS after opening runs of 1,000, 20,000 and
+100,000 events; per event = the difference over the difference in events.
+Figures, not assertions. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from generate import EventLogWriter, huge_run  # noqa: E402
+
+SIZE = (200, 50)
+PERIOD = 0.3
+CASES = ["eventlog-0", "eventlog-2000", "eventlog-20000", "eventlog-100000", "binding", "snapshot-500",
+         "snapshot-2000"]
+TARGET = {"snapshot-2000": 80}
+
+
+@dataclass
+class Case:
+    """A run to open, and ``write(i) -> marker``: the i-th change and the text that shows it."""
+
+    root: Path
+    write: Callable[[int], str]
+    where: str  # "trace" or "value": the pane the marker shows in
+    path: Path  # the file each write changes
+
+
+def make_case(name: str, folder: Path) -> Case:
+    if name.startswith("eventlog-"):
+        n = int(name.split("-")[1])
+        writer = EventLogWriter(folder)
+        step = 50_000
+        while writer.count < n:
+            writer.append(min(step, n - writer.count))
+
+        def write(i: int) -> str:
+            marker = f"bench_{i}"
+            with open(writer.state, "a", encoding="utf-8") as fh:
+                fh.write(f"{n + i + 1}→ {marker}\n")
+            return marker
+
+        return Case(folder, write, "trace", writer.state)
+    if name == "binding":
+        run = huge_run(folder, bindings=20, trace_lines=40, agents=0, segments=0)
+        binding = run / "bindings" / "value_00019.md"
+        binding.write_text("# value_00019\n\nkind: let\n\n---\n\nstart\n", encoding="utf-8")
+
+        def write(i: int) -> str:
+            marker = f"bench_{i}"
+            with open(binding, "a", encoding="utf-8") as fh:
+                fh.write(f"{marker} ")
+            return marker
+
+        return Case(folder, write, "value", binding)
+    n = int(name.split("-")[1])
+    run = huge_run(folder, bindings=500, trace_lines=n, agents=0, segments=0)
+    state = run / "state.md"
+    lines = state.read_text(encoding="utf-8").splitlines()
+    statements = [i for i, ln in enumerate(lines) if ln.startswith("let value_")]
+    executing = next(i for i, ln in enumerate(lines) if "<-- EXECUTING" in ln)
+    start = statements.index(executing)
+
+    def write(i: int) -> str:
+        marker = f"bench_{i}"
+        new = list(lines)
+        prev = statements[(start + i - 1) % len(statements)] if i else executing
+        new[prev] = new[prev].replace("# <-- EXECUTING", "# (complete)")
+        pick = statements[(start + i) % len(statements)]
+        new[pick] = f"let value_{i:05d} = session: {marker}".ljust(70) + " # <-- EXECUTING"
+        lines[:] = new
+        tmp = state.with_name(".state.md.tmp")
+        tmp.write_text("\n".join(new) + "\n", encoding="utf-8")
+        os.replace(tmp, state)
+        return marker
+
+    return Case(folder, write, "trace", state)
+
+
+def stats(samples: list[float]) -> tuple[float, float, float]:
+    if len(samples) < 2:
+        v = samples[0] if samples else float("nan")
+        return v, v, v
+    qs = statistics.quantiles(samples, n=100, method="inclusive")
+    return qs[49], qs[94], max(samples)
+
+
+# -- tmux ------------------------------------------------------------------------------------------
+class Tmux:
+    def __init__(self, path: Path, name: str) -> None:
+        self.name = name
+        exe = Path(sys.executable).with_name("prose-tui")
+        cmd = f"cd {path} && exec {exe} {path}"
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", str(SIZE[0]), "-y", str(SIZE[1]), cmd],
+                       check=True, env={**os.environ, "TERM": "xterm-256color"})
+        self.pid = int(subprocess.run(["tmux", "display", "-p", "-t", name, "#{pane_pid}"], capture_output=True,
+                                      text=True, check=True).stdout.strip())
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True).stdout
+
+    def wait_for(self, text: str, timeout: float = 60.0) -> float | None:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if text in self.screen():
+                return time.perf_counter()
+        return None
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def tmux_case(name: str, rounds: int) -> list[float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        case = make_case(name, Path(tmp))
+        term = Tmux(case.root, f"bench-{os.getpid()}")
+        try:
+            if term.wait_for("Trace", 120) is None:
+                raise RuntimeError(f"{name}: the app did not start:\n{term.screen()}")
+            opened = "start" if case.where == "value" else "step_" if name != "eventlog-0" and name.startswith("eventlog") else ("value_" if name.startswith("snapshot") else "Trace")
+            term.wait_for(opened, 120)
+            samples = []
+            for i in range(rounds):
+                t0 = time.perf_counter()
+                marker = case.write(i)
+                seen = term.wait_for(marker, 10.0)
+                samples.append((seen - t0) * 1000 if seen is not None else 10_000.0)
+                time.sleep(PERIOD)
+            return samples
+        finally:
+            term.close()
+
+
+def tmux_cpu(seconds: float = 30.0) -> tuple[float, float]:
+    """(% CPU idle, % CPU while 10 events/s are appended) for a 20,000-event run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        case_root = Path(tmp)
+        writer = EventLogWriter(case_root)
+        writer.append(20_000)
+        term = Tmux(case_root, f"cpu-{os.getpid()}")
+        try:
+            term.wait_for("step_20000", 120)
+            time.sleep(3)
+            c0, t0 = term.cpu_seconds(), time.perf_counter()
+            time.sleep(seconds)
+            idle = (term.cpu_seconds() - c0) / (time.perf_counter() - t0) * 100
+            proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "generate.py"), "events",
+                                     str(writer.run), "--rate", "10", "--count", str(int(seconds * 10))])
+            c0, t0 = term.cpu_seconds(), time.perf_counter()
+            proc.wait()
+            busy = (term.cpu_seconds() - c0) / (time.perf_counter() - t0) * 100
+            return idle, busy
+        finally:
+            term.close()
+
+
+def tmux_memory() -> dict[int, float]:
+    out = {}
+    for n in (1_000, 20_000, 100_000):
+        with tempfile.TemporaryDirectory() as tmp:
+            writer = EventLogWriter(Path(tmp))
+            while writer.count < n:
+                writer.append(min(50_000, n - writer.count))
+            term = Tmux(Path(tmp), f"mem-{os.getpid()}")
+            try:
+                term.wait_for(f"step_{n}", 180)
+                time.sleep(2)
+                out[n] = term.rss_mb()
+            finally:
+                term.close()
+    return out
+
+
+# -- headless --------------------------------------------------------------------------------------
+async def headless_case(name: str, rounds: int) -> list[float]:
+    from prose_tui.tui.app import ProseTUI
+    from prose_tui.tui.widgets.trace_view import TraceView
+    from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        case = make_case(name, Path(tmp))
+        app = ProseTUI(case.root, watch=True)
+        frames: list[float] = []
+        original = app._display
+
+        def timed(screen, renderable):
+            frames.append(time.perf_counter())
+            return original(screen, renderable)
+
+        app._display = timed
+
+        async def until(predicate, timeout: float) -> bool:
+            deadline = time.perf_counter() + timeout
+            while not predicate():
+                if time.perf_counter() > deadline:
+                    return False
+                await asyncio.sleep(0.0005)
+            return True
+
+        async with app.run_test(size=SIZE):
+            explorer = app.explorer
+            trace = explorer.query_one(TraceView)
+            viewer = explorer.query_one(ValueViewer)
+            await until(lambda: explorer.watcher_state.startswith("watching") and bool(trace.lines), 120)
+
+            def shows(marker: str) -> bool:
+                if case.where == "value":
+                    return marker in (viewer.text or "")
+                lo, hi = max(0, trace.cursor - 5), min(len(trace.lines), trace.cursor + 6)
+                return any(marker in trace.lines[j].text for j in range(lo, hi))
+
+            samples = []
+            for i in range(rounds):
+                t0 = time.perf_counter()
+                marker = case.write(i)
+                if await until(lambda: shows(marker), 10):
+                    t1 = time.perf_counter()
+                    await until(lambda: frames and frames[-1] >= t1, 5)
+                    samples.append((frames[-1] - t0) * 1000)
+                else:
+                    samples.append(10_000.0)
+                await asyncio.sleep(PERIOD)
+            return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--driver", choices=["tmux", "headless", "both"], default="both")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--no-latency", action="store_true")
+    args = parser.parse_args()
+    cases = [c for c in CASES if not args.only or c in args.only.split(",")]
+    drivers = ["headless", "tmux"] if args.driver == "both" else [args.driver]
+    if "tmux" in drivers and shutil.which("tmux") is None:
+        print("tmux is not installed (apt-get install tmux)", file=sys.stderr)
+        return 2
+    print(f"| case | driver | p50 ms | p95 ms | max ms | target p95 | result |\n|---|---|---|---|---|---|---|")
+    if not args.no_latency:
+        for name in cases:
+            for driver in drivers:
+                samples = tmux_case(name, args.rounds) if driver == "tmux" else asyncio.run(headless_case(name, args.rounds))
+                p50, p95, top = stats(samples)
+                target = TARGET.get(name, 50)
+                print(f"| {name} | {driver} | {p50:.0f} | {p95:.0f} | {top:.0f} | <= {target} | "
+                      f"{'pass' if p95 <= target else 'MISS'} |", flush=True)
+    if args.cpu:
+        idle, busy = tmux_cpu()
+        print(f"| CPU idle, 20,000-event run (30 s) | tmux | {idle:.1f} % | | | <= 1 % | {'pass' if idle <= 1 else 'MISS'} |")
+        print(f"| CPU, 20,000-event run + 10 events/s (30 s) | tmux | {busy:.1f} % | | | <= 5 % | "
+              f"{'pass' if busy <= 5 else 'MISS'} |", flush=True)
+    if args.memory:
+        rss = tmux_memory()
+        for n, mb in rss.items():
+            print(f"| RSS at {n:,} events | tmux | {mb:.1f} MB | | | | |")
+        for n in (20_000, 100_000):
+            per = (rss[n] - rss[1_000]) * 1024 / (n - 1_000)
+            print(f"| memory per event past 1,000 (at {n:,}) | tmux | {per:.2f} KB | | | <= 1 KB | {'pass' if per <= 1 else 'MISS'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

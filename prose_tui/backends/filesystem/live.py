@@ -1,0 +1,338 @@
+"""Applying a batch of changed paths to a filesystem run: what ``FilesystemBackend.apply`` does.
+
+Each changed path is routed to the part of the run it belongs to (seeds/filesystem.md,
+the run folder layout) and only that part is read again:
+
+* the event-log state file (``state.md`` of generations 2-3, ``vm.log.md``) is *tailed*:
+  the bytes appended since the last read are parsed on top of the parser's state
+  (:mod:`~prose_tui.backends.filesystem.tail`); a truncated, replaced or rewritten file is
+  read again whole (``Delta.reread``);
+* a snapshot ``state.md`` (generation 1) is read again and its trace diffed against the
+  previous revision: only the trace lines that differ go into the delta;
+* a binding file re-reads that binding (and links the event-log lines that name it), a
+  segment re-reads that agent, an import re-reads that import;
+* a program or an unknown file reads the run again whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prose_tui.backends.common import agents as agent_files
+from prose_tui.backends.common.bindings import is_binding_path, read_binding
+from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
+from prose_tui.backends.common.text import visible_name
+from prose_tui.backends.filesystem.folder import (
+    STATE_FILES,
+    load_run,
+    reload_state,
+)
+from prose_tui.backends.filesystem.tail import Change, EventLogTail
+from prose_tui.model import Binding, Delta, Run, RunFormat, TraceLine
+
+EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)
+_WROTE = re.compile(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)")
+
+
+def part_of(run_dir: Path, path: Path) -> str:
+    """``state``, ``binding``, ``agent``, ``import``, ``program`` or ``other``."""
+    try:
+        rel = path.relative_to(run_dir)
+    except ValueError:
+        return "other"
+    if not rel.parts:
+        return "other"
+    head = rel.parts[0]
+    if len(rel.parts) == 1 and (head in STATE_FILES or head.startswith("state.db")):
+        return "state"
+    if head == "bindings" and is_binding_path(path, run_dir):
+        return "binding"
+    if head == "agents" and len(rel.parts) >= 3:
+        return "agent"
+    if head == "imports" and len(rel.parts) >= 2:
+        return "import"
+    if len(rel.parts) == 1 and (head.endswith(".prose") or head in ("program.md", "root.prose.md")):
+        return "program"
+    return "other"
+
+
+def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, now: datetime,
+                stale_after: float, observed: datetime | None, summary: bool) -> Delta:
+    """Bring ``run`` (changed in place where it can be) up to date with ``paths``.
+
+    ``tails`` holds the event-log tail of each run (by folder), filled by ``load_run``.
+    ``summary`` runs (a run list row) only follow their state file. Raises ``OSError``
+    when the run folder is gone.
+    """
+    run_dir = run.path
+    parts = {p: part_of(run_dir, p) for p in paths}
+    kinds = set(parts.values())
+    if "program" in kinds or ("other" in kinds and not summary) or run.format is RunFormat.ENCRYPTED:
+        fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
+        delta = Delta.whole(fresh, paths)
+        delta.reread = True
+        return delta
+    delta = Delta(run, set(paths))
+    before_status = (run.status, run.status_reason)
+    if "state" in kinds:
+        delta = _state_changed(run, paths, tails, delta, now=now, stale_after=stale_after, observed=observed,
+                               summary=summary)
+        run = delta.run
+    if not summary:
+        agents_whole: set[Path] = set()
+        for path, part in parts.items():
+            if part == "binding":
+                _update_binding(run, run_dir, path, tails.get(run_dir), delta)
+            elif part == "agent":
+                if not _update_segment(run, run_dir, path):
+                    agents_whole.add(run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0])
+                delta.agents = True
+            elif part == "import":
+                _update_import(run, run_dir, path, now, stale_after)
+                delta.imports = True
+        for folder in sorted(agents_whole):  # once per agent, however many of its files changed
+            _update_agent(run, run_dir, folder / "memory.md")
+    run.status, run.status_reason = run_status(run, tails.get(run.path), now=now, stale_after=stale_after,
+                                               observed=observed)
+    delta.status = delta.status or (run.status, run.status_reason) != before_status
+    return delta
+
+
+def run_status(run: Run, tail: EventLogTail | None, *, now: datetime, stale_after: float,
+               observed: datetime | None):
+    """``infer_status(run)``; for a tailed event log, on a view of the run whose trace is only
+    the lines the inference reads (the first failed line, the executing one), so a status
+    costs the same at 100,000 events as at 10 (the inference scans the trace otherwise)."""
+    if tail is None or tail.parser.log.trace is not run.trace or not run.events or not run.trace:
+        return infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    view = copy.copy(run)
+    view.trace = [run.trace[i] for i in tail.parser.status_lines()] or run.trace[-1:]
+    return infer_status(view, now=now, stale_after=stale_after, observed=observed)
+
+
+def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,
+                   stale_after: float, observed: datetime | None, summary: bool) -> Delta:
+    run_dir = run.path
+    tail = tails.get(run_dir)
+    if tail is not None and run.format in EVENT_LOG_FORMATS and run.state_file == tail.file.path:
+        try:
+            change, st = tail.file.check()
+        except OSError:
+            change, st = Change.RESET, None
+        if change is not Change.RESET and st is not None:
+            # Grew, or a provisional last line (no newline yet) changed: parse from the
+            # committed offset; nothing new when the bytes there are the provisional ones.
+            data = tail.file.read_new() if (change is Change.GREW or tail.pending_data) else b""
+            if data != tail.pending_data:
+                _grow(run, tail, data, st, delta, summary=summary)
+            return delta
+    # A snapshot rewrite, a new/removed state file, or a reset event log: read the state again.
+    tails.pop(run_dir, None)
+    if summary:
+        fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=True, tails=tails)
+    else:
+        fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
+    out = Delta(fresh, set(paths))
+    if fresh.format is RunFormat.SNAPSHOT and run.format is RunFormat.SNAPSHOT:
+        out.trace_lines = _trace_diff(run.trace, fresh.trace)
+        out.stack = fresh.call_stack != run.call_stack
+        out.bindings = {b.path for b in fresh.bindings} ^ {b.path for b in run.bindings}
+        out.agents = fresh.agents is not run.agents
+        out.program = fresh.program != run.program
+        out.status = (fresh.status, fresh.status_reason) != (run.status, run.status_reason)
+        out.bindings |= delta.bindings
+        return out
+    whole = Delta.whole(fresh, paths)
+    whole.reread = True
+    return whole
+
+
+def _trace_diff(old: list[TraceLine], new: list[TraceLine]) -> set[int] | None:
+    """Indexes of trace lines that differ; ``None`` when the shape changed (lines inserted
+    or removed before the end), where a view redraws everything."""
+    if len(new) < len(old):
+        return None
+    changed = {i for i, (a, b) in enumerate(zip(old, new)) if a != b}
+    changed.update(range(len(old), len(new)))
+    return changed
+
+
+def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool) -> None:
+    parser = tail.parser
+    committed = tail.committed_events()
+    old_stack = [(f.execution_id, f.block, f.status) for f in run.call_stack]
+    old_program = run.program
+    changed = tail.feed_bytes(data, st)
+    log = parser.finish()
+    run.header = dict(log.header)
+    run.program = log.program
+    run.events = log.events
+    run.trace = log.trace
+    run.call_stack = log.call_stack
+    if log.bullet_status:
+        run.header.setdefault("status", log.bullet_status)
+    run.end_marker = run.error_marker = None
+    if log.status == "failed":
+        when = log.errored.isoformat() if log.errored else ""
+        run.error_marker = f"---error {when} {log.error_message or ''}".strip()
+    elif log.status == "completed":
+        run.end_marker = f"---end {log.ended.isoformat() if log.ended else ''}".strip()
+    # The log's warnings sit after those read before it and before those added after it.
+    prefix = run.warnings[:tail.warnings_at]
+    suffix = run.warnings[tail.warnings_at + tail.shown_warnings:]
+    run.warnings = prefix + log.warnings + suffix
+    tail.shown_warnings = len(log.warnings)
+    run.state_mtime = st.st_mtime
+    run.updated = _last_time(run, tail)
+    if run.updated is None:
+        run.updated = _mtime_updated(run)
+    delta.events = run.events[committed:]
+    delta.trace_lines = changed
+    delta.stack = old_stack != [(f.execution_id, f.block, f.status) for f in run.call_stack]
+    delta.program = old_program != run.program
+    if not summary:
+        _link_lines(run, tail, changed)
+
+
+def _last_time(run: Run, tail: EventLogTail) -> datetime | None:
+    """The time of the last event that has one (as a whole parse sets ``updated``); only
+    the events since the last call are scanned."""
+    events = run.events
+    committed = tail.committed_events()
+    floor, at_floor = tail.last_time
+    if floor > committed:
+        floor, at_floor = 0, None
+    for index in range(committed - 1, floor - 1, -1):
+        if events[index].time is not None:
+            at_floor = events[index].time
+            break
+    tail.last_time = (committed, at_floor)
+    for index in range(len(events) - 1, committed - 1, -1):
+        if events[index].time is not None:
+            return events[index].time
+    return at_floor
+
+
+def _mtime_updated(run: Run) -> datetime | None:
+    """As ``_read_state``: the state file's time unless it looks like a copy."""
+    if not run.state_mtime:
+        return None
+    mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
+    started = as_utc(run.started)
+    if started is None or (mtime - started).total_seconds() < COPY_GAP:
+        return mtime
+    return None
+
+
+def _link_lines(run: Run, tail: EventLogTail, changed: set[int], *, keep: bool = False) -> None:
+    """Link changed event-log lines to the binding file they name (as ``load_run`` does),
+    and remember unlinked ones by name for a binding file that arrives later. ``keep``
+    leaves lines already linked as they are."""
+    if not changed:
+        return
+    by_name: dict[str, Binding] = {}
+    for b in run.bindings:
+        if b.exists and (b.name not in by_name or b.execution_id is None):
+            by_name[b.name] = b
+    for index in sorted(changed):
+        line = run.trace[index]
+        if keep and line.binding is not None:
+            continue
+        line.binding = None
+        if line.step is None or line.state is None:
+            continue
+        m = _WROTE.match(line.text)
+        if not m:
+            continue
+        binding = by_name.get(m.group(1))
+        if binding is not None:
+            line.binding = binding.path.relative_to(run.path).as_posix()
+        elif tail.unlinked_ready or keep:  # else the index is built when a binding file first arrives
+            tail.unlinked.setdefault(m.group(1), set()).add(index)
+
+
+def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | None, delta: Delta) -> None:
+    delta.bindings.add(path)
+    index = next((i for i, b in enumerate(run.bindings) if b.path == path), None)
+    if not path.exists():
+        if index is not None:
+            run.bindings.pop(index)
+            rel = path.relative_to(run_dir).as_posix()
+            for i, line in enumerate(run.trace):  # a removed binding: rare, so a scan is fine
+                if line.binding == rel:
+                    line.binding = None
+                    if tail is not None:
+                        tail.unlinked.setdefault(path.stem, set()).add(i)
+                    if isinstance(delta.trace_lines, set):
+                        delta.trace_lines.add(i)
+        return
+    binding = read_binding(path, run_dir / "bindings")
+    if index is None:
+        run.bindings.append(binding)
+    else:
+        old = run.bindings[index]
+        if binding.kind is None:
+            binding.kind = old.kind
+        run.bindings[index] = binding
+    if tail is not None and binding.exists:
+        if not tail.unlinked_ready:
+            tail.unlinked_ready = True
+            _link_lines(run, tail, set(range(len(run.trace))), keep=True)
+        waiting = tail.unlinked.pop(binding.name, set())
+        if waiting and isinstance(delta.trace_lines, set):
+            rel = path.relative_to(run_dir).as_posix()
+            for i in waiting:
+                waiting_line = run.trace[i] if i < len(run.trace) else None
+                if waiting_line is not None and waiting_line.binding is None and waiting_line.step is not None \
+                        and waiting_line.state is not None:
+                    waiting_line.binding = rel
+                    delta.trace_lines.add(i)
+
+
+def _update_segment(run: Run, run_dir: Path, path: Path) -> bool:
+    """A segment file ``agents/{name}/{name}-NNN.md`` written or removed: that segment alone
+    is read (segments only grow in number). False when the agent must be read whole (a
+    memory file, an agent not seen yet, a folder)."""
+    number = agent_files.segment_number(path)
+    folder = path.parent
+    agent = next((a for a in run.agents if a.path == folder), None)
+    if number is None or agent is None or folder.parent != run_dir / "agents":
+        return False
+    at = next((i for i, s in enumerate(agent.segments) if s.number == number), None)
+    if not path.is_file():
+        if at is not None:
+            agent.segments.pop(at)
+        return True
+    segment = agent_files.read_segment(path, number)
+    if at is not None:
+        agent.segments[at] = segment
+    elif not agent.segments or agent.segments[-1].number < number:
+        agent.segments.append(segment)
+    else:
+        agent.segments.append(segment)
+        agent.segments.sort(key=lambda s: s.number)
+    return True
+
+
+def _update_agent(run: Run, run_dir: Path, path: Path) -> None:
+    folder = run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0]
+    fresh = agent_files.read_agent_dir(folder, "execution") if folder.is_dir() else None
+    run.agents = [a for a in run.agents if a.path != folder]
+    if fresh is not None:
+        run.agents.append(fresh)
+        run.agents.sort(key=lambda a: a.name)
+
+
+def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_after: float) -> None:
+    handle = path.relative_to(run_dir / "imports").parts[0]
+    folder = run_dir / "imports" / handle
+    handle = visible_name(handle)  # as load_run names imports
+    run.imports = [i for i in run.imports if i.import_handle != handle]
+    if folder.is_dir():
+        child = load_run(folder, now=now, stale_after=stale_after)
+        child.import_handle = handle
+        run.imports.append(child)
+        run.imports.sort(key=lambda i: i.import_handle or "")

@@ -1,0 +1,252 @@
+"""The live pipeline: one watcher -> a router from path to run -> the run's backend -> sinks.
+
+::
+
+    Watcher (watcher.py, one per process) ──paths──▶ queue ──▶ worker thread
+        worker: Workspace.apply (router: a walk up the path's parents in a dictionary;
+                RunBackend.apply returns a Delta costing what changed)
+              + RunBackend.poll for backends without files (PostgreSQL), on their interval
+              + status ticks (a quiet run turns interrupted)
+        ──Delta──▶ sinks, in order: the UI (one message per Delta), the journal (appends)
+
+Everything but the sinks' own work runs on the worker thread: the UI thread never reads
+disk and never waits for the workspace lock while the worker reads. Batches that queue
+up while the worker is busy are merged into one apply. A full read of a big run (``open
+in full``) happens in another thread and never holds the run while reading, so live
+deltas keep flowing while it reads.
+
+Runs folders that do not exist yet (``.prose/runs``, ``.agents/prose/runs`` below the
+root) are followed too: when one appears the workspace rediscovers and the new runs
+reach ``on_runs`` within a second. Textual-free.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from prose_tui.live.watcher import Subscription, Watcher, shared_watcher
+from prose_tui.live.workspace import Applied, Workspace
+from prose_tui.model import Delta
+
+Sink = Callable[[Delta], None]
+TICK = 1.0  # seconds between status re-inferences
+_STOP = object()
+
+
+class LivePipeline:
+    """Keeps ``workspace`` current and hands every change to ``sinks``.
+
+    ``sinks`` get one ``Delta`` per changed run per batch (on the worker thread: post a
+    message, append to a file; do not block). ``on_runs(applied)`` is called when runs
+    appeared or disappeared. ``on_error(text)`` when a batch failed (watching goes on).
+    """
+
+    def __init__(self, workspace: Workspace, sinks: list[Sink], *, on_runs: Callable[[Applied], None] | None = None,
+                 on_error: Callable[[str], None] | None = None, watcher: Watcher | None = None,
+                 tick: float = TICK) -> None:
+        self.workspace = workspace
+        self.sinks = list(sinks)
+        self.on_runs = on_runs
+        self.on_error = on_error
+        self.watcher = watcher or shared_watcher()
+        self.tick = tick
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._sub: Subscription | None = None
+        self._roots: list[Path] = []
+        self._next_poll: dict[Path, float] = {}
+        self.applied_batches = 0  # batches applied so far (tests wait on it)
+
+    # -- life ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start watching (idempotent)."""
+        if self._thread is not None:
+            return
+        self._roots = self.follow_roots()
+        self._sub = self.watcher.subscribe(self._roots, self.submit, on_ready=self._resync)
+        self._thread = threading.Thread(target=self._work, name="prose-tui-live", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._sub is not None:
+            self.watcher.unsubscribe(self._sub)
+            self._sub = None
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout=5)
+            self._thread = None
+
+    @property
+    def watching(self) -> list[Path]:
+        """The folders followed that exist now."""
+        return [r for r in self._roots if r.exists()]
+
+    def _resync(self) -> None:
+        """The watch (re)started: re-check every run's state file (a stat and a small read
+        when unchanged), so a change made before the watches were installed is not lost."""
+        with self.workspace.lock:
+            known = [(run.state_file, run.state_mtime) for run in self.workspace.runs.values()
+                     if run.state_file is not None and run.state_mtime is not None]
+            unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
+        changed = set(unread)  # found but not readable yet (a folder before its state file)
+        for path, mtime in known:
+            try:
+                if path.stat().st_mtime != mtime:
+                    changed.add(path)
+            except OSError:
+                changed.add(path)
+        if changed:
+            self.submit(changed)
+
+    def submit(self, paths: set[Path]) -> None:
+        """Hand a batch of changed absolute paths to the worker (any thread)."""
+        self._queue.put(set(paths))
+
+    def follow_roots(self) -> list[Path]:
+        """What to follow: the workspace's runs folders, plus those that may appear."""
+        ws = self.workspace
+        roots = set(ws.watch_roots())
+        root = ws.root
+        if not root.is_file() and root.name not in ("runs",):
+            if root.name == ".prose":
+                roots.add(root / "runs")
+            elif not (root / "state.md").exists() and not (root / "vm.log.md").exists():
+                roots.update({root / ".prose" / "runs", root / ".agents" / "prose" / "runs"})
+        elif root.name == "runs":
+            roots.add(root)
+        return sorted(roots)
+
+    # -- the worker ----------------------------------------------------------------------------
+    def _work(self) -> None:
+        next_tick = time.monotonic() + self.tick
+        while True:
+            now = time.monotonic()
+            due = min([next_tick, *self._next_poll.values()])
+            try:
+                item = self._queue.get(timeout=max(0.0, due - now))
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                return
+            batch: set[Path] = set(item) if isinstance(item, set) else set()
+            while True:  # merge whatever queued up meanwhile
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is _STOP:
+                    return
+                batch |= more
+            if batch:
+                self._guard(self._apply, batch)
+            self._guard(self._poll)
+            if time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + self.tick
+                self._guard(self._tick)
+
+    def _guard(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # one bad batch must not end watching: say so, go on
+            if self.on_error is not None:
+                self.on_error(f"could not apply a change: {type(exc).__name__}: {exc}"[:300])
+
+    def _apply(self, batch: set[Path]) -> None:
+        ws = self.workspace
+        # A followed runs folder itself (not a run) in the batch: it appeared, look inside.
+        appeared = {p for p in batch if p in self._roots and p not in ws.refs}
+        rediscover = bool(appeared)
+        applied = ws.rediscover() if rediscover else Applied()
+        more = ws.apply(batch - appeared)
+        applied.changed.update(more.changed)
+        applied.deltas.update(more.deltas)
+        applied.runs_added += [p for p in more.runs_added if p not in applied.runs_added]
+        applied.runs_removed += more.runs_removed
+        self.applied_batches += 1
+        if (applied.runs_added or applied.runs_removed) and self.on_runs is not None:
+            self.on_runs(applied)
+        for delta in applied.deltas.values():
+            if not delta.empty:
+                self._emit(delta)
+        if applied.runs_added or rediscover:
+            self.refresh_roots()
+
+    def refresh_roots(self) -> None:
+        """Follow the runs folders the workspace knows now (after a rescan, a new run)."""
+        roots = self.follow_roots()
+        if roots != self._roots and self._sub is not None:
+            self._roots = roots
+            self.watcher.update(self._sub, roots)
+
+    def _emit(self, delta: Delta) -> None:
+        for sink in self.sinks:
+            sink(delta)
+
+    def _poll(self) -> None:
+        """Backends without files (``poll``/``poll_interval``, see ``RunBackend``)."""
+        from prose_tui.backends import backend_of
+
+        ws = self.workspace
+        now = time.monotonic()
+        with ws.lock:
+            runs = list(ws.runs.items())
+        for path, run in runs:
+            if ws._source_of(path) is not None:
+                continue  # a workspace source (PostgreSQL) polls its own runs, with LISTEN
+            try:
+                backend = backend_of(run)
+            except LookupError:
+                continue
+            poll = getattr(backend, "poll", None)
+            if poll is None:
+                continue
+            due = self._next_poll.get(path)
+            if due is None or now >= due:
+                self._next_poll[path] = now + float(getattr(backend, "poll_interval", 1.0))
+                try:
+                    with ws.run_lock(path):
+                        delta = poll(run)
+                        if delta is None:
+                            continue
+                        with ws.lock:
+                            if ws.runs.get(path) is run:
+                                ws.runs[path] = delta.run
+                except Exception as exc:  # one run's poll failing must not stop the others
+                    if self.on_error is not None:
+                        self.on_error(f"could not poll {run.id}: {type(exc).__name__}: {exc}"[:300])
+                    continue
+                if not delta.empty:
+                    self._emit(delta)
+        for path in [p for p in self._next_poll if p not in ws.runs]:
+            del self._next_poll[path]
+
+    def _tick(self) -> None:
+        for run in self.workspace.refresh_statuses():
+            self._emit(Delta(run, status=True))
+
+
+def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None) -> Sink:
+    """A sink that journals what a watched snapshot run wrote (its history for replay).
+    Event-log runs are their own history; the journal appends, never reads itself back."""
+    from prose_tui.model import RunFormat
+
+    state = {"journal": journal}
+
+    def sink(delta: Delta) -> None:
+        run = delta.run
+        journal = state["journal"]
+        if journal is None or run.format is not RunFormat.SNAPSHOT or not delta.paths or not run.path.is_dir():
+            return
+        try:
+            journal.record(run.path, delta.paths, clock())
+        except (OSError, ValueError, RecursionError) as exc:
+            state["journal"] = None  # a convenience: losing it must not stop the live view
+            if on_error is not None:
+                on_error(f"could not journal {run.id} (history replay is off): {type(exc).__name__}")
+
+    return sink

@@ -1,0 +1,220 @@
+"""The one file watcher of a process: watchfiles over every folder someone follows.
+
+The explorer's live pipeline, ``prose-tui record`` and Mission Control subscribe with the
+folders (or files) they follow and a callback; one thread runs ``watchfiles.watch`` over
+the union and hands each subscriber the batch of changed paths below its own roots.
+Roots that do not exist yet are checked every ``poll_s`` seconds (0.25 s); when one
+appears the watch restarts with it and its subscriber receives the root itself, so a
+runs folder created after start-up is followed within a second.
+
+Each time the watch (re)starts, every subscriber's ``on_ready`` is called once the
+watches are installed: a change written before that moment was not seen, so the
+subscriber re-checks what it follows (the live pipeline re-stats its runs' state files).
+``RustNotify`` (watchfiles' own engine, which ``watchfiles.watch`` wraps) is used directly
+for that moment.
+
+Callbacks run on the watcher thread: they must be quick (put the batch in a queue).
+Textual-free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchfiles._rust_notify import RustNotify
+
+from prose_tui.live.watch import DEBOUNCE_MS, STEP_MS, interesting
+
+Callback = Callable[[set[Path]], None]
+
+
+@dataclass(eq=False)
+class Subscription:
+    """What one subscriber follows: ``roots`` (absolute), notified through ``callback``."""
+
+    roots: frozenset[Path]
+    callback: Callback
+    files: bool = False  # roots are files: their folder is watched, only they are reported
+    on_ready: Callable[[], None] | None = None  # the watch (re)started: changes before it were missed
+    present: set[Path] = field(default_factory=set)
+
+    def wants(self, path: Path) -> bool:
+        if self.files:
+            return path in self.roots
+        return any(path == r or r in path.parents for r in self.roots)
+
+
+class Watcher:
+    """Watch the union of every subscription's roots in one thread (started on first use)."""
+
+    def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25,
+                 recursive: bool = True) -> None:
+        self.recursive = recursive
+        self._flat: Watcher | None = None  # files are followed in their folder, not below it
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self.poll_s = poll_s
+        self._subs: list[Subscription] = []
+        self._lock = threading.Lock()
+        self._restart = threading.Event()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None  # why watching stopped, when it did
+
+    def subscribe(self, roots: list[Path], callback: Callback, *, files: bool = False,
+                  on_ready: Callable[[], None] | None = None) -> Subscription:
+        """Follow ``roots`` (folders, recursively; or files with ``files``: their folder is
+        watched without its subfolders, by a second engine of this watcher)."""
+        if files and self.recursive:
+            with self._lock:
+                if self._flat is None:
+                    self._flat = Watcher(debounce_ms=self.debounce_ms, step_ms=self.step_ms, poll_s=self.poll_s,
+                                         recursive=False)
+            return self._flat.subscribe(roots, callback, files=True, on_ready=on_ready)
+        sub = Subscription(frozenset(Path(r) for r in roots), callback, files, on_ready)
+        sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
+        with self._lock:
+            self._subs.append(sub)
+            self._closed.clear()
+            if self._thread is None:  # the thread clears this, under the lock, as it ends
+                self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
+                self._thread.start()
+        self._restart.set()
+        return sub
+
+    def update(self, sub: Subscription, roots: list[Path]) -> None:
+        """Change what ``sub`` follows."""
+        if sub.files and self._flat is not None and self._flat is not self:
+            self._flat.update(sub, roots)
+            return
+        with self._lock:
+            sub.roots = frozenset(Path(r) for r in roots)
+            sub.present &= set(sub.roots)
+            sub.present |= {r for r in sub.roots if r.exists()}
+        self._restart.set()
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        if sub.files and self._flat is not None and self._flat is not self:
+            self._flat.unsubscribe(sub)
+            return
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+            if not self._subs:
+                self._closed.set()
+        self._restart.set()
+
+    def close(self) -> None:
+        """Stop the thread (subscriptions are dropped)."""
+        if self._flat is not None:
+            self._flat.close()
+        with self._lock:
+            self._subs.clear()
+            self._closed.set()
+        self._restart.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    # -- the thread -----------------------------------------------------------------------------
+    def _targets(self) -> tuple[list[Path], list[tuple[Subscription, set[Path]]]]:
+        """Folders to watch now, and per subscription the roots that appeared since last time."""
+        folders: set[Path] = set()
+        appeared: list[tuple[Subscription, set[Path]]] = []
+        with self._lock:
+            subs = list(self._subs)
+        for sub in subs:
+            present = {r for r in sub.roots if r.exists()}
+            new = present - sub.present
+            sub.present = present
+            if new:
+                appeared.append((sub, new))
+            for root in present:
+                folders.add(root.parent if sub.files else root)
+        roots = sorted(folders)
+        if self.recursive:  # a folder inside another watched folder is covered by it
+            roots = [r for r in roots if not any(o != r and o in r.parents for o in roots)]
+        return roots, appeared
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed.is_set() or not self._subs:
+                    self._thread = None
+                    return
+            self._restart.clear()
+            folders, appeared = self._targets()
+            for sub, new in appeared:
+                self._deliver(sub, new)  # a root that appeared: its subscriber looks inside
+            missing = any(sub.present != set(sub.roots) for sub in list(self._subs))
+            if not folders:
+                self._restart.wait(self.poll_s)
+                continue
+            stop = _Either(self._restart, self._closed)
+            try:
+                with RustNotify([str(f) for f in folders], False, False, 300, self.recursive, False) as notify:
+                    for sub in list(self._subs):  # watches are installed: anything earlier was missed
+                        if sub.on_ready is not None:
+                            try:
+                                sub.on_ready()
+                            except Exception as exc:  # pragma: no cover - a subscriber's bug
+                                self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
+                    while True:
+                        raw = notify.watch(self.debounce_ms, self.step_ms, int(self.poll_s * 1000), stop)
+                        if raw in ("stop", "signal"):
+                            break
+                        if not isinstance(raw, str):  # a set of (change, path): not "timeout"
+                            batch = {Path(p) for _c, p in raw}
+                            batch = {p for p in batch if interesting(p)}
+                            if batch:
+                                self._dispatch(batch)
+                        if missing and any(r.exists() for sub in list(self._subs) for r in sub.roots - sub.present):
+                            break  # a followed root appeared: watch it too
+                        if self._vanished(folders):
+                            break
+            except Exception as exc:  # a vanished root, inotify limits: retry after a pause
+                self.error = f"{type(exc).__name__}: {exc}"
+                self._restart.wait(1.0)
+
+    def _vanished(self, folders: list[Path]) -> bool:
+        return any(not f.exists() for f in folders)
+
+    def _dispatch(self, batch: set[Path]) -> None:
+        with self._lock:
+            subs = list(self._subs)
+        for sub in subs:
+            mine = {p for p in batch if sub.wants(p)}
+            if mine:
+                self._deliver(sub, mine)
+
+    def _deliver(self, sub: Subscription, paths: set[Path]) -> None:
+        try:
+            sub.callback(paths)
+        except Exception as exc:  # one subscriber's bug must not stop the others
+            self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
+
+
+class _Either:
+    """Set when either event is set (watchfiles takes one ``stop_event`` with ``is_set``)."""
+
+    def __init__(self, a: threading.Event, b: threading.Event) -> None:
+        self.a, self.b = a, b
+
+    def is_set(self) -> bool:
+        return self.a.is_set() or self.b.is_set()
+
+
+_SHARED: Watcher | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_watcher() -> Watcher:
+    """The process's one watcher."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = Watcher()
+        return _SHARED

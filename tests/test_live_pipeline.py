@@ -1,0 +1,171 @@
+"""The live pipeline (issue 9): one watcher, a router, a worker applying deltas, sinks.
+
+Every wait here is on a condition the pipeline signals (a sink receiving a delta), with a
+generous bound so a loaded machine is slow but never flaky; nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from prose_tui.backends import registry
+from prose_tui.live.pipeline import LivePipeline
+from prose_tui.live.workspace import Workspace
+from prose_tui.model import Backend, Delta, Event, EventKind, Run, RunFormat
+
+WAIT = 60.0  # seconds: a bound for a loaded machine, not a speed target
+
+
+class Collector:
+    """A sink that keeps every delta and wakes the test when one matches."""
+
+    def __init__(self) -> None:
+        self.deltas: list[Delta] = []
+        self.runs_added: list[Path] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, delta: Delta) -> None:
+        with self._cond:
+            self.deltas.append(delta)
+            self._cond.notify_all()
+
+    def on_runs(self, applied) -> None:
+        with self._cond:
+            self.runs_added.extend(applied.runs_added)
+            self._cond.notify_all()
+
+    def wait(self, predicate, what: str) -> None:
+        with self._cond:
+            if not self._cond.wait_for(predicate, timeout=WAIT):
+                raise AssertionError(f"timed out waiting for {what}; got {self.deltas!r:.500}")
+
+
+def _event_log(run_dir: Path, n: int) -> Path:
+    run_dir.mkdir(parents=True)
+    state = run_dir / "state.md"
+    state.write_text(f"# run:{run_dir.name} demo.prose\n" + "".join(f"{i}→ step_{i} ✓\n" for i in range(1, n + 1)),
+                     encoding="utf-8")
+    return state
+
+
+@pytest.fixture
+def collector():
+    return Collector()
+
+
+def _pipeline(root: Path, collector: Collector) -> tuple[Workspace, LivePipeline]:
+    ws = Workspace(root)
+    ws.scan()
+    ready = threading.Event()
+    pipeline = LivePipeline(ws, [collector], on_runs=collector.on_runs)
+    pipeline.start()
+    # The watches are installed once the watcher has called every subscriber's on_ready.
+    sub = pipeline._sub
+    assert sub is not None
+    original = sub.on_ready
+
+    def signalled() -> None:
+        if original is not None:
+            original()
+        ready.set()
+
+    sub.on_ready = signalled
+    if any(r.exists() for r in sub.roots):  # else nothing to install: missing roots are polled for
+        pipeline.watcher.update(sub, list(sub.roots))  # restart the watch so on_ready runs again
+        assert ready.wait(WAIT), "the watcher never installed its watches"
+    return ws, pipeline
+
+
+def test_an_append_arrives_as_a_delta_with_only_the_new_events_and_lines(tmp_path, collector):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-090000-c0ffee"
+    state = _event_log(run_dir, 200)
+    ws, pipeline = _pipeline(tmp_path, collector)
+    try:
+        before = ws.runs[run_dir]
+        with open(state, "a", encoding="utf-8") as fh:
+            fh.write("201→ fresh\n")
+        collector.wait(lambda: any(d.events for d in collector.deltas), "the appended event")
+        delta = next(d for d in collector.deltas if d.events)
+        assert [e.text for e in delta.events] == ["201→ fresh"]
+        assert delta.trace_lines == {200} and not delta.reread
+        assert delta.run is before and len(before.trace) == 201  # grown in place, not re-read
+        assert before.trace[200].state is not None and before.executing is before.trace[200]
+    finally:
+        pipeline.stop()
+
+
+def test_a_run_appearing_when_no_runs_folder_existed_at_start_is_found(tmp_path, collector):
+    ws, pipeline = _pipeline(tmp_path, collector)
+    try:
+        assert ws.runs == {}
+        run_dir = tmp_path / ".prose" / "runs" / "20260301-100000-beef00"
+        _event_log(run_dir, 3)
+        # Its folder may be seen before its state file is written whole: wait for all of it.
+        collector.wait(lambda: run_dir in ws.runs and len(ws.runs[run_dir].trace) == 3, "the new run")
+        assert ws.runs[run_dir].trace[-1].text == "3→ step_3 ✓"
+    finally:
+        pipeline.stop()
+
+
+def test_a_second_run_in_a_watched_runs_folder_is_read_at_once(tmp_path, collector):
+    _event_log(tmp_path / ".prose" / "runs" / "20260301-090000-aaaaaa", 2)
+    ws, pipeline = _pipeline(tmp_path, collector)
+    try:
+        new = tmp_path / ".prose" / "runs" / "20260301-110000-bbbbbb"
+        _event_log(new, 1)
+        collector.wait(lambda: new in collector.runs_added or new in ws.runs, "the second run")
+        collector.wait(lambda: new in ws.runs and ws.runs[new].trace, "the second run's trace")
+    finally:
+        pipeline.stop()
+
+
+class _Counter:
+    """A backend without files, as PostgreSQL is: its runs are read by ``poll``."""
+
+    kind: ClassVar[Backend] = Backend.POSTGRES
+    poll_interval = 0.05
+
+    def __init__(self, collector: Collector) -> None:
+        self.rows = 0
+        self.polls = 0
+        self.collector = collector
+
+    def claims(self, path: Path) -> bool:
+        return False
+
+    def poll(self, run: Run) -> Delta | None:
+        self.polls += 1
+        with self.collector._cond:
+            self.collector._cond.notify_all()
+        if self.rows <= len(run.events):
+            return None
+        new = [Event(seq=i, kind=EventKind.NOTE, text=f"row {i}") for i in range(len(run.events), self.rows)]
+        run.events.extend(new)
+        return Delta(run, events=new)
+
+
+def test_a_backend_with_poll_is_polled_and_its_deltas_reach_the_sinks(tmp_path, collector):
+    backend = _Counter(collector)
+    registry.backends()  # the built-ins first
+    registry.register(backend, first=True)  # type: ignore[arg-type]  # before the real PostgreSQL backend
+    try:
+        (tmp_path / ".prose" / "runs").mkdir(parents=True)
+        ws, pipeline = _pipeline(tmp_path, collector)
+        try:
+            run = Run(id="pg", path=tmp_path / "pg", backend=Backend.POSTGRES, format=RunFormat.EVENT_LOG)
+            with ws.lock:
+                ws.runs[run.path] = run
+            backend.rows = 3
+            collector.wait(lambda: sum(len(d.events) for d in collector.deltas) >= 3, "the polled rows")
+            assert [e.text for d in collector.deltas for e in d.events] == ["row 0", "row 1", "row 2"]
+            polls = backend.polls
+            collector.wait(lambda: backend.polls > polls, "a later poll")  # polling goes on, nothing new sent
+            assert sum(len(d.events) for d in collector.deltas) == 3
+        finally:
+            pipeline.stop()
+    finally:
+        registry._BACKENDS[:] = [b for b in registry._BACKENDS if b is not backend]
