@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
 from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
 from prose_tui.history.stream import History
-from prose_tui.model import Binding, Event, EventKind, Run, TraceLine
+from prose_tui.model import Binding, Event, EventKind, Run, TraceLine, assigned_name
 
 __all__ = ["FailureContext", "failure_context"]
 
@@ -143,8 +143,7 @@ def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]
     name = event.name or ""
     start = None
     if _IDENT.fullmatch(name):
-        pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
-        start = next((i for i, text in enumerate(program) if pattern.match(text)), None)
+        start = next((i for i, text in enumerate(program) if assigned_name(text) == name), None)
     if start is None and name:
         keyword = re.split(r"[:\s(]", name, maxsplit=1)[0]
         after = _program_position_of_last_binding(program, history, index)
@@ -156,8 +155,7 @@ def _program_position_of_last_binding(program: list[str], history: History, inde
     for j in range(index - 1, -1, -1):
         name = history.events[j].name
         if history.events[j].kind in _WRITES and name and _IDENT.fullmatch(name):
-            pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
-            found = next((i for i, text in enumerate(program) if pattern.match(text)), None)
+            found = next((i for i, text in enumerate(program) if assigned_name(text) == name), None)
             if found is not None:
                 return found + 1
     return 0
