@@ -57,6 +57,7 @@ class TraceLine:
     attempt: int | None = None
     max_attempts: int | None = None
     step: str | None = None
+    failure: str | None = None  # what the binding it wrote records as failed ("exit 1 · make: *** Error 1")
 
     @property
     def indent(self) -> int:

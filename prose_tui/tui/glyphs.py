@@ -18,12 +18,14 @@ STATE_GLYPH: dict[StatementState | None, tuple[str, str]] = {
     None: (" ", ""),
 }
 
+# One vocabulary for statuses everywhere (run list, badges, status line, CLI): the
+# ``RunStatus`` values themselves, after the glyph.
 STATUS_BADGE: dict[RunStatus, tuple[str, str]] = {
-    RunStatus.RUNNING: ("● RUNNING", "bold black on green"),
-    RunStatus.COMPLETED: ("✓ DONE", "green"),
-    RunStatus.FAILED: ("✗ FAILED", "bold white on red"),
-    RunStatus.INTERRUPTED: ("◌ STOPPED", "bold black on yellow"),
-    RunStatus.UNKNOWN: ("? UNKNOWN", "dim"),
+    RunStatus.RUNNING: ("● running", "bold black on green"),
+    RunStatus.COMPLETED: ("✓ completed", "green"),
+    RunStatus.FAILED: ("✗ failed", "bold white on red"),
+    RunStatus.INTERRUPTED: ("◌ interrupted", "bold black on yellow"),
+    RunStatus.UNKNOWN: ("? unknown", "dim"),
 }
 
 STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {

@@ -25,6 +25,8 @@ def _binding_label(b) -> Text:
         label.append("  encrypted", "yellow")
     elif b.warning:
         label.append("  ⚠", "yellow")
+    if getattr(b, "failure", None):
+        label.append(f"  ✗ {b.failure}", "bold red")
     return label
 
 
@@ -34,15 +36,20 @@ class BindingTree(Tree[Target]):
     BINDINGS = [
         KeyBinding("j", "cursor_down", "Down", show=False),
         KeyBinding("k", "cursor_up", "Up", show=False),
-        KeyBinding("h", "collapse", "Collapse", show=False),
-        KeyBinding("l", "expand", "Expand", show=False),
+        KeyBinding("h,left", "collapse", "Collapse / to parent", show=False),
+        KeyBinding("l,right", "expand", "Expand / into", show=False),
+        KeyBinding("g,home", "first", "First item", show=False),
+        KeyBinding("G,end", "last", "Last item", show=False),
     ]
     HELP_GROUP = "Bindings & agents"
 
     class TargetChosen(Message):
-        def __init__(self, target: Target) -> None:
+        """A leaf was highlighted (``opened`` false) or opened with Enter/``l`` (true)."""
+
+        def __init__(self, target: Target, opened: bool = False) -> None:
             super().__init__()
             self.target = target
+            self.opened = opened
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("run", id=id)
@@ -159,6 +166,36 @@ class BindingTree(Tree[Target]):
                 node = self.get_node_by_id(node_id)
                 self._populate(node)
 
+    def action_collapse(self) -> None:
+        """Collapse the highlighted group; on a leaf or a closed group, go to its parent."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    def action_expand(self) -> None:
+        """Expand the highlighted group; on an open group, go to its first child; on a leaf,
+        open it (as Enter does)."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and not node.is_expanded:
+            node.expand()
+            self._populate(node)
+        elif node.children:
+            self.call_after_refresh(self.move_cursor, node.children[0])
+        elif node.data is not None:
+            self.post_message(self.TargetChosen(node.data, opened=True))
+
+    def action_first(self) -> None:
+        self.cursor_line = 0
+
+    def action_last(self) -> None:
+        self.cursor_line = max(0, self.last_line)
+
     def _walk(self):
         stack = [self.root]
         while stack:
@@ -213,7 +250,7 @@ class BindingTree(Tree[Target]):
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
         if event.node.data is not None:
-            self.post_message(self.TargetChosen(event.node.data))
+            self.post_message(self.TargetChosen(event.node.data, opened=True))
 
 
 def _eid(group: str) -> int:

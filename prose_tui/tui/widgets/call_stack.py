@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable
 
 from prose_tui.model import Frame
@@ -14,6 +16,22 @@ class CallStackView(DataTable):
     """A table of frames: execution_id, block, depth, status. Empty stack: one explanatory row."""
 
     HELP_GROUP = "Call stack"
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("enter", "open_frame", "Open frame's bindings"),
+    ]
+
+    class FrameChosen(Message):
+        """Enter on a frame: show its scope (its bindings) and where it was called."""
+
+        def __init__(self, frame: Frame) -> None:
+            super().__init__()
+            self.frame = frame
+
+    def action_open_frame(self) -> None:
+        if self.frames and 0 <= self.cursor_row < len(self.frames):
+            self.post_message(self.FrameChosen(self.frames[self.cursor_row]))
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)

@@ -1,0 +1,184 @@
+"""What the explorer shows, without Textual: the current run, the history cursor, the follow
+policy and what a live change touches.
+
+The screen (``tui/screens/explorer.py``) lays this out and maps keys to it; everything it
+decides is here so it can be tested without an app:
+
+* ``run``: the run on screen; ``nav`` the history cursor on it (``HistoryNavigator``).
+* ``view()``: the run as of the cursor (the run itself when live); every pane, the header
+  and the status line render this, so a frozen cursor shows that moment everywhere.
+* ``moment()``: where the cursor is (event index, 0-based like ``Event.seq`` and
+  ``prose-tui show --at N``), its time and the status as of then.
+* ``touch(run, changed)``: what a live change means for the panes (``Touch``).
+* the history moves (``step``, ``start``, ``live``, ``problem``, ``first_failure``) return
+  a ``Moved`` saying whether the cursor moved and what to tell the user when it did not.
+* ``statement_times()``: where the time went, per statement, slowest first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prose_tui.history import FailureContext, Journal
+from prose_tui.model import Binding, EventKind, Run, RunStatus
+from prose_tui.tui.navigator import HistoryNavigator
+
+_STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """What one change to the shown run touches: ``same`` run as before, ``live`` change
+    (``changed`` files given), ``only_bindings`` when nothing but binding files changed."""
+
+    same: bool
+    live: bool
+    only_bindings: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """The moment under the cursor. ``index`` is 0-based (``Event.seq``), ``last`` the last
+    index; ``time`` the event's time (``None`` where unknown); ``status``/``reason`` the run's
+    status as of then."""
+
+    live: bool
+    index: int
+    last: int
+    time: datetime | None
+    status: RunStatus
+    reason: str
+
+    def label(self, today: datetime | None = None) -> str:
+        """``as of event 41 of 0–85 · 14:02:11`` (the date too where it is not today)."""
+        when = ""
+        if self.time is not None:
+            when = f" · {when_text(self.time, today)}"
+        return f"as of event {self.index} of 0–{self.last}{when}"
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """The result of a history key: ``moved`` or not, and ``message`` for the user."""
+
+    moved: bool
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StatementTime:
+    """Seconds spent on one statement (summed over its attempts), how many times it began."""
+
+    name: str
+    seconds: float
+    attempts: int
+
+
+def when_text(time: datetime, today: datetime | None = None) -> str:
+    """``14:02:11`` for today (UTC), ``2026-11-21 14:02:11`` for another day."""
+    t = time.astimezone(timezone.utc) if time.tzinfo else time
+    today = today or datetime.now(timezone.utc)
+    if t.date() == today.date():
+        return f"{t:%H:%M:%S}"
+    return f"{t:%Y-%m-%d %H:%M:%S}"
+
+
+def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None:
+    """The most recently written readable binding (among ``changed`` when given)."""
+    candidates = [b for b in run.bindings if b.exists and not b.encrypted and b.mtime is not None
+                  and (changed is None or b.path in changed)]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda b: (b.mtime or 0.0, b.name))
+
+
+class ExplorerModel:
+    """The explorer's state. ``journal`` feeds history replay of snapshot runs."""
+
+    def __init__(self, journal: Journal | None = None) -> None:
+        self.nav = HistoryNavigator(journal)
+        self.run: Run | None = None
+        self.viewer_follows_writes = True  # until the user picks something to read
+        self.opened_on_failure: Path | None = None
+
+    # -- the run ------------------------------------------------------------------------------
+    def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool = False) -> Touch:
+        """Take ``run`` as the shown run; say what the change touches. A different run
+        resets the follow policy and the cursor (it starts live)."""
+        same = run is not None and self.run is not None and run.path == self.run.path
+        self.run = run
+        if not same:
+            self.viewer_follows_writes = True
+        return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only)
+
+    def load_history(self) -> None:
+        self.nav.load(self.run)
+
+    def view(self) -> Run | None:
+        return self.nav.view(self.run) if self.run is not None else None
+
+    def moment(self) -> Moment | None:
+        """The cursor's moment, ``None`` without a run or events."""
+        events = self.nav.events
+        if self.run is None or not events:
+            return None
+        index = self.nav.position
+        event = events[index]
+        view = self.view() or self.run
+        return Moment(live=self.nav.live, index=index, last=len(events) - 1, time=event.time,
+                      status=view.status, reason=view.status_reason)
+
+    def wants_failure_open(self) -> bool:
+        """A failed run seen for the first time opens on its failure (once per run)."""
+        run = self.run
+        if run is None or run.status is not RunStatus.FAILED or self.opened_on_failure == run.path:
+            return False
+        if self.nav.history is None or self.nav.history.first_failure() is None:
+            return False
+        self.opened_on_failure = run.path
+        return True
+
+    # -- history moves -----------------------------------------------------------------------------
+    def step(self, delta: int) -> Moved:
+        return Moved(self.nav.step(delta), "This run has no events to step through")
+
+    def start(self) -> Moved:
+        return Moved(self.nav.to_start(), "This run has no events to step through")
+
+    def live(self) -> Moved:
+        self.nav.go_live()
+        return Moved(True)
+
+    def to(self, index: int) -> Moved:
+        return Moved(self.nav.move_to(index), "This run has no events to step through")
+
+    def problem(self, forward: bool) -> Moved:
+        found = self.nav.next_problem(forward)
+        return Moved(found is not None, f"No {'later' if forward else 'earlier'} failure or retry")
+
+    def first_failure(self) -> Moved:
+        return Moved(self.nav.first_failure() is not None, "This run has no failure")
+
+    def failure_here(self) -> FailureContext | None:
+        return self.nav.failure_here(self.run) if self.run is not None else None
+
+    # -- where the time went -----------------------------------------------------------------------
+    def statement_times(self, upto: int | None = None) -> list[StatementTime]:
+        """Seconds per statement up to the cursor, slowest first: each start (or retry) runs
+        until the next event with a time; times that run backwards count as 0."""
+        events = self.nav.events
+        end = (self.nav.position if upto is None else upto) + 1
+        totals: dict[str, list[float]] = {}
+        for i, event in enumerate(events[:end]):
+            if event.kind not in _STARTS or event.time is None:
+                continue
+            name = event.name or event.step or event.text.strip()[:40]
+            nxt = next((e.time for e in events[i + 1:end] if e.time is not None), None)
+            seconds = (nxt - event.time).total_seconds() if nxt is not None else 0.0
+            entry = totals.setdefault(name, [0.0, 0])
+            entry[0] += max(0.0, seconds)
+            entry[1] += 1
+        out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in totals.items()]
+        return sorted(out, key=lambda s: (-s.seconds, s.name))
