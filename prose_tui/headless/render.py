@@ -19,7 +19,8 @@ from prose_tui.tui.glyphs import STATE_GLYPH, STATUS_BADGE
 
 
 def _when(value: datetime | None) -> str:
-    return as_utc(value).strftime("%Y-%m-%d %H:%M") if value else "—"
+    stamp = as_utc(value) if value else None
+    return stamp.strftime("%Y-%m-%d %H:%M") if stamp else "—"
 
 
 def _console() -> Console:

@@ -24,6 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
@@ -94,9 +95,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.watcher_state = "watch off" if not watch else "starting watcher"
         self.search_term = ""
         self._stop = asyncio.Event()
-        self.journal = journal
+        self.journal: Journal | None = journal  # type: ignore[assignment]  # LiveUpdates sets None when journaling fails
         self.loaded_run: Path | None = None
-        self._history_timer = None
+        self._history_timer: Timer | None = None
         self._fallback_key: tuple | None = None
         self._fallback_value: tuple[list[TraceLine], str | None] = ([], None)
         self._head_text: Text | None = None
@@ -210,10 +211,12 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             self.set_focus(self._pane_widget(self.active))
 
     def on_descendant_focus(self, event) -> None:
-        if event.widget is not self.focused:
+        widget = event.widget
+        if widget is None or widget is not self.focused:
             return  # a focus overtaken by a later key (1..6 typed fast)
+        chain = widget.ancestors_with_self
         for i, (_, pane_id, _) in enumerate(PANES):
-            if any(a.id == pane_id for a in event.widget.ancestors_with_self):
+            if any(a.id == pane_id for a in chain):
                 if i != self.active:
                     self.active = i
                     self._layout()

@@ -70,5 +70,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text(self.intro))
             yield Static(bindings_table(self.groups))
 
-    def action_dismiss(self, result=None) -> None:
+    async def action_dismiss(self, result=None) -> None:
         self.dismiss(result)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.binding import Binding as KeyBinding
 from textual.message import Message
 from textual.widgets import Tree
-from textual.widgets.tree import TreeNode
+from textual.widgets.tree import NodeID, TreeNode
 
 from prose_tui.model import Run
 from prose_tui.tui.targets import Target, binding_target, table_target
@@ -55,7 +57,7 @@ class BindingTree(Tree[Target]):
         super().__init__("run", id=id)
         self.show_root = False
         self.guide_depth = 2
-        self._run_path = None
+        self._run_path: Path | None = None
         self.shape: tuple = ()
         self._lazy: dict[int, list[tuple[Text, Target | None]]] = {}
 
@@ -101,7 +103,7 @@ class BindingTree(Tree[Target]):
             members = sorted(groups[group], key=lambda b: b.name)
             node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
                                 expand=group == "root" or group in expanded or len(groups) <= 3)
-            leaves = [(_binding_label(b), binding_target(b, run)) for b in members]
+            leaves: list[tuple[Text, Target | None]] = [(_binding_label(b), binding_target(b, run)) for b in members]
             if len(leaves) <= PAGE:
                 for label, target in leaves:
                     node.add_leaf(label, target)
@@ -163,7 +165,7 @@ class BindingTree(Tree[Target]):
         """Fill every kept-back node that holds an item ``match(label, target)`` accepts."""
         for node_id, children in list(self._lazy.items()):
             if any(match(label, target) for label, target in children):
-                node = self.get_node_by_id(node_id)
+                node = self.get_node_by_id(NodeID(node_id))
                 self._populate(node)
 
     def action_collapse(self) -> None:

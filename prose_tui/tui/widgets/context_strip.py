@@ -9,15 +9,7 @@ from textual.widgets import Static
 
 from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
-
-
-def human_size(n: int) -> str:
-    """``812 B``, ``1.2 KB``, ``3.4 MB``."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / 1024 / 1024:.1f} MB"
+from prose_tui.tui.widgets.value_viewer import human_size
 
 
 def first_line(binding: Binding, limit: int = 4096) -> str:
@@ -61,8 +53,8 @@ def strip_text(view: Run, binding: Binding | None, value_line: str, moment: str 
         text.append("\n◆ ", "cyan")
         text.append(binding.name, "bold")
         text.append(f" {human_size(binding.bytes)}", "dim")
-        if getattr(binding, "exit_code", None):
-            text.append(f" exit {binding.exit_code}", "bold red")
+        if binding.failure:
+            text.append(f" ✗ {binding.failure}", "bold red")
         if value_line:
             text.append(f"  {value_line}")
     return text

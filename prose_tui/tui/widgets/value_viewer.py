@@ -44,7 +44,8 @@ def looks_like_markdown(text: str) -> bool:
     return any(_MARKDOWN_LINE.match(line) for line in lines) or bool(_MARKDOWN_INLINE.search(text[:20000]))
 
 
-def _size(n: int) -> str:
+def human_size(n: float) -> str:
+    """``812 B``, ``1.4 KiB``, ``3.0 MiB``."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -240,7 +241,7 @@ class ValueViewer(Vertical, can_focus=True):
             if b.service:
                 head.append(f" · service {b.service}")
         if self._file_bytes:
-            head.append(f" · {_size(self._file_bytes)}")
+            head.append(f" · {human_size(self._file_bytes)}")
         head.append(f" · {'raw' if self.raw or not t.markdown else 'markdown'}", "dim")
         if self._changed_at is not None:
             head.append(f" · updated {self._changed_at:%H:%M:%S}", "bold")
@@ -260,7 +261,7 @@ class ValueViewer(Vertical, can_focus=True):
         if self._cut:
             where = "last" if self.tail else "first"
             more = "" if self.tail else "scroll down for more, "
-            parts.append(f"Showing the {where} {_size(self.window)} of {_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
+            parts.append(f"Showing the {where} {human_size(self.window)} of {human_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
         return "  ".join(f"⚠ {p}" for p in parts) or None
 
     def _body(self) -> RenderableType:
@@ -279,7 +280,7 @@ class ValueViewer(Vertical, can_focus=True):
             source = None
         old, new = (text[: self._new_from], text[self._new_from:]) if self._new_from is not None else (text, "")
         if self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT or not looks_like_markdown(text):
-            body = self._raw(old, new)
+            body: RenderableType = self._raw(old, new)
         else:
             parts: list[RenderableType] = [Markdown(old)] if old.strip() else []
             if new:
@@ -296,9 +297,9 @@ class ValueViewer(Vertical, can_focus=True):
             return out
         out = Text(old)
         if new:
-            for line in new.splitlines(keepends=True):
+            for chunk in new.splitlines(keepends=True):
                 out.append("▌", "bold green")
-                out.append(line)
+                out.append(chunk)
         if self.search_term:
             out.highlight_words([self.search_term], "reverse", case_sensitive=False)
         return out
