@@ -212,8 +212,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
 
     def on_descendant_focus(self, event) -> None:
         widget = event.widget
-        if widget is None or widget is not self.focused:
+        if widget is not self.focused:
             return  # a focus overtaken by a later key (1..6 typed fast)
+        if widget is None:
+            return
         chain = widget.ancestors_with_self
         for i, (_, pane_id, _) in enumerate(PANES):
             if any(a.id == pane_id for a in chain):
