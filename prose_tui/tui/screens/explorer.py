@@ -101,6 +101,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self._fallback_key: tuple | None = None
         self._fallback_value: tuple[list[TraceLine], str | None] = ([], None)
         self._head_text: Text | None = None
+        self.head_text = Text()  # the run header as shown
         self._banner: str | None = None
         self._started = False
 
@@ -189,12 +190,19 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         side_active = active in (STACK, 3, VALUE)
         self.query_one("#side").display = side_active if (compact or zoomed) else True
         self.query_one("#center").display = (not side_active and active != 0) if (compact or zoomed) else True
-        self.query_one("#strip").display = compact and not zoomed and active == TRACE
+        strip = self.query_one(ContextStrip)
+        was = strip.display
+        strip.display = compact and not zoomed and active == TRACE
+        if strip.display and not was:
+            self._update_strip()
+        runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if not compact and not zoomed:
             width = self.size.width
             runs = preferred_width(self.query_one(RunList).runs) + 2
-            self.query_one("#runs-pane").styles.width = max(24, min(runs, width * 22 // 100))
-            self.query_one("#side").styles.width = max(34, width * 30 // 100)
+            runs_pane.styles.width = max(24, min(runs, width * 22 // 100))
+            side.styles.width = max(34, width * 30 // 100)
+        else:
+            runs_pane.styles.width = side.styles.width = "1fr"
         self.query_one(PaneBar).set_active(active)
 
     def _pane_widget(self, index: int) -> Widget:
@@ -405,7 +413,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             if self._banner:
                 head.append(f"\n⚠ {self._banner}", "yellow")
         if head != self._head_text:
-            self._head_text = head
+            self._head_text = self.head_text = head
             self.query_one("#run-head", Static).update(head)
         self._update_titles()
         self._update_status()
@@ -474,6 +482,11 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.query_one(ValueViewer).show_target(event.target)
         if event.opened:
             self.bring_up(VALUE)
+
+    def on_binding_tree_import_chosen(self, event: BindingTree.ImportChosen) -> None:
+        run = self.current_run
+        if run is None or not self.open_import(run.path, event.handle):
+            self.notify(f"import {event.handle} cannot be opened as a run", severity="warning", markup=False)
 
     def on_call_stack_view_frame_chosen(self, event: CallStackView.FrameChosen) -> None:
         """Enter on a frame: its newest binding in the value pane, its block in the trace."""

@@ -60,6 +60,7 @@ class BindingTree(Tree[Target]):
         self._run_path: Path | None = None
         self.shape: tuple = ()
         self._lazy: dict[int, list[tuple[Text, Target | None]]] = {}
+        self._imports: dict[int, str] = {}  # tree node id -> import handle
 
     @staticmethod
     def shape_of(run: Run | None) -> tuple:
@@ -82,6 +83,7 @@ class BindingTree(Tree[Target]):
         self._run_path = run.path if run else None
         self.shape = self.shape_of(run)
         self._lazy.clear()
+        self._imports.clear()
         self.clear()
         if run is None:
             return
@@ -139,6 +141,7 @@ class BindingTree(Tree[Target]):
                 label = Text(child.import_handle or child.id)
                 label.append(f"  {child.status.value}", "dim")
                 node = imports.add(label, expand=False)
+                self._imports[node.id] = child.import_handle or child.id
                 self._fill(node, child, expanded)
         if run.tables:
             tables = parent.add(Text(f"Tables ({len(run.tables)})", "bold"), expand=False)
@@ -249,8 +252,18 @@ class BindingTree(Tree[Target]):
         if event.node.data is not None:
             self.post_message(self.TargetChosen(event.node.data))
 
+    class ImportChosen(Message):
+        """Enter on an import: open it as a run of its own (``handle`` is its import name)."""
+
+        def __init__(self, handle: str) -> None:
+            super().__init__()
+            self.handle = handle
+
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
+        if event.node.id in self._imports:
+            self.post_message(self.ImportChosen(self._imports[event.node.id]))
+            return
         if event.node.data is not None:
             self.post_message(self.TargetChosen(event.node.data, opened=True))
 

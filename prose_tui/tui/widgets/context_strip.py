@@ -67,8 +67,13 @@ class ContextStrip(Static):
     ContextStrip { height: auto; max-height: 6; padding: 0 1; background: $boost; }
     """
 
+    shown: Text = Text()
+
     def show(self, view: Run | None, binding: Binding | None, moment: str | None) -> None:
+        """Show ``view`` (the run as of the cursor), its newest ``binding``, the ``moment``
+        label when the cursor is not live. ``shown`` keeps the text on screen."""
         if view is None:
-            self.update(Text("no run selected", "dim"))
-            return
-        self.update(strip_text(view, binding, first_line(binding) if binding is not None else "", moment))
+            self.shown = Text("no run selected", "dim")
+        else:
+            self.shown = strip_text(view, binding, first_line(binding) if binding is not None else "", moment)
+        self.update(self.shown)

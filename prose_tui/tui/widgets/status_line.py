@@ -10,7 +10,10 @@ from prose_tui.tui.glyphs import STATUS_BADGE
 
 
 class StatusLine(Static):
-    """One line at the bottom. Call ``show`` whenever any of its inputs change."""
+    """One line at the bottom. Call ``show`` whenever any of its inputs change; ``shown`` is
+    the text on screen."""
+
+    shown: Text = Text()
 
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
@@ -39,4 +42,5 @@ class StatusLine(Static):
         text.append(f" · {watcher}", "dim")
         if run is not None and run.status_reason and not as_of:
             text.append(f" · {run.status_reason}", "dim")
+        self.shown = text
         self.update(text)
