@@ -46,10 +46,6 @@ async def test_brackets_step_and_braces_go_to_start_and_live():
         await ready(pilot)
         await wait_until(pilot, lambda: app.explorer.loaded_run is not None, what="the full read")
         total = len(app.explorer.nav.events)
-        # A failed run opens on its failure; } goes live.
-        assert not app.explorer.nav.live
-        assert app.explorer.nav.events[app.explorer.nav.position].kind.value == "statement_failed"
-        await pilot.press("right_curly_bracket")
         assert app.explorer.nav.live and len(trace_texts(app)) == 14
         await pilot.press("left_square_bracket", "left_square_bracket")
         assert app.explorer.nav.position == total - 3

@@ -241,6 +241,7 @@ async def test_a_failed_run_opens_on_its_failure_with_the_real_message():
         trace = explorer.query_one(TraceView)
         assert "✗" in trace.lines[trace.cursor].text
         assert explorer.active == 1  # the trace stays; ! brings the report up
+        assert explorer.nav.live and "✗ failed" in plain(explorer.query_one(StatusLine))
         await pilot.press("exclamation_mark")
         await wait_until(pilot, lambda: explorer.active == 4, what="the value pane with the report")
 

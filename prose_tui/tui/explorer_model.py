@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prose_tui.history import FailureContext, Journal
+from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.model import Binding, EventKind, Run, RunStatus
 from prose_tui.tui.navigator import HistoryNavigator
 
@@ -130,15 +130,21 @@ class ExplorerModel:
         return Moment(live=self.nav.live, index=index, last=len(events) - 1, time=event.time,
                       status=view.status, reason=view.status_reason)
 
-    def wants_failure_open(self) -> bool:
-        """A failed run seen for the first time opens on its failure (once per run)."""
+    def failure_to_open_on(self) -> FailureContext | None:
+        """For a failed run seen for the first time (once per run): its first failure, to open
+        on (report and statement) while the cursor stays live, so the run reads as failed."""
         run = self.run
         if run is None or run.status is not RunStatus.FAILED or self.opened_on_failure == run.path:
-            return False
-        if self.nav.history is None or self.nav.history.first_failure() is None:
-            return False
+            return None
+        history = self.nav.history
+        index = history.first_failure() if history is not None else None
+        if history is None or index is None:
+            return None
         self.opened_on_failure = run.path
-        return True
+        try:
+            return failure_context(run, history, index)
+        except Exception:  # a failure that cannot be explained must not stop the run opening
+            return None
 
     # -- history moves -----------------------------------------------------------------------------
     def step(self, delta: int) -> Moved:

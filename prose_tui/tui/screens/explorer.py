@@ -30,7 +30,7 @@ from textual.widgets import Footer, Static
 
 from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
-from prose_tui.history import Journal
+from prose_tui.history import FailureContext, Journal
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Run, RunStatus, TraceLine, assigned_name
 from prose_tui.model.run import program_name
@@ -298,9 +298,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 # The header may have changed length: read the value with the new binding's offset.
                 viewer.reload(target=binding_target(fresh, run) if fresh is not None and viewer.target.binding else None)
         if run.path in self.workspace.detailed and self.workspace.runs.get(run.path) is run:
-            if self.model.wants_failure_open() and self.model.first_failure().moved:
-                self.refresh_view()
-                self._show_failure_if_any(bring_up=False)
+            ctx = self.model.failure_to_open_on()
+            if ctx is not None:
+                self._show_failure(ctx, bring_up=False)
             self.loaded_run = run.path
 
     def _history_later(self) -> None:
@@ -403,7 +403,8 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             head.append(f"  {program_name(run.program)}  {run.format.value}", "dim")
             moment = self.model.moment()
             if moment is not None and not moment.live:
-                head.append(f"\n{moment.label(self.workspace.clock())}", "bold")
+                if not self.compact:  # compact: the title and the strip say it
+                    head.append(f"\n{moment.label(self.workspace.clock())}", "bold")
             elif not self.compact:
                 head.append(f"\n{view.status_reason}", "italic")
             if run.metrics:
@@ -426,7 +427,11 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         run = self.current_run
         view = self.model.view() if run is not None else None
         moment = self.model.moment()
-        label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
+        label = None
+        if moment is not None and not moment.live:
+            event = self.nav.events[moment.index]
+            when = f" · {when_text(event.time, self.workspace.clock())}" if event.time else ""
+            label = f"at event {moment.index}{when}: {event.text.strip()}"
         strip.show(view, newest_binding(view) if view is not None else None, label)
 
     def _update_titles(self) -> None:
@@ -583,8 +588,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         """On a failure event: its report in the value pane (brought up where hidden) and its
         statement under the trace cursor."""
         ctx = self.model.failure_here()
-        if ctx is None:
-            return
+        if ctx is not None:
+            self._show_failure(ctx, bring_up=bring_up)
+
+    def _show_failure(self, ctx: FailureContext, *, bring_up: bool) -> None:
         self.viewer_follows_writes = False
         view = self.model.view()
         failures = [f"{b.name}: {b.failure}" for b in (view.bindings if view else []) if b.failure]

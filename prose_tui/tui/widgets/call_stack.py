@@ -38,15 +38,17 @@ class CallStackView(DataTable):
         self.frames: list[Frame] = []
         self.search_term = ""
 
+    COLUMNS = ("exec id", "block", "depth", "status")
+
     def on_mount(self) -> None:
-        self.add_columns("exec id", "block", "depth", "status")
         self.set_frames([])
 
     def set_frames(self, frames: list[Frame], note: str | None = None) -> None:
         """Show ``frames`` (innermost first); ``note`` explains an empty stack."""
         self.frames = frames
         row = self.cursor_row
-        self.clear()
+        self.clear(columns=True)  # column widths follow the rows shown, not earlier ones
+        self.add_columns(*self.COLUMNS)
         if not frames:
             self.add_row(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), "", "")
             return

@@ -26,45 +26,63 @@ def first_line(binding: Binding, limit: int = 4096) -> str:
     return next((line.strip() for line in chunk.splitlines() if line.strip() and line.strip() != "---"), "")
 
 
-def strip_text(view: Run, binding: Binding | None, value_line: str, moment: str | None) -> Text:
-    """The strip's lines for ``view`` (the run as of the cursor)."""
-    text = Text()
+def _line(text: Text, width: int) -> Text:
+    """``text`` on one line of ``width`` cells, cut with an ellipsis."""
+    text.no_wrap, text.overflow = True, "ellipsis"
+    text.truncate(max(1, width), overflow="ellipsis")
+    return text
+
+
+def strip_text(view: Run, binding: Binding | None, value_line: str, moment: str | None, width: int = 78) -> Text:
+    """The strip's lines for ``view`` (the run as of the cursor), most useful first: the
+    status and its full reason (or, at a past event, that event), the innermost frames, the
+    newest binding, then active constructs, one line each."""
     badge, style = STATUS_BADGE[view.status]
-    text.append(badge, style)
-    text.append(f" {moment}" if moment else "", "bold")
-    text.append(f" · {view.status_reason}" if view.status_reason else "", "italic")
+    head = Text()
+    head.append(badge, style)
+    if moment:
+        head.append(f" {moment}", "bold")
+    elif view.status_reason:
+        head.append(f" · {view.status_reason}", "italic")
+    lines = [head]
     if view.call_stack:
-        text.append("\n⤷ ", "blue")
+        frames = Text()
+        frames.append("⤷ ", "blue")
         for i, frame in enumerate(view.call_stack[:3]):
             if i:
-                text.append("  ‹ ", "dim")
+                frames.append("  ‹ ", "dim")
             eid = f"#{frame.execution_id}" if frame.execution_id is not None else ""
-            text.append(f"{frame.block}{eid}", "bold" if i == 0 else "")
+            frames.append(f"{frame.block}{eid}", "bold" if i == 0 else "")
             if frame.status:
-                text.append(f" {frame.status}", "dim")
+                frames.append(f" {frame.status}", "dim")
         if len(view.call_stack) > 3:
-            text.append(f"  ‹ +{len(view.call_stack) - 3}", "dim")
-    for construct in view.constructs[:2]:
-        text.append("\n∥ ", "blue")
-        text.append(construct.title, "bold")
-        if construct.items:
-            text.append(" · " + " · ".join(i.strip() for i in construct.items[:4]), "dim")
+            frames.append(f"  ‹ +{len(view.call_stack) - 3}", "dim")
+        lines.append(_line(frames, width))
     if binding is not None:
-        text.append("\n◆ ", "cyan")
-        text.append(binding.name, "bold")
-        text.append(f" {human_size(binding.bytes)}", "dim")
+        row = Text()
+        row.append("◆ ", "cyan")
+        row.append(binding.name, "bold")
+        row.append(f" {human_size(binding.bytes)}", "dim")
         if binding.failure:
-            text.append(f" ✗ {binding.failure}", "bold red")
+            row.append(f" ✗ {binding.failure}", "bold red")
         if value_line:
-            text.append(f"  {value_line}")
-    return text
+            row.append(f"  {value_line}")
+        lines.append(_line(row, width))
+    for construct in view.constructs[:2]:
+        row = Text()
+        row.append("∥ ", "blue")
+        row.append(construct.title, "bold")
+        if construct.items:
+            row.append(" · " + " · ".join(i.strip() for i in construct.items[:4]), "dim")
+        lines.append(_line(row, width))
+    return Text("\n").join(lines)
 
 
 class ContextStrip(Static):
     """Shown under the trace in the compact layout; ``show`` with the run as of the cursor."""
 
     DEFAULT_CSS = """
-    ContextStrip { height: auto; max-height: 6; padding: 0 1; background: $boost; }
+    ContextStrip { height: auto; max-height: 5; padding: 0 1; background: $boost; }
     """
 
     shown: Text = Text()
@@ -75,5 +93,6 @@ class ContextStrip(Static):
         if view is None:
             self.shown = Text("no run selected", "dim")
         else:
-            self.shown = strip_text(view, binding, first_line(binding) if binding is not None else "", moment)
+            width = (self.content_region.width or self.app.size.width - 2) - 1
+            self.shown = strip_text(view, binding, first_line(binding) if binding is not None else "", moment, width)
         self.update(self.shown)
