@@ -146,6 +146,23 @@ class ExplorerModel:
         except Exception:  # a failure that cannot be explained must not stop the run opening
             return None
 
+    def newest_binding_now(self) -> Binding | None:
+        """The binding written last as of the cursor: live, the newest file; at a past event,
+        the one the latest ``binding_written`` event up to it names (file times are of now)."""
+        view = self.view()
+        if view is None:
+            return None
+        if self.nav.live:
+            return newest_binding(view)
+        for event in reversed(self.nav.events[: self.nav.position + 1]):
+            if event.kind is not EventKind.BINDING_WRITTEN:
+                continue
+            for b in view.bindings:
+                stem = b.path.stem
+                if b.exists and (event.name in (b.name, stem) or (stem and stem in event.text)):
+                    return b
+        return None
+
     # -- history moves -----------------------------------------------------------------------------
     def step(self, delta: int) -> Moved:
         return Moved(self.nav.step(delta), "This run has no events to step through")

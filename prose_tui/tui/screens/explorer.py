@@ -180,6 +180,8 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
     narrow = compact
 
     def _layout(self) -> None:
+        if not self._started or not self.query(PaneBar):
+            return  # not composed yet, or being torn down while a worker finishes
         compact, zoomed, active = self.compact, self.zoomed, self.active
         self.set_class(compact, "compact")
         self.set_class(zoomed, "zoomed")
@@ -432,7 +434,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             event = self.nav.events[moment.index]
             when = f" · {when_text(event.time, self.workspace.clock())}" if event.time else ""
             label = f"at event {moment.index}{when}: {event.text.strip()}"
-        strip.show(view, newest_binding(view) if view is not None else None, label)
+        strip.show(view, self.model.newest_binding_now(), label)
 
     def _update_titles(self) -> None:
         trace = self.query_one(TraceView)
