@@ -25,7 +25,8 @@ async def test_bang_jumps_to_the_first_failure_and_shows_its_context():
     app = make_app(FAILED_RUN)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        await pilot.press("exclamation_mark")
+        await wait_until(pilot, lambda: app.explorer.loaded_run is not None, what="the full read")
+        await pilot.press("L", "exclamation_mark")  # L: the raw log (the program is shown annotated)
         timeline = app.explorer.query_one(Timeline)
         assert timeline.events[timeline.cursor].text == "4→ draft ✗ rate limited"
         viewer = app.explorer.query_one(ValueViewer)
@@ -45,6 +46,7 @@ async def test_brackets_step_and_braces_go_to_start_and_live():
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await wait_until(pilot, lambda: app.explorer.loaded_run is not None, what="the full read")
+        await pilot.press("L")  # the raw log (the program is shown annotated)
         total = len(app.explorer.nav.events)
         assert app.explorer.nav.live and len(trace_texts(app)) == 14
         await pilot.press("left_square_bracket", "left_square_bracket")

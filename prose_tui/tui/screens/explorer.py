@@ -32,9 +32,9 @@ from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Run, RunStatus, TraceLine, assigned_name
+from prose_tui.model import Run, RunFormat, RunStatus, TraceLine, assigned_name
 from prose_tui.model.run import program_name
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, newest_binding, when_text
+from prose_tui.tui.explorer_model import ExplorerModel, Moved, ProgramTrace, newest_binding, program_trace, when_text
 from prose_tui.tui.glyphs import STATUS_BADGE
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, failure_markdown
@@ -74,6 +74,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         Binding("z", "zoom", "Zoom"),
         Binding("escape", "back", "Back to the trace / unzoom", show=False),
         Binding("f", "toggle_follow", "Follow"),
+        Binding("L", "toggle_log", "Program / raw log", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "search_again(False)", "Next match", show=False),
         Binding("N", "search_again(True)", "Previous match", show=False),
@@ -104,6 +105,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.head_text = Text()  # the run header as shown
         self._banner: str | None = None
         self._started = False
+        self.raw_log = False  # event-log runs: the raw log instead of the annotated program
+        self._line_of: dict[int, int] = {}  # log line -> program line while the program is shown
+        self._program_cache: tuple[Path | None, float | None, str | None] = (None, None, None)
 
     # -- the model's state, under the names the live path uses ------------------------------------
     @property
@@ -329,6 +333,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         view = self.model.view() or run
         if not only_bindings:
             lines, self._banner = (view.trace, None) if view.trace else self._fallback(run)
+            self._line_of = {}
+            if view.trace and not self.raw_log and (annotated := self._program_trace(view)) is not None:
+                lines, self._line_of = annotated.lines, annotated.line_of
             lines = _mark_failures(lines, view)
             if lines != trace.lines:
                 trace.set_lines(lines)
@@ -373,6 +380,30 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         box.display = bool(times)
         box.update(text)
 
+    def _program_trace(self, view: Run) -> ProgramTrace | None:
+        """An event-log or contract run's program annotated from its log, when the program
+        file is there (read once per change of the file)."""
+        path = view.program_path
+        if view.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or path is None:
+            return None
+        try:
+            mtime = path.stat().st_mtime
+            if self._program_cache[:2] != (path, mtime):
+                self._program_cache = (path, mtime, path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+        text = self._program_cache[2]
+        return program_trace(view.trace, text) if text else None
+
+    def action_toggle_log(self) -> None:
+        run = self.current_run
+        if run is None or run.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or run.program_path is None:
+            self.notify("This run has no event log beside a program file", markup=False)
+            return
+        self.raw_log = not self.raw_log
+        self.refresh_view()
+        self.notify("The raw event log" if self.raw_log else "The program, annotated from the log", markup=False)
+
     def _fallback(self, run: Run) -> tuple[list[TraceLine], str | None]:
         """The raw state file (or program) of a run with no parsed trace, read once per change."""
         key = (run.path, run.state_mtime, run.encrypted)
@@ -386,6 +417,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
     def show_trace_line(self, line: int) -> None:
         """Put the trace cursor on trace line ``line`` (stops following)."""
         trace = self.query_one(TraceView)
+        line = self._line_of.get(line, line)
         for i, t in enumerate(trace.lines):
             if t.line == line:
                 trace.set_following(False)
@@ -447,6 +479,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         else:
             pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
             pane.border_subtitle = "z zoom" if self.compact else None
+        if self._line_of:
+            pane.border_title = f"{pane.border_title} · program from the log (L: raw)"
+        elif self.raw_log:
+            pane.border_title = f"{pane.border_title} · raw log (L: program)"
         history = self.query_one("#history-pane")
         note = f" · {nav.history.origin}" if nav.history and nav.events else ""
         history.border_title = f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen")
