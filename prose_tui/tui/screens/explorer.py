@@ -422,6 +422,8 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             if t.line == line:
                 trace.set_following(False)
                 trace.move_cursor(i)
+                # New lines get their size on the next refresh: scroll to the line once they have.
+                self.call_after_refresh(trace.scroll_to_cursor, center=True)
                 return
 
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
@@ -653,6 +655,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 run_list.select_path(running.path)
         self._layout()
         self.activate(TRACE)
+        trace = self.query_one(TraceView)
+        if not trace.following:  # opened on a failure: keep that statement in view
+            self.call_after_refresh(trace.scroll_to_cursor, center=True)
 
 
 def _mark_failures(lines: list[TraceLine], view: Run) -> list[TraceLine]:
