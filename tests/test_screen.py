@@ -42,8 +42,8 @@ async def loaded(pilot, path: Path | None = None) -> None:
     """Wait for the first read and for a run's full read to be on the widgets."""
     await ready(pilot)
     explorer = pilot.app.explorer
-    await wait_until(pilot, lambda: explorer.loaded_run is not None and (path is None or explorer.loaded_run == path),
-                     what="the full read of a run")
+    await wait_until(pilot, lambda: explorer.loaded_run is not None and (path is None or explorer.loaded_run == path)
+                     and explorer.first_read_done, what="the full read of a run")
     await pilot.pause()
 
 

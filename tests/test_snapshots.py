@@ -49,7 +49,8 @@ async def _loaded(pilot) -> None:
     """The first read done and a run's full read on the widgets (``loaded_run``)."""
     await ready(pilot)
     explorer = pilot.app.explorer
-    await wait_until(pilot, lambda: explorer.loaded_run is not None, what="a run's full read")
+    await wait_until(pilot, lambda: explorer.loaded_run is not None and explorer.first_read_done,
+                     what="a run's full read and the end of the first read")
     await pilot.pause()
 
 

@@ -98,6 +98,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self._stop = asyncio.Event()
         self.journal: Journal | None = journal  # type: ignore[assignment]  # LiveUpdates sets None when journaling fails
         self.loaded_run: Path | None = None
+        self.first_read_done = False  # every run listed and the layout settled after the first read
         self._history_timer: Timer | None = None
         self._fallback_key: tuple | None = None
         self._fallback_value: tuple[list[TraceLine], str | None] = ([], None)
@@ -658,6 +659,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         trace = self.query_one(TraceView)
         if not trace.following:  # opened on a failure: keep that statement in view
             self.call_after_refresh(trace.scroll_to_cursor, center=True)
+        self.call_after_refresh(setattr, self, "first_read_done", True)
 
 
 def _mark_failures(lines: list[TraceLine], view: Run) -> list[TraceLine]:
