@@ -69,7 +69,7 @@ def run_prompt(run: Run, now: datetime | None = None, widths: tuple[int, int] = 
     if prog_w:
         text.append(" ")
         text.append(cut(program_name(run.program), prog_w).ljust(prog_w), "italic dim")
-    changed = age(run.updated, now)
+    changed = age(run.updated or run.started, now)  # runs that never said when they changed: since they began
     text.append(" " + ("" if changed == "—" else changed).rjust(AGE_WIDTH), "dim")
     return text
 
