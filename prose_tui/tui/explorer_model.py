@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.history import FailureContext, Journal, failure_context
-from prose_tui.model import Binding, EventKind, Run, RunStatus, TraceLine, assigned_name
+from prose_tui.model import Binding, EventKind, Run, RunFormat, RunStatus, TraceLine, assigned_name
 from prose_tui.tui.navigator import HistoryNavigator
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
@@ -103,6 +103,7 @@ class ExplorerModel:
         self.run: Run | None = None
         self.viewer_follows_writes = True  # until the user picks something to read
         self.opened_on_failure: Path | None = None
+        self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
 
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool = False) -> Touch:
@@ -163,6 +164,21 @@ class ExplorerModel:
                 if b.exists and (event.name in (b.name, stem) or (stem and stem in event.text)):
                     return b
         return None
+
+    def program_view(self, view: Run) -> ProgramTrace | None:
+        """An event-log or contract run's program annotated from its log, when the program
+        file is there (read again only when the file changes)."""
+        path = view.program_path
+        if view.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or path is None:
+            return None
+        try:
+            mtime = path.stat().st_mtime
+            if self._program[:2] != (path, mtime):
+                self._program = (path, mtime, path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+        text = self._program[2]
+        return program_trace(view.trace, text) if text else None
 
     # -- history moves -----------------------------------------------------------------------------
     def step(self, delta: int) -> Moved:
@@ -281,3 +297,26 @@ def program_trace(log: list[TraceLine], program: str) -> ProgramTrace | None:
 def _previous_line(log: list[TraceLine], line: int) -> int:
     before = [t.line for t in log if t.line < line and _LOG_STEP.match(t.text) and "retry:" not in t.text]
     return before[-1] if before else -1
+
+
+def mark_failures(lines: list[TraceLine], view: Run) -> list[TraceLine]:
+    """Trace lines whose binding records a failure (exit code, error line) get it in
+    ``failure`` and at the end of their note, so the trace shows where it failed."""
+    failed = {b.path: b for b in view.bindings if b.failure}
+    if not failed:
+        return lines
+    by_name = {b.name: b for b in failed.values()}
+    out = []
+    for t in lines:
+        b = None
+        if t.binding:
+            b = failed.get((view.path / t.binding).resolve()) or failed.get(view.path / t.binding)
+        if b is None and (name := assigned_name(t.text)):
+            b = by_name.get(name)
+        if b is not None and b.failure:
+            mark = f"✗ {b.failure}"
+            note = f"{t.note}  {mark}" if t.note else f"# {mark}"
+            t = TraceLine(line=t.line, text=t.text, state=t.state, note=note, binding=t.binding, attempt=t.attempt,
+                          max_attempts=t.max_attempts, step=t.step, failure=b.failure)
+        out.append(t)
+    return out

@@ -32,10 +32,8 @@ from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Run, RunFormat, RunStatus, TraceLine, assigned_name
-from prose_tui.model.run import program_name
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, ProgramTrace, newest_binding, program_trace, when_text
-from prose_tui.tui.glyphs import STATUS_BADGE
+from prose_tui.model import Run, RunFormat, RunStatus, TraceLine
+from prose_tui.tui.explorer_model import ExplorerModel, Moved, mark_failures, newest_binding, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, failure_markdown
 from prose_tui.tui.screens.live_updates import LiveUpdates
@@ -45,6 +43,7 @@ from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
+from prose_tui.tui.widgets.run_header import RunHeader, header_text
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
 from prose_tui.tui.widgets.search_bar import SearchBar
 from prose_tui.tui.widgets.status_line import StatusLine
@@ -102,13 +101,11 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self._history_timer: Timer | None = None
         self._fallback_key: tuple | None = None
         self._fallback_value: tuple[list[TraceLine], str | None] = ([], None)
-        self._head_text: Text | None = None
         self.head_text = Text()  # the run header as shown
         self._banner: str | None = None
         self._started = False
         self.raw_log = False  # event-log runs: the raw log instead of the annotated program
         self._line_of: dict[int, int] = {}  # log line -> program line while the program is shown
-        self._program_cache: tuple[Path | None, float | None, str | None] = (None, None, None)
 
     # -- the model's state, under the names the live path uses ------------------------------------
     @property
@@ -139,7 +136,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 yield RunList(id="runs")
             with Vertical(id="center"):
                 with Vertical(id="trace-pane", classes="pane"):
-                    yield Static(id="run-head")
+                    yield RunHeader(id="run-head")
                     yield TraceView(id="trace")
                 yield ContextStrip(id="strip")
                 with Vertical(id="history-pane", classes="pane"):
@@ -335,9 +332,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         if not only_bindings:
             lines, self._banner = (view.trace, None) if view.trace else self._fallback(run)
             self._line_of = {}
-            if view.trace and not self.raw_log and (annotated := self._program_trace(view)) is not None:
+            if view.trace and not self.raw_log and (annotated := self.model.program_view(view)) is not None:
                 lines, self._line_of = annotated.lines, annotated.line_of
-            lines = _mark_failures(lines, view)
+            lines = mark_failures(lines, view)
             if lines != trace.lines:
                 trace.set_lines(lines)
             self._show_stack(view)
@@ -381,21 +378,6 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         box.display = bool(times)
         box.update(text)
 
-    def _program_trace(self, view: Run) -> ProgramTrace | None:
-        """An event-log or contract run's program annotated from its log, when the program
-        file is there (read once per change of the file)."""
-        path = view.program_path
-        if view.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or path is None:
-            return None
-        try:
-            mtime = path.stat().st_mtime
-            if self._program_cache[:2] != (path, mtime):
-                self._program_cache = (path, mtime, path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            return None
-        text = self._program_cache[2]
-        return program_trace(view.trace, text) if text else None
-
     def action_toggle_log(self) -> None:
         run = self.current_run
         if run is None or run.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or run.program_path is None:
@@ -431,28 +413,12 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self._moved(self.model.to(event.index))
 
     def _show_head(self, run: Run | None) -> None:
-        head = Text(no_wrap=False)
         view = (self.model.view() if run is not None and not self.nav.live else run) or run
-        if run is not None and view is not None:
-            badge, style = STATUS_BADGE[view.status]
-            head.append(badge, style)
-            head.append(f" {run.id}", "bold")
-            head.append(f"  {program_name(run.program)}  {run.format.value}", "dim")
-            moment = self.model.moment()
-            if moment is not None and not moment.live:
-                if not self.compact:  # compact: the title and the strip say it
-                    head.append(f"\n{moment.label(self.workspace.clock())}", "bold")
-            elif not self.compact:
-                head.append(f"\n{view.status_reason}", "italic")
-            if run.metrics:
-                head.append("\n" + " · ".join(f"{k} {v:,.4g}" for k, v in sorted(run.metrics.items())), "cyan")
-            for warning in run.warnings[:2]:
-                head.append(f"\n⚠ {warning}", "yellow")
-            if self._banner:
-                head.append(f"\n⚠ {self._banner}", "yellow")
-        if head != self._head_text:
-            self._head_text = self.head_text = head
-            self.query_one("#run-head", Static).update(head)
+        moment = self.model.moment()
+        label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
+        header = self.query_one(RunHeader)
+        header.show(header_text(run, view, moment=label, compact=self.compact, banner=self._banner))
+        self.head_text = header.shown
         self._update_titles()
         self._update_status()
         self._update_strip()
@@ -656,33 +622,14 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 run_list.select_path(running.path)
         self._layout()
         self.activate(TRACE)
+        self.call_after_refresh(self._settled)
+
+    def _settled(self) -> None:
+        """After the first read's layout: a run opened on a failure keeps it in view."""
         trace = self.query_one(TraceView)
-        if not trace.following:  # opened on a failure: keep that statement in view
-            self.call_after_refresh(trace.scroll_to_cursor, center=True)
-        self.call_after_refresh(setattr, self, "first_read_done", True)
-
-
-def _mark_failures(lines: list[TraceLine], view: Run) -> list[TraceLine]:
-    """Trace lines whose binding records a failure (exit code, error line) get it in
-    ``failure`` and at the end of their note, so the trace shows where it failed."""
-    failed = {b.path: b for b in view.bindings if b.failure}
-    if not failed:
-        return lines
-    by_name = {b.name: b for b in failed.values()}
-    out = []
-    for t in lines:
-        b = None
-        if t.binding:
-            b = failed.get((view.path / t.binding).resolve()) or failed.get(view.path / t.binding)
-        if b is None and (name := assigned_name(t.text)):
-            b = by_name.get(name)
-        if b is not None and b.failure:
-            mark = f"✗ {b.failure}"
-            note = f"{t.note}  {mark}" if t.note else f"# {mark}"
-            t = TraceLine(line=t.line, text=t.text, state=t.state, note=note, binding=t.binding, attempt=t.attempt,
-                          max_attempts=t.max_attempts, step=t.step, failure=b.failure)
-        out.append(t)
-    return out
+        if not trace.following:
+            trace.scroll_to_cursor(center=True)
+        self.first_read_done = True
 
 
 __all__ = ["ExplorerScreen", "PANES", "when_text"]

@@ -48,7 +48,12 @@ class CallStackView(DataTable):
         self.frames = frames
         row = self.cursor_row
         self.clear(columns=True)  # column widths follow the rows shown, not earlier ones
-        self.add_columns(*self.COLUMNS)
+        cells = [(str(f.execution_id) if f.execution_id is not None else "root", f.block or "—",
+                  str(f.depth) if f.depth is not None else "—", f.status or "—") for f in frames]
+        if not frames:
+            cells = [("—", note or "root scope: no block is executing", "", "")]
+        for i, label in enumerate(self.COLUMNS):
+            self.add_column(label, width=max(len(label), *(len(c[i]) for c in cells)))
         if not frames:
             self.add_row(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), "", "")
             return
