@@ -57,6 +57,7 @@ async def _steady(pilot) -> None:
     await pilot.pause()
     await pilot.pause()
     trace, timeline = explorer.query_one(TraceView), explorer.query_one(Timeline)
+    await wait_until(pilot, lambda: explorer.focused is trace, what="the trace to have focus")
     trace.scroll_to_cursor(center=True)
     height = timeline.scrollable_content_region.height or 1
     timeline.scroll_to(y=max(0, timeline.cursor - height // 2), animate=False)
