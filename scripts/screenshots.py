@@ -69,8 +69,8 @@ def build(project: Path, steps: int) -> None:
 async def shoot(project: Path, name: str, size: tuple[int, int], keys: list[str]) -> None:
     app = ProseTUI(project, watch=False, clock=lambda: START + timedelta(minutes=4))
     async with app.run_test(size=size) as pilot:
-        for _ in range(200):
-            if app.explorer.current_run is not None:
+        for _ in range(500):  # until a run's full read is on the widgets
+            if app.explorer.loaded_run is not None:
                 break
             await pilot.pause(0.02)
         await pilot.press(*keys)
@@ -123,8 +123,10 @@ async def main() -> None:
         project.mkdir()
         build(project, steps=22)
         await shoot(project, "explorer-wide", (160, 45), [])
-        await shoot(project, "trace-80x24", (80, 24), ["2"])
-        await shoot(project, "binding-80x24", (80, 24), ["4", "slash", *"result", "enter", "5"])
+        await shoot(project, "explorer-120x40", (120, 40), [])
+        await shoot(project, "trace-80x24", (80, 24), [])
+        await shoot(project, "history-80x24", (80, 24), ["left_square_bracket"] * 4)
+        await shoot(project, "binding-80x24", (80, 24), ["4", "slash", *"result", "enter", "enter"])
         await shoot(project, "help", (100, 40), ["question_mark"])
 
 

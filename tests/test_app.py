@@ -30,7 +30,7 @@ async def test_run_list_newest_first_and_trace_follows_the_retrying_statement():
         await ready(pilot)
         runs = app.explorer.query_one(RunList)
         assert [r.id for r in runs.runs] == ["20260301-100000-a1b2c3", "20260228-090000-d4e5f6"]
-        assert app.explorer.active == 0  # several runs: start in the run list
+        assert app.explorer.active == 1  # several runs: open on the newest run's trace
         await pilot.press("2")
         trace = app.explorer.query_one(TraceView)
         assert app.explorer.active == 1 and trace.has_focus
@@ -126,7 +126,7 @@ async def test_tab_cycles_panes_and_help_lists_every_binding():
         for _ in range(6):
             await pilot.press("tab")
             seen.append(app.explorer.active)
-        assert seen == [1, 2, 3, 4, 5, 0]
+        assert seen == [2, 3, 4, 5, 0, 1]
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.groups
@@ -187,7 +187,7 @@ async def test_no_color_keeps_every_state_readable_by_shape(monkeypatch):
         await pilot.pause()
         screen = app.export_screenshot()
         # Colour is gone, the glyphs and words that carry the state are not.
-        for shown in ("↻", "✓", "RUNNING", "RETRYING"):
+        for shown in ("↻", "✓", "running", "RETRYING"):
             assert shown in screen
         text_svg_colors = {c for c in ("#98c379", "#c678dd") if c in screen}
         assert not text_svg_colors  # the highlighter's colours were filtered out

@@ -25,7 +25,8 @@ async def test_bang_jumps_to_the_first_failure_and_shows_its_context():
     app = make_app(FAILED_RUN)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        await pilot.press("exclamation_mark")
+        await wait_until(pilot, lambda: app.explorer.loaded_run is not None, what="the full read")
+        await pilot.press("L", "exclamation_mark")  # L: the raw log (the program is shown annotated)
         timeline = app.explorer.query_one(Timeline)
         assert timeline.events[timeline.cursor].text == "4→ draft ✗ rate limited"
         viewer = app.explorer.query_one(ValueViewer)
@@ -37,13 +38,15 @@ async def test_bang_jumps_to_the_first_failure_and_shows_its_context():
         # Frozen at the failure: the later gate and the ---error line are not in the trace yet.
         assert not any("gate:ship" in t for t in trace_texts(app))
         assert app.explorer.query_one(CallStackView).frames[0].block == "review"
-        assert "at event" in app.explorer.query_one("#trace-pane").border_title
+        assert "as of event" in app.explorer.query_one("#trace-pane").border_title
 
 
 async def test_brackets_step_and_braces_go_to_start_and_live():
     app = make_app(FAILED_RUN)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.loaded_run is not None, what="the full read")
+        await pilot.press("L")  # the raw log (the program is shown annotated)
         total = len(app.explorer.nav.events)
         assert app.explorer.nav.live and len(trace_texts(app)) == 14
         await pilot.press("left_square_bracket", "left_square_bracket")
@@ -65,7 +68,8 @@ async def test_the_history_pane_moves_the_cursor_with_keys():
     app = make_app(FAILED_RUN)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press("6")
+        await wait_until(pilot, lambda: app.explorer.loaded_run is not None, what="the full read")
+        await pilot.press("right_curly_bracket", "6")
         timeline = app.explorer.query_one(Timeline)
         assert timeline.has_focus and timeline.cursor == len(timeline.events) - 1
         await pilot.press("g")

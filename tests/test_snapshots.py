@@ -7,7 +7,7 @@ Update deliberately with ``pytest tests/test_snapshots.py --snapshot-update`` an
 from __future__ import annotations
 
 import pytest
-from app_helpers import make_app, pinned_copy, ready
+from app_helpers import make_app, pinned_copy, ready, wait_until
 from conftest import FIXTURES
 
 
@@ -37,6 +37,78 @@ async def _binding(pilot) -> None:
     await ready(pilot)
     await pilot.press("2", "k", "k", "k", "k", "enter")
     await pilot.pause()
+
+
+@pytest.fixture
+def failed_run(tmp_path):
+    root = pinned_copy(FIXTURES / "eventlog", tmp_path / "eventlog")
+    return root / ".prose" / "runs" / "20260305-120000-e1e2e3"
+
+
+async def _steady(pilot) -> None:
+    """Scrolling to a cursor lands a refresh or two later, at a place that depends on when
+    the sizes were known: settle the trace and the history on their cursors (centred), so
+    the picture does not depend on the machine's load."""
+    from prose_tui.tui.widgets.timeline import Timeline
+    from prose_tui.tui.widgets.trace_view import TraceView
+
+    explorer = pilot.app.explorer
+    await pilot.app.workers.wait_for_complete()  # the readers are done (watching is off)
+    await pilot.pause()
+    await pilot.pause()
+    trace, timeline = explorer.query_one(TraceView), explorer.query_one(Timeline)
+    await wait_until(pilot, lambda: explorer.focused is trace, what="the trace to have focus")
+    trace.scroll_to_cursor(center=True)
+    height = timeline.scrollable_content_region.height or 1
+    timeline.scroll_to(y=max(0, timeline.cursor - height // 2), animate=False)
+    await wait_until(pilot, lambda: trace.scroll_offset.y <= trace.cursor < trace.scroll_offset.y + max(1, trace.size.height),
+                     what="the trace cursor in view")
+    # Settled: two frames in a row the same (bounded; a screen that never settles fails below).
+    previous = None
+    for _ in range(50):
+        await pilot.pause()
+        trace.scroll_to_cursor(center=True)
+        frame = pilot.app.export_screenshot()
+        if frame == previous:
+            return
+        previous = frame
+    raise AssertionError("the screen did not settle")
+
+
+async def _loaded(pilot) -> None:
+    """The first read done and a run's full read on the widgets (``loaded_run``)."""
+    await ready(pilot)
+    explorer = pilot.app.explorer
+    await wait_until(pilot, lambda: explorer.loaded_run is not None and explorer.first_read_done,
+                     what="a run's full read and the end of the first read")
+    await _steady(pilot)
+
+
+async def _past_event(pilot) -> None:
+    await _loaded(pilot)
+    await pilot.press("right_curly_bracket", "left_curly_bracket", "right_square_bracket", "right_square_bracket")
+    await _steady(pilot)
+
+
+SIZES = [(80, 24), (120, 40), (200, 50)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_live_run(snap_compare, project, size):
+    """The running run's trace, following, with the strip (80x24) or every pane."""
+    assert snap_compare(make_app(project), terminal_size=size, run_before=_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_failed_run_at_its_failure(snap_compare, failed_run, size):
+    """A failed run opens on its failure: report in the value pane, statement under the cursor."""
+    assert snap_compare(make_app(failed_run), terminal_size=size, run_before=_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_history_at_a_past_event(snap_compare, failed_run, size):
+    """Every pane, the header and the status line as of event 2."""
+    assert snap_compare(make_app(failed_run), terminal_size=size, run_before=_past_event)
 
 
 def test_main_screen_wide(snap_compare, project):

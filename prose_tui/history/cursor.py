@@ -127,7 +127,7 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
 
 
 def _status_at(out: Run, history: History, cursor: int) -> None:
-    status, reason = RunStatus.RUNNING, f"as of event {cursor + 1} of {len(history.events)}"
+    status, reason = RunStatus.RUNNING, f"as of event {cursor} of 0–{len(history.events) - 1}"
     out.end_marker = out.error_marker = None
     for event in history.events[: cursor + 1]:
         if event.kind is K.RUN_ENDED:

@@ -16,7 +16,7 @@ from prose_tui.history.nodes import (
     receipt_events,
 )
 from prose_tui.history.stream import History
-from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine
+from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine, assigned_name
 
 __all__ = ["FailureContext", "failure_context"]
 
@@ -229,8 +229,7 @@ def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]
     name = event.name or ""
     start = None
     if _IDENT.fullmatch(name):
-        pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
-        start = next((i for i, text in enumerate(program) if pattern.match(text)), None)
+        start = next((i for i, text in enumerate(program) if assigned_name(text) == name), None)
     if start is None and name:
         keyword = re.split(r"[:\s(]", name, maxsplit=1)[0]
         after = _program_position_of_last_binding(program, history, index)
@@ -242,8 +241,7 @@ def _program_position_of_last_binding(program: list[str], history: History, inde
     for j in range(index - 1, -1, -1):
         name = history.events[j].name
         if history.events[j].kind in _WRITES and name and _IDENT.fullmatch(name):
-            pattern = re.compile(rf"^\s*(?:(?:let|const|output|input)\s+)?{re.escape(name)}\s*=")
-            found = next((i for i, text in enumerate(program) if pattern.match(text)), None)
+            found = next((i for i, text in enumerate(program) if assigned_name(text) == name), None)
             if found is not None:
                 return found + 1
     return 0

@@ -37,6 +37,7 @@ from prose_tui.model import (
     RunFormat,
     StatementState,
     TraceLine,
+    assigned_name,
 )
 from prose_tui.model.serialize import event as event_json
 
@@ -337,12 +338,14 @@ def sha256_of(data: bytes) -> str:
 
 _PARALLEL = re.compile(r"^\s*(?:(?:let|const)\s+\w+\s*=\s*)?parallel\b", re.IGNORECASE)
 _LOOP = re.compile(r"^\s*(?:loop|repeat|for)\b", re.IGNORECASE)
-_NAME = re.compile(r"^\s*(?:(?:let|const|output|input)\s+)?([A-Za-z_][\w]*)\s*(?:=|:)")
+_LABEL = re.compile(r"^\s*(?:(?:let|const|output|input)\s+)?([A-Za-z_]\w*)\s*:")
 
 
 def statement_name(line: TraceLine) -> str:
     """A short name for a trace line: the binding it assigns, else its first words."""
-    if m := _NAME.match(line.text):
+    if name := assigned_name(line.text):
+        return name
+    if m := _LABEL.match(line.text):
         return m.group(1)
     return " ".join(line.text.split())[:60]
 

@@ -14,7 +14,7 @@ from prose_tui.model.run import (
     RunStatus,
     Section,
 )
-from prose_tui.model.statement import StatementState, TraceLine
+from prose_tui.model.statement import StatementState, TraceLine, assigned_name
 
 __all__ = [
     "ActiveConstruct",
@@ -34,4 +34,5 @@ __all__ = [
     "Segment",
     "StatementState",
     "TraceLine",
+    "assigned_name",
 ]

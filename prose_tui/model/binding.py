@@ -16,6 +16,8 @@ class Binding:
     show a window of a large value without reading the file whole. ``bytes`` is the file
     size. ``service`` is set for contract runs (``bindings/{service}/{name}.md``).
     ``exists`` is false for a binding the index names but whose file is missing.
+    ``failure`` says what failed where the binding records it (a non-zero ``exit_code``
+    field or line, an error line such as ``make: *** [all] Error 1``), else ``None``.
     """
 
     name: str
@@ -31,6 +33,7 @@ class Binding:
     encrypted: bool = False
     fields: dict[str, str] | None = None
     warning: str | None = None
+    failure: str | None = None  # "exit 2 · make: *** [all] Error 2": a non-zero exit code or error line it records
 
     @property
     def scope(self) -> str:

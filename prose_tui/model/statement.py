@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+_ASSIGNED = re.compile(r"^\s*(?:(?:let|const|output|input)\s+)?([A-Za-z_]\w*)\s*=(?!=)")
+
+
+def assigned_name(text: str) -> str | None:
+    """The binding name a statement assigns, or ``None``.
+
+    One rule for every reader (seeds/filesystem.md, bindings are named by the statement):
+    an optional ``let``/``const``/``output``/``input`` keyword *followed by whitespace*, then
+    an identifier, then ``=``. So ``letter = x`` assigns ``letter`` (not ``ter``),
+    ``output_file = x`` assigns ``output_file``, ``let a = x`` assigns ``a``; ``a == b`` and
+    ``session: x`` assign nothing.
+    """
+    m = _ASSIGNED.match(text)
+    return m.group(1) if m else None
 
 
 class StatementState(StrEnum):
@@ -41,6 +57,7 @@ class TraceLine:
     attempt: int | None = None
     max_attempts: int | None = None
     step: str | None = None
+    failure: str | None = None  # what the binding it wrote records as failed ("exit 1 · make: *** Error 1")
 
     @property
     def indent(self) -> int:

@@ -24,6 +24,7 @@ from prose_tui.tui.screens.mission_control import (
 )
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
+from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -32,7 +33,9 @@ from prose_tui.tui.widgets.value_viewer import ValueViewer
 INTRO = (
     "prose-tui explores OpenProse runs. The run list shows every run below the path, newest first; "
     "the trace follows the executing statement while you have not moved away (f toggles); Enter on a "
-    "trace line opens the binding it wrote. Tab or 1-5 move between panes; / searches the current pane."
+    "trace line opens the binding it wrote. Tab or 1-6 move between panes, z zooms the active one (Esc: back); "
+    "/ searches the current pane, n/N go through every hit. [ ] { } step through the run's history: every pane "
+    "then shows that moment."
 )
 
 
@@ -104,7 +107,7 @@ class ProseTUI(HabitsApp):
         groups = [("Everywhere", list(cls.BINDINGS)), (HABITS_GROUP, list(HABIT_BINDINGS)),
                   (ExplorerScreen.HELP_GROUP, [b for b in ExplorerScreen.BINDINGS if id(b) not in history_keys]),
                   ("History (everywhere)", list(HISTORY_BINDINGS))]
-        for widget in (RunList, TraceView, CallStackView, BindingTree, ValueViewer, Timeline):
+        for widget in (RunList, TraceView, CallStackView, NodeTable, BindingTree, ValueViewer, Timeline):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
         from prose_tui.tui.screens.compare import CompareScreen
 

@@ -32,13 +32,18 @@ class ExplorerCommands(Provider):
 
         yield "Jump to executing statement", explorer.query_one(TraceView).action_jump_executing, "In the trace"
         yield "Toggle raw / Markdown value", explorer.query_one(ValueViewer).action_toggle_raw, "In the value viewer"
-        for i, name in enumerate(("Runs", "Trace", "Call stack", "Bindings and agents", "Value")):
+        for i, name in enumerate(("Runs", "Trace", "Call stack", "Bindings and agents", "Value", "History")):
             yield f"Go to {name} pane", partial(explorer.activate, i), f"Key {i + 1}"
+        yield "Zoom the active pane", explorer.action_zoom, "Key z (again or Esc: back)"
         yield "Help: keys", self.app.action_help, "Every key binding"
         yield from self._share_commands(explorer)
         for run in explorer.workspace.sorted_runs():
             yield (f"Open run {run.id}", partial(self._open, run.path),
                    f"{program_name(run.program)} · {run.status.value} · {run.format.value}")
+            for child in run.imports:
+                handle = child.import_handle or child.id
+                yield (f"Open import {handle} of {run.id}", partial(explorer.open_import, run.path, handle),
+                       f"{program_name(child.program)} · {child.status.value} · import")
 
     def _share_commands(self, explorer):
         """Export and compare (issue 14)."""

@@ -30,12 +30,14 @@ STATE_GLYPH: dict[StatementState | None, tuple[str, str]] = {
     None: (" ", ""),
 }
 
+# One vocabulary for statuses everywhere (run list, badges, status line, CLI): the
+# ``RunStatus`` values themselves, after the glyph.
 STATUS_BADGE: dict[RunStatus, tuple[str, str]] = {
-    RunStatus.RUNNING: ("● RUNNING", "bold black on $success"),
-    RunStatus.COMPLETED: ("✓ DONE", "$success"),
-    RunStatus.FAILED: ("✗ FAILED", "bold white on $error"),
-    RunStatus.INTERRUPTED: ("◌ STOPPED", "bold black on $warning"),
-    RunStatus.UNKNOWN: ("? UNKNOWN", "dim"),
+    RunStatus.RUNNING: ("● running", "bold black on $success"),
+    RunStatus.COMPLETED: ("✓ completed", "$success"),
+    RunStatus.FAILED: ("✗ failed", "bold white on $error"),
+    RunStatus.INTERRUPTED: ("◌ interrupted", "bold black on $warning"),
+    RunStatus.UNKNOWN: ("? unknown", "dim"),
 }
 
 STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {

@@ -7,6 +7,8 @@ implement the keys (step, start, live, next/previous failure or retry, first fai
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prose_tui.history import (
     FailureContext,
     History,
@@ -28,7 +30,7 @@ class HistoryNavigator:
         self.journal = journal
         self.history: History | None = None
         self.cursor: int | None = None
-        self._run_path = None
+        self._run_path: Path | None = None
 
     # -- loading ------------------------------------------------------------------------------
     def load(self, run: Run | None) -> None:

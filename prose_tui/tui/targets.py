@@ -6,7 +6,6 @@ source layer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Literal
 
 from prose_tui.backends.registry import backend_of
 from prose_tui.backends.sqlite.tables import read_table_page
-from prose_tui.model import Backend, Binding, Run
+from prose_tui.model import Backend, Binding, Run, assigned_name
 
 TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "table"]
 
@@ -63,10 +62,10 @@ def resolve_trace_binding(run: Run, rel_path: str | None, text: str) -> Binding 
         for b in run.bindings:
             if b.path.resolve() == wanted:
                 return b
-    m = re.match(r"\s*(?:let|const|output|input)?\s*([A-Za-z_][\w]*)\s*=", text)
-    if m:
+    name = assigned_name(text)
+    if name:
         frame = run.call_stack[0].execution_id if run.call_stack else None
-        return run.binding_named(m.group(1), frame)
+        return run.binding_named(name, frame)
     return None
 
 

@@ -97,6 +97,34 @@ def parse_binding_head(head: str) -> tuple[dict[str, str], str | None, int | Non
     return {}, None, None, "no binding header (kind/source); the whole file is shown as the value"
 
 
+_EXIT = re.compile(r"^\W*(?:exit[_ ]?code|exit[_ ]?status|returncode|rc)\W*[:=]\s*(-?\d+)", re.IGNORECASE | re.MULTILINE)
+_ERROR_LINE = re.compile(
+    r"^(?:.*\*\*\* .*\bError \d+.*"  # make: *** [all] Error 1
+    r"|(?:error|fatal|fatal error)(?:\[\w+\])?:\s.+"  # error: x / fatal: x / error[E0425]: x
+    r"|Traceback \(most recent call last\):"
+    r"|npm ERR! .+"
+    r"|(?:FAILED|FAIL)\b.+"
+    r"|Command failed.+|.*\bexited with (?:code|status) [1-9]\d*.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def failure_of(fields: dict[str, str], text: str) -> str | None:
+    """What a binding records as failed: a non-zero exit code (a header field or a line of
+    the value such as ``exit_code: 2``) and the first error line (``make: *** [all] Error 2``,
+    ``error: …``, ``Traceback …``, ``npm ERR! …``, ``FAILED …``). ``None`` when neither.
+    Real-world dialect: VMs that record a shell command's outcome in its binding."""
+    code: int | None = None
+    for key in ("exit_code", "exit-code", "exitcode", "exit_status", "returncode", "exit"):
+        if key in fields and (m := re.match(r"\s*(-?\d+)", fields[key])):
+            code = int(m.group(1))
+            break
+    if code is None and (m := _EXIT.search(text)):
+        code = int(m.group(1))
+    parts = [f"exit {code}"] if code else []
+    if m := _ERROR_LINE.search(text):
+        parts.append(m.group(0).strip()[:160])
+    return " · ".join(parts) or None
+
+
 def read_binding(path: Path, bindings_root: Path) -> Binding:
     """Build a ``Binding`` from a file under ``bindings/``. Never raises.
 
@@ -139,6 +167,7 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
     binding.source = visible(source) if source else None
     binding.warning = warning
     binding.value_offset = len(head[:offset].encode("utf-8", errors="replace")) if offset else 0
+    binding.failure = failure_of(fields, head[offset or 0:])
     return binding
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from prose_tui.model import Run, RunStatus, StatementState
+from prose_tui.model import Run, RunStatus, StatementState, assigned_name
 
 DEFAULT_STALE_AFTER = 30 * 60.0
 COPY_GAP = 24 * 3600.0  # file times this much newer than the run id's start mean a copy
@@ -174,9 +174,9 @@ def _bindings_written_after(run: Run, line: int) -> str:
         # Only statements the trace says have not run yet are evidence of a stale snapshot.
         if t.line <= line or t.state not in (StatementState.NEXT, StatementState.PENDING):
             continue
-        m = re.match(r"\s*(?:let|const|output|input)?\s*([A-Za-z_][\w]*)\s*=", t.text)
-        if m and m.group(1) in names:
-            later.append(m.group(1))
+        name = assigned_name(t.text)
+        if name and name in names:
+            later.append(name)
     return ", ".join(later[:4]) + (" ..." if len(later) > 4 else "")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -31,14 +32,15 @@ def describe_key(key: str) -> str:
     return " / ".join(key_name(k) for k in key.split(","))
 
 
-def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
-    table = Table(box=None, show_header=False, pad_edge=False, expand=True)
-    table.add_column("key", style="bold", no_wrap=True, min_width=14, ratio=1)
-    table.add_column("what", ratio=3)
+def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Group:
+    """One heading per group (a line of its own, never cut) over a table of its keys."""
+    parts: list[RenderableType] = []
     for title, bindings in groups:
         if not bindings:
             continue
-        table.add_row(Text(title, "bold underline"), "")
+        table = Table(box=None, show_header=False, pad_edge=False, expand=True)
+        table.add_column("key", style="bold", no_wrap=True, min_width=14, ratio=1)
+        table.add_column("what", ratio=3)
         seen = set()
         for b in bindings:
             key = describe_key(b.key)
@@ -46,8 +48,8 @@ def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
                 continue
             seen.add((key, b.description))
             table.add_row(key, b.description)
-        table.add_row("", "")
-    return table
+        parts += [Text(title, "bold underline"), table, Text("")]
+    return Group(*parts)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -70,5 +72,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text(self.intro))
             yield Static(bindings_table(self.groups))
 
-    def action_dismiss(self, result=None) -> None:
+    async def action_dismiss(self, result=None) -> None:
         self.dismiss(result)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.binding import Binding as KeyBinding
 from textual.message import Message
 from textual.widgets import Tree
-from textual.widgets.tree import TreeNode
+from textual.widgets.tree import NodeID, TreeNode
 
 from prose_tui.model import Run
 from prose_tui.tui.keys import keyed
@@ -26,6 +28,8 @@ def _binding_label(b) -> Text:
         label.append("  encrypted", "yellow")
     elif b.warning:
         label.append("  ⚠", "yellow")
+    if getattr(b, "failure", None):
+        label.append(f"  ✗ {b.failure}", "bold red")
     return label
 
 
@@ -35,23 +39,29 @@ class BindingTree(Tree[Target]):
     BINDINGS = keyed([
         KeyBinding("j", "cursor_down", "Down", show=False),
         KeyBinding("k", "cursor_up", "Up", show=False),
-        KeyBinding("h", "collapse", "Collapse", show=False),
-        KeyBinding("l", "expand", "Expand", show=False),
+        KeyBinding("h,left", "collapse", "Collapse / to parent", show=False),
+        KeyBinding("l,right", "expand", "Expand / into", show=False),
+        KeyBinding("g,home", "first", "First item", show=False),
+        KeyBinding("G,end", "last", "Last item", show=False),
     ])
     HELP_GROUP = "Bindings & agents"
 
     class TargetChosen(Message):
-        def __init__(self, target: Target) -> None:
+        """A leaf was highlighted (``opened`` false) or opened with Enter/``l`` (true)."""
+
+        def __init__(self, target: Target, opened: bool = False) -> None:
             super().__init__()
             self.target = target
+            self.opened = opened
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("run", id=id)
         self.show_root = False
         self.guide_depth = 2
-        self._run_path = None
+        self._run_path: Path | None = None
         self.shape: tuple = ()
         self._lazy: dict[int, list[tuple[Text, Target | None]]] = {}
+        self._imports: dict[int, str] = {}  # tree node id -> import handle
 
     @staticmethod
     def shape_of(run: Run | None) -> tuple:
@@ -74,6 +84,7 @@ class BindingTree(Tree[Target]):
         self._run_path = run.path if run else None
         self.shape = self.shape_of(run)
         self._lazy.clear()
+        self._imports.clear()
         self.clear()
         if run is None:
             return
@@ -95,7 +106,7 @@ class BindingTree(Tree[Target]):
             members = sorted(groups[group], key=lambda b: b.name)
             node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
                                 expand=group == "root" or group in expanded or len(groups) <= 3)
-            leaves = [(_binding_label(b), binding_target(b, run)) for b in members]
+            leaves: list[tuple[Text, Target | None]] = [(_binding_label(b), binding_target(b, run)) for b in members]
             if len(leaves) <= PAGE:
                 for label, target in leaves:
                     node.add_leaf(label, target)
@@ -131,6 +142,7 @@ class BindingTree(Tree[Target]):
                 label = Text(child.import_handle or child.id)
                 label.append(f"  {child.status.value}", "dim")
                 node = imports.add(label, expand=False)
+                self._imports[node.id] = child.import_handle or child.id
                 self._fill(node, child, expanded)
         if run.tables:
             tables = parent.add(Text(f"Tables ({len(run.tables)})", "bold"), expand=False)
@@ -157,8 +169,38 @@ class BindingTree(Tree[Target]):
         """Fill every kept-back node that holds an item ``match(label, target)`` accepts."""
         for node_id, children in list(self._lazy.items()):
             if any(match(label, target) for label, target in children):
-                node = self.get_node_by_id(node_id)
+                node = self.get_node_by_id(NodeID(node_id))
                 self._populate(node)
+
+    def action_collapse(self) -> None:
+        """Collapse the highlighted group; on a leaf or a closed group, go to its parent."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    def action_expand(self) -> None:
+        """Expand the highlighted group; on an open group, go to its first child; on a leaf,
+        open it (as Enter does)."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and not node.is_expanded:
+            node.expand()
+            self._populate(node)
+        elif node.children:
+            self.call_after_refresh(self.move_cursor, node.children[0])
+        elif node.data is not None:
+            self.post_message(self.TargetChosen(node.data, opened=True))
+
+    def action_first(self) -> None:
+        self.cursor_line = 0
+
+    def action_last(self) -> None:
+        self.cursor_line = max(0, self.last_line)
 
     def _walk(self):
         stack = [self.root]
@@ -211,10 +253,20 @@ class BindingTree(Tree[Target]):
         if event.node.data is not None:
             self.post_message(self.TargetChosen(event.node.data))
 
+    class ImportChosen(Message):
+        """Enter on an import: open it as a run of its own (``handle`` is its import name)."""
+
+        def __init__(self, handle: str) -> None:
+            super().__init__()
+            self.handle = handle
+
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
+        if event.node.id in self._imports:
+            self.post_message(self.ImportChosen(self._imports[event.node.id]))
+            return
         if event.node.data is not None:
-            self.post_message(self.TargetChosen(event.node.data))
+            self.post_message(self.TargetChosen(event.node.data, opened=True))
 
 
 def _eid(group: str) -> int:

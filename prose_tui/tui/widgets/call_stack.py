@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable
 
 from prose_tui.model import Frame
@@ -14,21 +16,44 @@ class CallStackView(DataTable):
     """A table of frames: execution_id, block, depth, status. Empty stack: one explanatory row."""
 
     HELP_GROUP = "Call stack"
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("enter", "open_frame", "Open frame's bindings"),
+    ]
+
+    class FrameChosen(Message):
+        """Enter on a frame: show its scope (its bindings) and where it was called."""
+
+        def __init__(self, frame: Frame) -> None:
+            super().__init__()
+            self.frame = frame
+
+    def action_open_frame(self) -> None:
+        if self.frames and 0 <= self.cursor_row < len(self.frames):
+            self.post_message(self.FrameChosen(self.frames[self.cursor_row]))
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
         self.frames: list[Frame] = []
         self.search_term = ""
 
+    COLUMNS = ("exec id", "block", "depth", "status")
+
     def on_mount(self) -> None:
-        self.add_columns("exec id", "block", "depth", "status")
         self.set_frames([])
 
     def set_frames(self, frames: list[Frame], note: str | None = None) -> None:
         """Show ``frames`` (innermost first); ``note`` explains an empty stack."""
         self.frames = frames
         row = self.cursor_row
-        self.clear()
+        self.clear(columns=True)  # column widths follow the rows shown, not earlier ones
+        cells = [(str(f.execution_id) if f.execution_id is not None else "root", f.block or "—",
+                  str(f.depth) if f.depth is not None else "—", f.status or "—") for f in frames]
+        if not frames:
+            cells = [("—", note or "root scope: no block is executing", "", "")]
+        for i, label in enumerate(self.COLUMNS):
+            self.add_column(label, width=max(len(label), *(len(c[i]) for c in cells)))
         if not frames:
             self.add_row(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), "", "")
             return

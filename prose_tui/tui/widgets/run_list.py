@@ -1,4 +1,5 @@
-"""The run list pane: every run found, newest first, with status, program and age."""
+"""The run list pane: every run found, newest first, one dense row each (k9s/htop style):
+status glyph, run id cut with an ellipsis, program, age (ticking)."""
 
 from __future__ import annotations
 
@@ -11,28 +12,68 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from prose_tui.backends.common.status import age, as_utc
+from prose_tui.backends.common.status import age
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_SHORT
 from prose_tui.tui.keys import keyed
 
 
-def run_prompt(run: Run, now: datetime | None = None) -> Text:
-    """Three lines: status glyph and run id; program and format; status, start and age."""
+AGE_TICK = 5.0  # seconds between refreshes of the age cells
+AGE_WIDTH = 6
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, cut in the middle with ``…`` (run ids keep both
+    their date and their unique suffix)."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width == 1:
+        return "…"
+    head = (width - 1) // 2 + (width - 1) % 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def _label(run: Run) -> str:
+    return run.id + (f" ({run.import_handle})" if run.import_handle else "")
+
+
+def column_widths(runs: list[Run], width: int) -> tuple[int, int]:
+    """(id width, program width) for rows ``width`` cells wide: from the content, the id
+    first (at least 12 cells), the program gets what is left."""
+    longest_id = max((len(_label(r)) for r in runs), default=12)
+    longest_prog = max((len(program_name(r.program)) for r in runs), default=8)
+    room = max(0, width - 2 - 1 - AGE_WIDTH - 1)  # glyph+space, space before the age
+    id_w = min(longest_id, max(12, room - min(longest_prog, 12) - 1))
+    prog_w = max(0, min(longest_prog, room - id_w - 1))
+    return id_w, prog_w
+
+
+def preferred_width(runs: list[Run]) -> int:
+    """The width the dense rows want (the pane sizes itself from it, within bounds)."""
+    longest_id = max((len(_label(r)) for r in runs), default=12)
+    longest_prog = max((len(program_name(r.program)) for r in runs), default=8)
+    return 2 + min(longest_id, 22) + 1 + min(longest_prog, 18) + 1 + AGE_WIDTH
+
+
+def run_prompt(run: Run, now: datetime | None = None, widths: tuple[int, int] = (22, 18)) -> Text:
+    """One dense row: status glyph, run id (cut with ``…``), program, age right-aligned."""
     glyph, style = STATUS_SHORT[run.status]
+    id_w, prog_w = widths
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(glyph, style)
     text.append(" ")
-    text.append(run.id, "bold" if run.status.value == "running" else "")
-    if run.import_handle:
-        text.append(f" ({run.import_handle})", "dim")
-    text.append("\n  ")
-    text.append(program_name(run.program), "italic")
-    text.append(f" · {run.location or run.format.value}", "dim")  # a run off disk says where it lives
-    started = f" · started {as_utc(run.started):%m-%d %H:%M}" if run.started else ""
-    changed = age(run.updated, now)
-    text.append(f"\n  {run.status.value}{started}" + (f" · {changed} ago" if changed != "—" else ""), "dim")
+    text.append(cut(_label(run), id_w).ljust(id_w), "bold" if run.status.value == "running" else "")
+    if prog_w:
+        text.append(" ")
+        # A run off disk says where it lives: a database glyph before its program.
+        program = ("⛁ " if run.location else "") + program_name(run.program)
+        text.append(cut(program, prog_w).ljust(prog_w), "italic dim")
+    changed = age(run.updated or run.started, now)  # runs that never said when they changed: since they began
+    text.append(" " + ("" if changed == "—" else changed).rjust(AGE_WIDTH), "dim")
     return text
 
 
@@ -59,6 +100,36 @@ class RunList(OptionList):
         self.runs: list[Run] = []
         self.filter: str = ""
         self._chosen: Path | None = None
+        self._clock = None
+        self._widths: tuple[int, int] = (22, 18)
+
+    def on_mount(self) -> None:
+        self.set_interval(AGE_TICK, self.tick)
+
+    def _now(self) -> datetime:
+        return self._clock() if self._clock else datetime.now(timezone.utc)
+
+    def _fit(self) -> None:
+        self._widths = column_widths(self.runs, self.scrollable_content_region.width or 40)
+
+    def tick(self) -> None:
+        """Redraw every shown row (ages move on while nothing is written)."""
+        now = self._now()
+        for run in self.runs:
+            if self._matches(run):
+                self._redraw(run, now)
+
+    def _redraw(self, run: Run, now: datetime) -> None:
+        try:
+            self.replace_option_prompt(str(run.path), run_prompt(run, now, self._widths))
+        except Exception:  # the row is filtered out
+            pass
+
+    def on_resize(self) -> None:
+        widths = self._widths
+        self._fit()
+        if widths != self._widths:
+            self.tick()
 
     @property
     def chosen(self) -> Path | None:
@@ -68,11 +139,14 @@ class RunList(OptionList):
     def set_runs(self, runs: list[Run], *, clock=None) -> None:
         """Show ``runs`` (already sorted); keeps the highlighted run where it still exists."""
         self.runs = runs
-        now = clock() if clock else datetime.now(timezone.utc)
+        if clock is not None:
+            self._clock = clock
+        now = self._now()
+        self._fit()
         keep = self._chosen
         shown = [r for r in runs if self._matches(r)]
         self.clear_options()
-        self.add_options(Option(run_prompt(r, now), id=str(r.path)) for r in shown)
+        self.add_options(Option(run_prompt(r, now, self._widths), id=str(r.path)) for r in shown)
         if not shown:
             return
         index = next((i for i, r in enumerate(shown) if r.path == keep), 0)
@@ -80,20 +154,23 @@ class RunList(OptionList):
 
     def update_run(self, run: Run, *, clock=None) -> None:
         """Redraw one run's row in place."""
-        now = clock() if clock else datetime.now(timezone.utc)
+        if clock is not None:
+            self._clock = clock
         for i, r in enumerate(self.runs):
             if r.path == run.path:
                 self.runs[i] = run
-        try:
-            self.replace_option_prompt(str(run.path), run_prompt(run, now))
-        except Exception:  # the row is filtered out
-            pass
+        self._redraw(run, self._now())
 
     def _matches(self, run: Run) -> bool:
         if not self.filter:
             return True
         needle = self.filter.lower()
         return any(needle in (v or "").lower() for v in (run.id, run.program, run.status.value, run.format.value, run.location))
+
+    @property
+    def shown_count(self) -> int:
+        """Rows shown (after the filter)."""
+        return self.option_count
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
         """Filter the list to runs whose id, program, status or format contains ``term``."""

@@ -12,7 +12,7 @@ class SearchBar(Input):
 
     BINDINGS = [Binding("escape", "close", "Close search", show=False)]
     DEFAULT_CSS = """
-    SearchBar { dock: bottom; display: none; height: 1; border: none; padding: 0 1; background: $boost; }
+    SearchBar { display: none; height: 1; border: none !important; padding: 0 1; background: $boost; }
     SearchBar.-open { display: block; }
     """
 
@@ -25,10 +25,11 @@ class SearchBar(Input):
         pass
 
     def __init__(self) -> None:
-        super().__init__(placeholder="search… (Enter to find, Esc to close)", id="search")
+        super().__init__(placeholder="search… (Enter to find, Esc to close)", id="search", compact=True)
 
     def open(self, pane_name: str) -> None:
-        self.placeholder = f"search {pane_name}… (Enter: find · Esc: close · n/N: next/prev)"
+        """Show the prompt for ``pane_name``; the screen focuses it at once (``set_focus``)."""
+        self.placeholder = f"/ search {pane_name}…  Enter: find · Esc: close · then n/N: next/previous"
         self.add_class("-open")
         self.value = ""
         self.focus()

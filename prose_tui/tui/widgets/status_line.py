@@ -10,26 +10,37 @@ from prose_tui.tui.glyphs import STATUS_BADGE
 
 
 class StatusLine(Static):
-    """One line at the bottom. Call ``show`` whenever any of its inputs change."""
+    """One line at the bottom. Call ``show`` whenever any of its inputs change; ``shown`` is
+    the text on screen."""
+
+    shown: Text = Text()
 
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
     """
 
-    def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0) -> None:
-        """``last_change`` is an age (``12 s``); ``watcher`` a short state (``watching``)."""
+    def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0,
+             as_of: str | None = None, compact: bool = False) -> None:
+        """``run`` is the run as of the cursor; ``last_change`` an age (``12 s``); ``watcher`` a
+        short state (``watching``); ``as_of`` the cursor's moment when not live
+        (``as of event 41 of 0–85 · 14:02:11``)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         if run is None:
             text.append("no run selected", "dim")
         else:
             badge, style = STATUS_BADGE[run.status]
             text.append(badge, style)
-        if last_change != "—":
-            text.append(f" changed {last_change} ago")
-        text.append(" · follow " + ("on" if following else "off (f)"), "" if following else "bold")
-        if pending:
-            text.append(f" · {pending} new", "bold")
+        if as_of:
+            text.append(f" {as_of}", "bold")
+            if pending:
+                text.append(f" · {pending} new", "bold")
+            text.append(" · } live", "dim")
+        else:
+            if last_change != "—":
+                text.append(f" changed {last_change} ago")
+            text.append(" · follow " + ("on" if following else "off (f)"), "" if following else "bold")
         text.append(f" · {watcher}", "dim")
-        if run is not None:
+        if run is not None and run.status_reason and not as_of:
             text.append(f" · {run.status_reason}", "dim")
+        self.shown = text
         self.update(text)

@@ -8,6 +8,8 @@ appended since the last read is marked with a bar and a "new" rule.
 
 from __future__ import annotations
 
+import re
+
 from datetime import datetime
 
 from rich.console import Group, RenderableType
@@ -29,7 +31,22 @@ MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to 
 MARKDOWN_LIMIT = 96 * 1024
 
 
-def _size(n: int) -> str:
+_MARKDOWN_LINE = re.compile(r"^\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>|```|~~~|\|.*\|)")
+_MARKDOWN_INLINE = re.compile(r"\*\*[^*]+\*\*|`[^`]+`|\[[^\]]+\]\([^)]+\)|__[^_]+__")
+
+
+def looks_like_markdown(text: str) -> bool:
+    """True when ``text`` has Markdown structure (headings, lists, fences, tables, emphasis,
+    links). Plain text such as command output is shown as written, line for line: Markdown
+    would run its lines together into one paragraph."""
+    lines = text.splitlines()[:400]
+    if len(lines) <= 1:
+        return True
+    return any(_MARKDOWN_LINE.match(line) for line in lines) or bool(_MARKDOWN_INLINE.search(text[:20000]))
+
+
+def human_size(n: float) -> str:
+    """``812 B``, ``1.4 KiB``, ``3.0 MiB``."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -113,20 +130,44 @@ class ValueViewer(Vertical, can_focus=True):
         return self.query_one("#value-body", LineView)
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
-        """Show the value raw with ``term`` highlighted and scroll to its next line."""
-        self.search_term = term
+        """Show the value raw with ``term`` highlighted and go to its next (previous) hit.
+
+        Every occurrence is a hit, also several on one line and in wrapped lines: hits are
+        counted in the text and mapped to the screen rows the wrapped lines take."""
         needle = term.lower()
-        hits = [i for i, ln in enumerate(self.text.splitlines()) if needle in ln.lower()]
-        if not hits:
+        if term != self.search_term:
+            self._hit = -1 if not backwards else 0
+        self.search_term = term
+        lowered = self.text.lower()
+        starts = []
+        at = lowered.find(needle) if needle else -1
+        while at >= 0:
+            starts.append(at)
+            at = lowered.find(needle, at + max(1, len(needle)))
+        if not starts:
             self._render_all()
             return False
-        self.raw = True  # line positions are exact in raw mode
+        self.raw = True  # row positions are exact in raw mode
         self._render_all()
-        y = int(self.body.scroll_y)
-        later = [i for i in hits if (i < y if backwards else i > y)]
-        pick = (later[-1] if backwards else later[0]) if later else hits[0]
-        self.body.scroll_to(y=max(0, pick - 1), animate=False)
+        self._hit = (getattr(self, "_hit", -1) + (-1 if backwards else 1)) % len(starts)
+        self.hit_row = self._row_of(starts[self._hit])
+        self.body.scroll_to(y=max(0, self.hit_row - 1), animate=False)
         return True
+
+    def _row_of(self, offset: int) -> int:
+        """The screen row (wrapped at the body's width) where character ``offset`` is shown."""
+        width = max(1, self.body.scrollable_content_region.width or self.body.size.width or 80)
+        console = self.app.console
+        row = 0
+        pos = 0
+        for line in self.text.splitlines(keepends=True):
+            end = pos + len(line)
+            wrapped = Text(line.rstrip("\n")).wrap(console, width) if line.strip() else [Text()]
+            if offset < end:
+                return row + min(len(wrapped) - 1, (offset - pos) // width)
+            row += max(1, len(wrapped))
+            pos = end
+        return row
 
     # -- actions ---------------------------------------------------------------------------------
     def action_toggle_raw(self) -> None:
@@ -201,7 +242,7 @@ class ValueViewer(Vertical, can_focus=True):
             if b.service:
                 head.append(f" · service {b.service}")
         if self._file_bytes:
-            head.append(f" · {_size(self._file_bytes)}")
+            head.append(f" · {human_size(self._file_bytes)}")
         head.append(f" · {'raw' if self.raw or not t.markdown else 'markdown'}", "dim")
         if self._changed_at is not None:
             head.append(f" · updated {self._changed_at:%H:%M:%S}", "bold")
@@ -221,7 +262,7 @@ class ValueViewer(Vertical, can_focus=True):
         if self._cut:
             where = "last" if self.tail else "first"
             more = "" if self.tail else "scroll down for more, "
-            parts.append(f"Showing the {where} {_size(self.window)} of {_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
+            parts.append(f"Showing the {where} {human_size(self.window)} of {human_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
         return "  ".join(f"⚠ {p}" for p in parts) or None
 
     def _body(self) -> RenderableType:
@@ -239,8 +280,8 @@ class ValueViewer(Vertical, can_focus=True):
         else:
             source = None
         old, new = (text[: self._new_from], text[self._new_from:]) if self._new_from is not None else (text, "")
-        if self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT:
-            body = self._raw(old, new)
+        if self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT or not looks_like_markdown(text):
+            body: RenderableType = self._raw(old, new)
         else:
             parts: list[RenderableType] = [Markdown(old)] if old.strip() else []
             if new:
@@ -257,9 +298,9 @@ class ValueViewer(Vertical, can_focus=True):
             return out
         out = Text(old)
         if new:
-            for line in new.splitlines(keepends=True):
+            for chunk in new.splitlines(keepends=True):
                 out.append("▌", "bold green")
-                out.append(line)
+                out.append(chunk)
         if self.search_term:
             out.highlight_words([self.search_term], "reverse", case_sensitive=False)
         return out
