@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
 
 from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
@@ -46,7 +47,13 @@ HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline)
 
 
 class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
-    """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on."""
+    """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on.
+
+    Ready signals (for tests and tools driving the screen; poll them between event-loop turns):
+    ``reads_done`` counts finished reads of the run list (the start-up read, then each rescan);
+    ``loaded_run`` is the shown run's path once its full read (not a summary, a placeholder or
+    a partial narration file) is on the widgets, and ``None`` while the shown run loads.
+    """
 
     BINDINGS = [
         Binding("tab", "cycle_pane(1)", "Next pane"),
@@ -69,6 +76,8 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
         self.live = watch
         self.initial = initial
         self.current_run: Run | None = None
+        self.loaded_run: Path | None = None
+        self.reads_done = 0
         self.active = 0
         self.watcher_state = "watch off" if not watch else "starting watcher"
         self.search_term = ""
@@ -170,6 +179,20 @@ class ExplorerScreen(LiveUpdates, HistoryActions, Screen[None]):
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
+        self.loaded_run = None
+        self._show_run(run, changed)
+        if run is not None and self._is_full_read(run):
+            self.loaded_run = run.path
+
+    def _is_full_read(self, run: Run) -> bool:
+        """``run`` is the workspace's full read of its path (a summary or placeholder is another object)."""
+        return run.path in self.workspace.detailed and self.workspace.runs.get(run.path) is run
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "scan" and event.state is WorkerState.SUCCESS:
+            self.reads_done += 1
+
+    def _show_run(self, run: Run | None, changed: set[Path] | None) -> None:
         same = run is not None and self.current_run is not None and run.path == self.current_run.path
         self.current_run = run
         if same and changed is not None:

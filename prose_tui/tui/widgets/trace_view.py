@@ -262,6 +262,12 @@ class TraceView(ScrollView, can_focus=True):
         if self.following:
             self.call_after_refresh(self._to_executing)
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # Textual drops a scroll while the scrollbar is not (yet) shown: new lines longer than
+        # the pane scroll to the executing line once the scrollbar appears.
+        if shown and self.following:
+            self._to_executing()
+
     def on_show(self) -> None:
         if self.following:
             self.call_after_refresh(self._to_executing)
