@@ -245,9 +245,9 @@ async def test_enter_on_a_line_whose_note_holds_markup_says_so_literally(tmp_pat
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("2", "g", "enter")
-        await pilot.pause(0.3)
+        said = "'done [/] [bold]B[/bold]' names no binding file"
+        await wait_until(pilot, lambda: any(said == n.message for n in app._notifications), what="the notification")
         assert app.is_running
-        assert any("'done [/] [bold]B[/bold]' names no binding file" == n.message for n in app._notifications)
 
 
 async def test_searching_for_markup_that_matches_nothing_says_so_literally(tmp_path):
@@ -256,9 +256,8 @@ async def test_searching_for_markup_that_matches_nothing_says_so_literally(tmp_p
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("2", "slash", *"[/]", "enter")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: "no match for '[/]'" in screen_text(app), what="'no match' on screen")
         assert app.is_running
-        assert "no match for '[/]'" in screen_text(app)
 
 
 async def test_narration_with_escapes_shows_pictures_not_escapes(tmp_path):
@@ -673,7 +672,7 @@ async def test_state_md_replaced_repeatedly_mid_read_ends_on_the_last_file(tmp_p
             tmp.write_text(version(round_ % n))
             os.replace(tmp, run_dir / "state.md")
             if round_ % 25 == 0:
-                await pilot.pause(0)
+                await pilot.pause(0)  # no wait: lets the watcher interleave with the writes
         final = 299 % n
         tmp.write_text(version(final))
         os.replace(tmp, run_dir / "state.md")

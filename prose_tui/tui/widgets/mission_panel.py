@@ -158,6 +158,7 @@ class MissionPanel(Vertical):
         self._pending_since: datetime | None = None
         self._stop_watching = asyncio.Event()
         self._write_lock = asyncio.Lock()  # one write at a time, in the order asked
+        self.watching = False  # the file watcher is registered (changes from now on are seen)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="mission-head"):
@@ -194,6 +195,9 @@ class MissionPanel(Vertical):
         if not folder.is_dir():
             return  # the poll notices when it appears
         name = self.path.name
+        # Set in the same step as awatch registers the watch (no await between): from now on
+        # a write to the file is seen. A ready signal for tests and the status.
+        self.watching = True
         try:
             async for _ in awatch(
                 folder,
@@ -206,6 +210,8 @@ class MissionPanel(Vertical):
                 await self.reload()
         except (OSError, RuntimeError):
             return  # e.g. the folder vanished or inotify ran out: the poll keeps working
+        finally:
+            self.watching = False
 
     def _apply(self, state: MissionState) -> None:
         previous = self.state
