@@ -46,15 +46,33 @@ def _watch_roots(path: Path) -> list[Path]:
     return roots
 
 
+class _StopWatching:
+    """The ``stop_event`` handed to ``watchfiles.watch``: ``stop`` itself, plus a call of
+    ``on_watching`` the first time the watcher asks, which it does only once its watches are
+    registered (watchfiles creates them before it starts waiting)."""
+
+    def __init__(self, stop: threading.Event, on_watching: Callable[[], None] | None) -> None:
+        self.stop = stop
+        self.on_watching = on_watching
+
+    def is_set(self) -> bool:
+        if self.on_watching is not None:
+            on_watching, self.on_watching = self.on_watching, None
+            on_watching()
+        return self.stop.is_set()
+
+
 def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
-           on_change: OnChange | None = None, debounce_ms: int = 30) -> int:
+           on_change: OnChange | None = None, debounce_ms: int = 30,
+           on_watching: Callable[[], None] | None = None) -> int:
     """Journal every run below ``path`` until ``stop`` is set; returns the entries written.
 
     First each run's current files are journaled (only what the journal does not hold
     yet is added), then ``watchfiles.watch`` reports changes, grouped over
     ``debounce_ms`` milliseconds, and each batch is journaled with the time it was seen.
     A folder that appears under a ``runs`` folder is picked up as a new run.
-    ``on_change(run_dir, entries)`` is called after each batch that added entries.
+    ``on_change(run_dir, entries)`` is called after each batch that added entries;
+    ``on_watching()`` once, as soon as the watcher is registered (changes from then on are seen).
     Raises ``FileNotFoundError`` when ``path`` does not exist; returns promptly (within
     about 50 ms plus the batch in hand) once ``stop`` is set.
     """
@@ -78,7 +96,7 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
     for run_dir in known:
         take(run_dir, run_files(run_dir))
     roots = _watch_roots(path)
-    for batch in watchfiles.watch(*roots, stop_event=stop, debounce=debounce_ms, step=50,
+    for batch in watchfiles.watch(*roots, stop_event=_StopWatching(stop, on_watching), debounce=debounce_ms, step=50,
                                   rust_timeout=500, yield_on_timeout=False, raise_interrupt=False):
         if stop.is_set():
             break
