@@ -104,21 +104,21 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
         unknown = False
         for _change, raw in batch:
             changed = Path(raw)
-            run_dir = owning_run(changed, known) or owning_run(_resolved(changed), known)
-            if run_dir is None:
+            owner = owning_run(changed, known) or owning_run(_resolved(changed), known)
+            if owner is None:
                 unknown = True
                 continue
-            touched.setdefault(run_dir, set()).add(_resolved(changed))
+            touched.setdefault(owner, set()).add(_resolved(changed))
         if unknown:
             try:
                 found = _run_dirs(path)
             except OSError:
                 found = known
-            for run_dir in sorted(set(found) - set(known)):
-                known.append(run_dir)
-                take(run_dir, run_files(run_dir))
-        for run_dir, changed in sorted(touched.items()):
-            take(run_dir, changed)
+            for new_dir in sorted(set(found) - set(known)):
+                known.append(new_dir)
+                take(new_dir, run_files(new_dir))
+        for run_dir, paths in sorted(touched.items()):
+            take(run_dir, paths)
     return total
 
 

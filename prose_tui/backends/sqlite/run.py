@@ -346,7 +346,7 @@ def _imports_table(conn, schema: dict[str, list[str]], run: Run, dbp: Path) -> l
     cols = schema.get("imports")
     if cols is None:
         return []
-    children = []
+    children: list[Run] = []
     for row in conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM imports").fetchall():
         data = {k: v for k, v in zip(cols, row) if v is not None}
         alias = str(data.get("alias") or data.get("name") or f"import-{len(children) + 1}")

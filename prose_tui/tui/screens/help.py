@@ -69,6 +69,3 @@ class HelpScreen(ModalScreen[None]):
             scroll.border_title = "Help · Esc to close"
             yield Static(Text(self.intro))
             yield Static(bindings_table(self.groups))
-
-    def action_dismiss(self, result=None) -> None:
-        self.dismiss(result)

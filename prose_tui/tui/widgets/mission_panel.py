@@ -342,6 +342,7 @@ class MissionPanel(Vertical):
     @work(group="mission-write")
     async def _write(self, action: str, note: str | None, overwrite: bool) -> None:
         # Serialised: two writes verifying at once would each take the other for the agent.
+        result: WriteResult | Exception
         async with self._write_lock:
             self.say(f"{ACTION_LABELS[action]}: writing desired_state = {ACTIONS[action]}…")
             try:
