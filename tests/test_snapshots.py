@@ -21,14 +21,24 @@ def project(tmp_path):
     return pinned_copy(FIXTURES / "project", tmp_path / "project")
 
 
+async def _final(pilot) -> None:
+    """Lay the screen out once more and settle: the picture is then made from the layout of
+    what is shown, not from whichever partial updates happened to come last (which changed
+    how rows were cut into SVG spans from run to run, with the same text and colours)."""
+    pilot.app.screen.refresh(layout=True)
+    await settled(pilot)
+
+
 async def _trace(pilot) -> None:
     await settled(pilot)
     await pilot.press("2")
     await settled(pilot)  # the trace pane shown at 80x24 scrolls to the executing line
+    await _final(pilot)
 
 
 async def _settle(pilot) -> None:
     await settled(pilot)
+    await _final(pilot)
 
 
 async def _help(pilot) -> None:
@@ -36,6 +46,7 @@ async def _help(pilot) -> None:
     await pilot.press("question_mark")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), what="the help screen")
     await pilot.wait_for_scheduled_animations()
+    await _final(pilot)
 
 
 async def _binding(pilot) -> None:
@@ -44,6 +55,7 @@ async def _binding(pilot) -> None:
     await wait_until(pilot, lambda: pilot.app.explorer.query_one(ValueViewer).target is not None
                      and pilot.app.explorer.query_one(ValueViewer).target.title == "parts", what="the binding in the viewer")
     await settled(pilot)
+    await _final(pilot)
 
 
 def test_main_screen_wide(snap_compare, project):
