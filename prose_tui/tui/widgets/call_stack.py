@@ -21,14 +21,16 @@ class CallStackView(DataTable):
         self.search_term = ""
 
     def on_mount(self) -> None:
-        self.add_columns("exec id", "block", "depth", "status")
         self.set_frames([])
 
     def set_frames(self, frames: list[Frame], note: str | None = None) -> None:
         """Show ``frames`` (innermost first); ``note`` explains an empty stack."""
         self.frames = frames
         row = self.cursor_row
-        self.clear()
+        # Columns too: a DataTable column only ever widens, so widths would depend on what
+        # was shown before (the empty-stack note, a summary) instead of on these frames.
+        self.clear(columns=True)
+        self.add_columns("exec id", "block", "depth", "status")
         if not frames:
             self.add_row(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), "", "")
             return
