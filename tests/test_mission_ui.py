@@ -399,7 +399,12 @@ def readable(path: Path) -> dict | None:
 async def test_ui_controls_win_against_an_agent_rewriting_in_a_tight_loop(tmp_path):
     path = write(tmp_path / "agent_state.json", mission("pause", "pause", session_count=4))
     record = tmp_path / "racer.json"
-    racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--race-window", "0.001",
+    # No sleep between the racer's read and its write: on a loaded machine a 1 ms sleep wakes
+    # tens of ms late, the racer then holds a stale file nearly all the time and every write
+    # (and re-apply) is clobbered, which tests the scheduler, not the controls. It still
+    # rewrites the file every millisecond; a write landing between its read and write is
+    # clobbered and re-applied.
+    racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--race-window", "0",
                               "--race-pause", "0.001", "--log", str(record), "--max-seconds", "30"])
     try:
         app = Host(path, watch=False, poll_interval=0.3, verify_window=0.1)
