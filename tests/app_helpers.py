@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import shutil
@@ -18,26 +17,81 @@ def make_app(path: Path, *, watch: bool = False, now: datetime = FIXED_NOW, stal
     return ProseTUI(path, watch=watch, clock=lambda: now, stale_after=stale_after)
 
 
-async def wait_until(pilot, predicate, *, timeout: float = 10.0, what: str = "condition") -> None:
-    """Let the app run until ``predicate()`` holds; fail with ``what`` after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
+# Every wait is bounded by turns of the event loop, never by the wall clock: one
+# ``pilot.pause()`` lets the app process what is queued and waits until the process is idle
+# (at least 20 ms, up to 1 s while a reader thread is busy), so on a loaded machine a wait
+# simply takes more wall time. The bound only ends a wait for something that never happens.
+TURNS = 500
+
+_READERS = ("scan", "detail")  # worker groups that read runs; the watcher ("watch") never ends
+
+
+async def wait_until(pilot, predicate, *, what: str = "condition", turns: int = TURNS) -> None:
+    """Let the app run until ``predicate()`` holds; fail naming ``what`` after ``turns`` turns."""
+    for _ in range(turns):
+        if predicate():
+            return
+        await pilot.pause()
+    if not predicate():
+        raise AssertionError(f"{what} did not happen within {turns} turns of the event loop")
+
+
+async def _readers_done(app) -> None:
+    """Wait for the workers reading runs (start-up read, "open in full") to finish."""
+    busy = [w for w in app.workers if w.group in _READERS and not w.is_finished]
+    if busy:  # an empty list would make ``wait_for_complete`` wait for every worker
+        await app.workers.wait_for_complete(busy)
+
+
+def _unsettled(explorer, run_path: Path | None) -> str | None:
+    """What the explorer is still waiting for, or ``None`` when it is settled."""
+    if explorer.reads_done < 1:
+        return "the start-up read"
+    if any(w.group in _READERS and not w.is_finished for w in explorer.app.workers):
+        return "a run being read"
+    want = run_path if run_path is not None else (explorer.current_run.path if explorer.current_run else None)
+    if want is not None and explorer.loaded_run != want:
+        shown = explorer.current_run.path if explorer.current_run else None
+        return f"the full read of {want} (loaded_run={explorer.loaded_run}, shown={shown})"
+    from prose_tui.tui.widgets.trace_view import TraceView
+
+    trace = explorer.query_one(TraceView)
+    height = trace.scrollable_content_region.height
+    if trace.lines and trace.display and height > 0 and trace.region.height > 0:
+        top = round(trace.scroll_offset.y)
+        if trace.following:
+            centred = min(max(0, trace.cursor - height // 2), trace.max_scroll_y)
+            if top != centred:
+                return f"the trace to centre the executing line {trace.cursor} (top row {top}, want {centred})"
+        elif not top <= trace.cursor < top + height:
+            return f"the trace cursor {trace.cursor} to be in view (rows {top}..{top + height - 1})"
+    return None
+
+
+async def settled(pilot, run_path: Path | None = None, *, turns: int = TURNS) -> None:
+    """Wait until the explorer shows what it read and nothing more is on its way.
+
+    Settled means: the start-up read finished (``reads_done``), no run is being read, the
+    shown run (or ``run_path``) is on screen from its full read (``loaded_run``), the trace
+    is scrolled to the executing line when following (else its cursor is in view), and
+    scheduled animations and refreshes are done. Fails naming what it still waits for.
+    """
+    explorer = pilot.app.explorer
+    waiting: str | None = "the first turn"
+    for _ in range(turns):
+        await _readers_done(pilot.app)
+        await pilot.wait_for_scheduled_animations()
+        waiting = _unsettled(explorer, run_path)
+        if waiting is None:
+            await pilot.pause()
+            if _unsettled(explorer, run_path) is None:
+                return
+    raise AssertionError(f"the explorer did not settle within {turns} turns: still waiting for {waiting}")
 
 
 async def ready(pilot) -> None:
-    """Wait for the first scan to show runs and for the screen to settle."""
-    explorer = pilot.app.explorer
-
-    def loaded() -> bool:
-        title = explorer.query_one("#runs-pane").border_title if explorer.query("#runs-pane") else None
-        return explorer.current_run is not None or bool(title and title.startswith("Runs ("))
-
-    await wait_until(pilot, loaded, what="runs to load")
-    await pilot.pause()
+    """The explorer after its start-up read, settled (see ``settled``)."""
+    await settled(pilot)
 
 
 def pinned_copy(src: Path, dest: Path) -> Path:

@@ -77,14 +77,20 @@ class Agent:
                 handle.write(json.dumps(event) + "\n")
 
 
-def run_state_machine(agent: Agent, poll: float, session: float) -> None:
+def run_state_machine(agent: Agent, poll: float, session: float, gate: str | None = None) -> None:
     count = 0
 
     def run_session(kind: str) -> None:
         nonlocal count
         count += 1
         agent.record(event="start", kind=kind, n=count)
-        time.sleep(session)
+        if gate is None:
+            time.sleep(session)
+        else:  # the session lasts until the test creates the gate file (then it is taken)
+            while not stopping and not os.path.exists(gate):
+                time.sleep(poll)
+            if os.path.exists(gate):
+                os.remove(gate)
         agent.record(event="end", kind=kind, n=count)
 
     while not stopping:
@@ -130,6 +136,7 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=0.02)
     parser.add_argument("--session", type=float, default=0.4)
     parser.add_argument("--log")
+    parser.add_argument("--gate", help="sessions end only when this file appears (a test's release)")
     parser.add_argument("--race", action="store_true")
     parser.add_argument("--race-window", type=float, default=0.0005)
     parser.add_argument("--race-pause", type=float, default=0.0015)
@@ -142,7 +149,7 @@ def main() -> None:
     if args.race:
         run_racer(agent, args.race_window, args.race_pause)
     else:
-        run_state_machine(agent, args.poll, args.session)
+        run_state_machine(agent, args.poll, args.session, args.gate)
 
 
 if __name__ == "__main__":

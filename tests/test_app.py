@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from pathlib import Path
 
 import pytest
-from app_helpers import make_app, ready, tree_digest, wait_until
+from app_helpers import make_app, ready, settled, tree_digest, wait_until
 from conftest import FIXTURES
 
 from prose_tui.tui.screens.help import HelpScreen
@@ -164,7 +166,7 @@ async def test_exploring_leaves_the_run_tree_byte_for_byte_unchanged():
         await ready(pilot)
         for keys in (["2", "enter"], ["4", "j", "j", "j", "enter"], ["5", "r", "t"], ["1", "j"], ["2", "f"]):
             await pilot.press(*keys)
-        await pilot.pause(0.2)
+        await settled(pilot)  # the run chosen with "1 j" read in full and shown
     assert tree_digest(PROJECT) == before
 
 
@@ -248,14 +250,34 @@ async def test_quitting_while_runs_are_still_being_read_is_clean(tmp_path):
             "```prose\nlet a = session \"x\"  # --> bindings/a.md (complete)\n```\n"
         )
     app = make_app(tmp_path)
+    # The reader is held after 20 runs until the app has quit, so the quit always comes first,
+    # however fast or loaded the machine is; ``scan_over`` says when the reading thread is done.
+    reads: list[Path] = []
+    held, scan_over = threading.Event(), threading.Event()
+    read, scan = app.workspace._read, app.workspace.scan
+
+    def held_read(path, **kwargs):
+        if len(reads) >= 20:
+            held.wait(60)
+        reads.append(path)
+        return read(path, **kwargs)
+
+    def watched_scan(*args, **kwargs):
+        try:
+            return scan(*args, **kwargs)
+        finally:
+            scan_over.set()
+
+    app.workspace._read, app.workspace.scan = held_read, watched_scan
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.explorer.query_one(RunList).option_count > 0, what="the listing")
-        await pilot.press("q")  # long before 1,500 runs are read
+        await pilot.press("q")
     assert app.return_code == 0 and app._exception is None
-    # Reading stopped with the app: nothing more is read after it quit.
-    read_at_exit = len(app.workspace.runs)
-    await asyncio.sleep(1.0)
-    assert len(app.workspace.runs) == read_at_exit < 1500
+    read_at_exit = len(reads)
+    held.set()
+    assert await asyncio.to_thread(scan_over.wait, 60), "the start-up read did not stop after the app quit"
+    # Reading stopped with the app: at most the read in hand finished after it quit.
+    assert len(reads) <= read_at_exit + 2 and len(app.workspace.runs) < 1500
 
 
 async def test_after_start_up_the_newest_run_is_highlighted_even_if_an_undated_one_was_read_first(tmp_path):
@@ -268,8 +290,7 @@ async def test_after_start_up_the_newest_run_is_highlighted_even_if_an_undated_o
     (runs / "nightly" / "state.md").write_text(state.format(run="nightly", started="2025-01-20T10:00:00Z"))
     app = make_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: (app.explorer.query_one("#runs-pane").border_title or "") == "Runs (2)", what="the start-up read")
-        await pilot.pause(0.2)
+        await settled(pilot)
         run_list = app.explorer.query_one(RunList)
         assert [r.id for r in run_list.runs] == ["20260301-100000-newest", "nightly"]
         assert run_list.highlighted == 0 and app.explorer.current_run.id == "20260301-100000-newest"

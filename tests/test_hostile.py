@@ -27,7 +27,7 @@ from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 RUN_ID = "20260301-100000-abc123"
-SIZE = (100, 30)
+SIZE = (200, 40)  # every pane shown, the trace wide enough for whole hostile lines
 ESC = "\x1b"
 
 
@@ -110,7 +110,9 @@ async def test_ansi_escapes_in_trace_lines_are_shown_as_pictures_and_never_sent(
     app = make_app(run_dir)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await pilot.press("2")
+        await pilot.press("2", "z")  # the trace zoomed to the whole width: its long lines in full
+        await wait_until(pilot, lambda: app.explorer.zoomed, what="the zoomed trace")
+        await pilot.wait_for_scheduled_animations()
         rows = "\n".join(trace_rows(app))
         assert "␛[31mred␛[0m" in rows
         assert "␛]0;pwned" in rows and "␇" in rows and "␈" in rows
@@ -245,9 +247,9 @@ async def test_enter_on_a_line_whose_note_holds_markup_says_so_literally(tmp_pat
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("2", "g", "enter")
-        await pilot.pause(0.3)
+        said = "'done [/] [bold]B[/bold]' names no binding file"
+        await wait_until(pilot, lambda: any(said == n.message for n in app._notifications), what="the notification")
         assert app.is_running
-        assert any("'done [/] [bold]B[/bold]' names no binding file" == n.message for n in app._notifications)
 
 
 async def test_searching_for_markup_that_matches_nothing_says_so_literally(tmp_path):
@@ -256,9 +258,8 @@ async def test_searching_for_markup_that_matches_nothing_says_so_literally(tmp_p
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("2", "slash", *"[/]", "enter")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: "no match for '[/]'" in screen_text(app), what="'no match' on screen")
         assert app.is_running
-        assert "no match for '[/]'" in screen_text(app)
 
 
 async def test_narration_with_escapes_shows_pictures_not_escapes(tmp_path):
@@ -673,7 +674,7 @@ async def test_state_md_replaced_repeatedly_mid_read_ends_on_the_last_file(tmp_p
             tmp.write_text(version(round_ % n))
             os.replace(tmp, run_dir / "state.md")
             if round_ % 25 == 0:
-                await pilot.pause(0)
+                await pilot.pause(0)  # no wait: lets the watcher interleave with the writes
         final = 299 % n
         tmp.write_text(version(final))
         os.replace(tmp, run_dir / "state.md")

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -241,44 +240,49 @@ def test_imports_get_their_own_journal(tmp_path):
 # --- the headless recorder --------------------------------------------------------------------
 
 
-def wait_for(predicate, deadline: float = 15.0) -> bool:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def test_record_thread_journals_a_running_demo_and_stops(tmp_path):
     project = tmp_path / "project"
     (project / ".prose" / "runs").mkdir(parents=True)
     journal = Journal(tmp_path / "state")
-    stop = threading.Event()
+    stop, watching, changed = threading.Event(), threading.Event(), threading.Event()
     seen: list[str] = []
     result: list[int] = []
+
+    def on_change(_run_dir, entries) -> None:
+        seen.extend(e.kind for e in entries)
+        changed.set()
+
+    def journaled(sha: str) -> bool:
+        return sha in {e.sha256 for e in journal.entries(vm.run_dir) if e.kind == "state"}
+
+    def until_journaled(sha: str, what: str) -> None:
+        # Event-driven: each batch the recorder journals wakes this up; the timeout only ends a hang.
+        while True:
+            changed.clear()
+            if journaled(sha):
+                return
+            assert changed.wait(60), f"the recorder never journaled {what}"
+
     worker = threading.Thread(target=lambda: result.append(record(
-        project, stop=stop, journal=journal, on_change=lambda d, es: seen.extend(e.kind for e in es))))
+        project, stop=stop, journal=journal, on_change=on_change, on_watching=watching.set)))
     worker.start()
     try:
-        time.sleep(0.3)  # let the watcher start; anything earlier is caught by rediscovery anyway
+        assert watching.wait(60), "the recorder's watcher never started"
         vm = DemoVM(project, clock=Clock())
         steps = vm.steps()
-        for _ in range(6):
+        revisions = []
+        for step in range(6):
             next(steps)
-            time.sleep(0.05)
-        final = hashlib.sha256((vm.run_dir / "state.md").read_bytes()).hexdigest()
-
-        def caught_up() -> bool:
-            states = [e.sha256 for e in journal.entries(vm.run_dir) if e.kind == "state"]
-            return bool(states) and states[-1] == final
-
-        assert wait_for(caught_up), "the recorder never journaled the last state.md"
+            sha = hashlib.sha256((vm.run_dir / "state.md").read_bytes()).hexdigest()
+            until_journaled(sha, f"state.md after step {step + 1}")
+            revisions.append(sha)
     finally:
         stop.set()
-        worker.join(15)
+        worker.join(60)
     assert not worker.is_alive()
     entries = journal.entries(vm.run_dir)
+    states = [e.sha256 for e in entries if e.kind == "state"]
+    assert set(revisions) <= set(states) and states[-1] == revisions[-1]  # every revision seen, the last last
     assert result and result[0] >= len(entries) > 0
     assert {"state", "binding"} <= set(seen)
     assert history_of(open_run(vm.run_dir), journal=journal).origin == "journal"

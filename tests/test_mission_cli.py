@@ -198,7 +198,8 @@ def file_state(path: Path) -> tuple[str, str] | None:
 def test_cli_drives_an_agent_through_the_seed_state_machine(tmp_path):
     path = tmp_path / "agent_state.json"
     log = tmp_path / "sessions.jsonl"
-    agent = subprocess.Popen([sys.executable, str(AGENT), str(path), "--poll", "0.02", "--session", "1.2",
+    gate = tmp_path / "end-session"  # each session runs until the test creates this file
+    agent = subprocess.Popen([sys.executable, str(AGENT), str(path), "--poll", "0.02", "--gate", str(gate),
                               "--log", str(log), "--max-seconds", "60"])
     try:
         wait_for(lambda: file_state(path) == ("pause", "pause"), "the agent to create pause/pause")
@@ -214,6 +215,7 @@ def test_cli_drives_an_agent_through_the_seed_state_machine(tmp_path):
         status = cli("status", str(tmp_path)).stdout
         assert status.startswith("RUNNING")
         assert "stopping after the current session" in status
+        gate.touch()  # the session in progress ends only now
         wait_for(lambda: file_state(path) == ("pause", "pause"), "the agent to pause")
         events = sessions(log)
         assert events[-1]["event"] == "end", "the session in progress was not finished"
@@ -222,6 +224,8 @@ def test_cli_drives_an_agent_through_the_seed_state_machine(tmp_path):
         for action, kind in (("once", "once"), ("cleanup", "cleanup")):
             done_before = sum(1 for e in sessions(log) if e["kind"] == kind and e["event"] == "end")
             assert cli(action, str(tmp_path)).returncode == 0
+            wait_for(lambda: sessions(log)[-1] == {**sessions(log)[-1], "kind": kind, "event": "start"}, f"a {kind} session to start")
+            gate.touch()
             wait_for(lambda: sum(1 for e in sessions(log) if e["kind"] == kind and e["event"] == "end") > done_before,
                      f"a {kind} session")
             wait_for(lambda: file_state(path) == ("pause", "pause"), f"the agent to pause after {kind}")

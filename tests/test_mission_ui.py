@@ -6,11 +6,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from app_helpers import TURNS
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Static
 
@@ -74,16 +74,26 @@ def shown(app: App) -> str:
     return "\n".join(parts)
 
 
-async def until(pilot, predicate, what: str, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while True:
+async def until(pilot, predicate, what: str, turns: int = TURNS):
+    """Let the app run until ``predicate()`` is truthy (returned); bounded by event-loop turns."""
+    for _ in range(turns):
         value = predicate()
         if value:
             return value
-        if time.monotonic() > deadline:
-            seen = shown(pilot.app) if pilot.app.query(MissionPanel) or len(pilot.app.screen_stack) > 1 else ""
-            raise AssertionError(f"timed out waiting for {what}; the panel shows:\n{seen}")
-        await pilot.pause(0.02)
+        await pilot.pause()
+    value = predicate()
+    if value:
+        return value
+    seen = shown(pilot.app) if pilot.app.query(MissionPanel) or len(pilot.app.screen_stack) > 1 else ""
+    raise AssertionError(f"{what} did not happen within {turns} turns of the event loop; the panel shows:\n{seen}")
+
+
+def palette_hit(app: App, text: str) -> bool:
+    """The command palette's highlighted (first) hit reads ``text``."""
+    lists = app.screen.query("CommandList")
+    if not lists or not lists.first().option_count:
+        return False
+    return str(lists.first().get_option_at_index(0).prompt).startswith(text)
 
 
 # -- status ---------------------------------------------------------------------------------------
@@ -144,7 +154,7 @@ async def test_updates_live_when_the_agent_writes(tmp_path):
     app = Host(path, poll_interval=0)  # only the file watcher can notice
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: shown(app).startswith("IDLE"), "IDLE")
-        await pilot.pause(0.2)  # let the watcher start
+        await until(pilot, lambda: panel_of(app).watching, "the file watcher")
         write(path, mission("continuous", "continuous"))
         await until(pilot, lambda: shown(app).startswith("RUNNING"), "the watcher to show RUNNING")
         path.unlink()
@@ -276,7 +286,7 @@ async def test_command_palette_offers_the_controls(tmp_path):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"run single session")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: palette_hit(app, "Mission Control: Run single session"), "the palette hit")
         await pilot.press("enter")
         await until(pilot, lambda: load(path)["desired_state"] == "run_once", "the palette command to write")
         assert isinstance(app.screen, MissionControlScreen)
@@ -303,7 +313,7 @@ async def test_palette_offers_nothing_without_a_path_and_acts_on_the_open_screen
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"cleanup")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: palette_hit(app, "Mission Control: Run cleanup session"), "the palette hit")
         await pilot.press("enter")
         await until(pilot, lambda: load(path)["desired_state"] == "run_cleanup", "the palette command to write")
 
@@ -340,26 +350,37 @@ def sessions(log: Path) -> list[dict]:
 async def test_ui_drives_an_agent_through_the_seed_state_machine(tmp_path):
     path = tmp_path / "agent_state.json"
     log = tmp_path / "sessions.jsonl"
-    agent = subprocess.Popen([sys.executable, str(AGENT), str(path), "--poll", "0.02", "--session", "1.0",
+    gate = tmp_path / "end-session"  # each session runs until the test creates this file
+    agent = subprocess.Popen([sys.executable, str(AGENT), str(path), "--poll", "0.02", "--gate", str(gate),
                               "--log", str(log), "--max-seconds", "60"])
+
+    def started(kind: str) -> bool:
+        events = sessions(log)
+        return bool(events) and events[-1] == {**events[-1], "event": "start", "kind": kind}
+
     try:
         app = Host(path, poll_interval=0.2)
         async with app.run_test(size=(80, 24)) as pilot:
             await until(pilot, lambda: shown(app).startswith("IDLE"), "the agent's default file")
             await pilot.press("s")
             await until(pilot, lambda: shown(app).startswith("RUNNING"), "RUNNING")
-            await until(pilot, lambda: sessions(log) and sessions(log)[-1]["event"] == "start", "a session")
+            await until(pilot, lambda: started("continuous"), "a continuous session")
             await pilot.press("x")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the stop confirmation")
             await pilot.press("y")
+            # The session is held open, so the pending stop is on screen until it is released.
             await until(pilot, lambda: "stopping after the current session" in shown(app), "the pending stop")
-            await until(pilot, lambda: shown(app).startswith("IDLE"), "IDLE after the session", timeout=15)
+            gate.touch()
+            await until(pilot, lambda: shown(app).startswith("IDLE"), "IDLE after the session", turns=3 * TURNS)
             events = sessions(log)
             assert events[-1]["event"] == "end", "the running session was interrupted"
+            assert [e["kind"] for e in events if e["event"] == "start"] == ["continuous"], "a second session started"
             for key, kind in (("o", "once"), ("c", "cleanup")):
                 await pilot.press(key)
+                await until(pilot, lambda: started(kind), f"a {kind} session")
+                gate.touch()
                 await until(pilot, lambda: any(e["kind"] == kind and e["event"] == "end" for e in sessions(log)),
-                            f"a {kind} session", timeout=15)
+                            f"a {kind} session to end", turns=3 * TURNS)
                 await until(pilot, lambda: shown(app).startswith("IDLE"), f"IDLE after {kind}")
                 assert "Pending" not in shown(app)
     finally:
@@ -378,7 +399,12 @@ def readable(path: Path) -> dict | None:
 async def test_ui_controls_win_against_an_agent_rewriting_in_a_tight_loop(tmp_path):
     path = write(tmp_path / "agent_state.json", mission("pause", "pause", session_count=4))
     record = tmp_path / "racer.json"
-    racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--race-window", "0.001",
+    # No sleep between the racer's read and its write: on a loaded machine a 1 ms sleep wakes
+    # tens of ms late, the racer then holds a stale file nearly all the time and every write
+    # (and re-apply) is clobbered, which tests the scheduler, not the controls. It still
+    # rewrites the file every millisecond; a write landing between its read and write is
+    # clobbered and re-applied.
+    racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--race-window", "0",
                               "--race-pause", "0.001", "--log", str(record), "--max-seconds", "30"])
     try:
         app = Host(path, watch=False, poll_interval=0.3, verify_window=0.1)

@@ -94,6 +94,11 @@ class _State:
         else:
             self.notes[i] = note
 
+    def marks(self, *pairs: tuple[str, str | None]) -> None:
+        """``mark`` each ``(key, note)`` in turn."""
+        for key, note in pairs:
+            self.mark(key, note)
+
     def source(self, key: str) -> str:
         """The statement starting at ``key`` with its indented continuation, dedented."""
         i = self.at(key)
@@ -286,13 +291,13 @@ class DemoVM:
             w.write(env, C.ENV)  # seeds/filesystem.md, .prose/.env
         w.write(self.run_dir / "program.prose", C.PROGRAM)
         d.mark("loop until", "[not yet entered]")
-        d.mark("input repo", EXEC), d.mark("const audience", NEXT), d.mark("let changes", NEXT)
+        d.marks(("input repo", EXEC), ("const audience", NEXT), ("let changes", NEXT))
         yield self._step("Start the run: copy program.prose, write state.md", 0.8)
         self._bind("input repo", "repo", "input", V["repo"])
-        d.mark("const audience", EXEC), d.mark("let plan", NEXT)
+        d.marks(("const audience", EXEC), ("let plan", NEXT))
         yield self._step("Bind input repo", 0.5)
         self._bind("const audience", "audience", "const", V["audience"])
-        d.mark("let changes", EXEC), d.mark("parallel:", NEXT)
+        d.marks(("let changes", EXEC), ("parallel:", NEXT))
         yield self._step("Bind const audience; session changes starts (scout)", 3.2)
         self._bind("let changes", "changes", "let", V["changes"])
         d.mark("let plan", EXEC)
@@ -300,7 +305,7 @@ class DemoVM:
         self._captain(1)
         self._bind("let plan", "plan", "let", V["plan"])
         self.par = {"features": "executing", "fixes": "pending", "risks": "pending"}
-        d.mark("parallel:", None), d.mark("features =", EXEC), d.mark("fixes =", NEXT), d.mark("risks =", NEXT)
+        d.marks(("parallel:", None), ("features =", EXEC), ("fixes =", NEXT), ("risks =", NEXT))
         d.mark("let draft", NEXT)
         yield self._step("Captain segment 001 and plan written; parallel starts 3 branches", 2.6)
         names = list(self.par)
@@ -311,7 +316,7 @@ class DemoVM:
                 self.par[names[i + 1]] = "executing"
                 d.mark(f"{names[i + 1]} =", EXEC)
                 yield self._step(f"Parallel branch {name} complete ({i + 1}/3)", 1.6 + 0.4 * i)
-        d.mark("parallel:", DONE), d.mark("let draft", None)
+        d.marks(("parallel:", DONE), ("let draft", None))
         d.stack.append((1, "process"))
         self._frame_at(1, "parts")
         yield self._step("Parallel joined (3/3); call process (execution 1, depth 1)", 2.0)
@@ -335,12 +340,12 @@ class DemoVM:
                 yield self._step(f"result__{eid} written; execution {eid} returns to {eid - 1}", 2.0)
         d.mark("block process", DONE)
         self._bind("let draft", "draft", "let", C.RESULTS[1])
-        d.mark("loop until", EXEC), d.mark("let tldr", NEXT)
+        d.marks(("loop until", EXEC), ("let tldr", NEXT))
         self.loop = (0, "evaluating condition")
         yield self._step("result__1 written; process returns; draft bound; loop condition", 1.0)
         for it in (1, 2):
             self.loop = (it, "executing")
-            d.mark("loop until", None), d.mark("let review", EXEC), d.mark("draft = session", NEXT)
+            d.marks(("loop until", None), ("let review", EXEC), ("draft = session", NEXT))
             yield self._step(f"Loop condition not met: iteration {it}/3 starts", 3.0)
             self._captain(it + 1)
             self._bind("let review", "review", "let", C.REVIEWS[it])
@@ -351,14 +356,14 @@ class DemoVM:
             self.loop = (it, "evaluating condition")
             yield self._step(f"draft revised (iteration {it}); evaluate the loop condition", 1.0)
         self.loop_done = True
-        d.mark("loop until", DONE), d.mark("let tldr", EXEC), d.mark("let archive_note", NEXT)
+        d.marks(("loop until", DONE), ("let tldr", EXEC), ("let archive_note", NEXT))
         yield self._step("Loop condition met (captain approved); call the import summarize", 1.2)
         child_dir = self.run_dir / "imports" / C.CHILD_HANDLE
         w.write(child_dir / "program.prose", C.CHILD_PROGRAM)
         self.child = c = _State(self.run_id, C.CHILD_NAME, C.CHILD_PROGRAM, self.clock())
         c.agents = [("condenser", "stateless", "(none)")]
         w.binding(c, child_dir, "input text", "text", "input", C.DRAFTS[2])
-        c.mark("let points", EXEC), c.mark("output summary", NEXT)
+        c.marks(("let points", EXEC), ("output summary", NEXT))
         d.mark('use "acme', f"--> imports/{C.CHILD_HANDLE}/")
         yield self._step("Import acme/summarize starts as a child run", 2.0)
         w.binding(c, child_dir, "let points", "points", "let", C.CHILD_VALUES["points"])
@@ -367,12 +372,12 @@ class DemoVM:
         w.binding(c, child_dir, "output summary", "summary", "output", C.CHILD_VALUES["summary"])
         c.status = "completed"
         self._bind("let tldr", "tldr", "let", C.CHILD_VALUES["summary"])
-        d.mark("let archive_note", EXEC), d.mark('session "Check', NEXT)
+        d.marks(("let archive_note", EXEC), ('session "Check', NEXT))
         yield self._step("Import completed; tldr bound; archivist resumes (project scope)", 2.4)
         self._w.agent(self.project / ".prose" / "agents" / "archivist", "archivist", C.ARCHIVIST_MEMORY,
                       *C.ARCHIVIST_SEGMENT)
         self._bind("let archive_note", "archive_note", "let", V["archive_note"])
-        d.mark('session "Check', EXEC), d.mark("output notes", NEXT)
+        d.marks(('session "Check', EXEC), ("output notes", NEXT))
         yield self._step("Archivist memory updated; anonymous link check starts", 2.2)
         self._bind('session "Check', "anon_001", "let", V["anon_001"])
         d.mark("output notes", EXEC)

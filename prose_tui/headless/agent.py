@@ -136,7 +136,7 @@ def run_agent_command(args: argparse.Namespace, *, now=utc_now, out=None, err=No
         message = error.message
         if isinstance(error, StateFileMissing):
             message += " Add --create to create it."
-        elif isinstance(error, StateFileMalformed) and error.state.kind is Kind.UNRECOGNISED:
+        elif isinstance(error, StateFileMalformed) and error.state is not None and error.state.kind is Kind.UNRECOGNISED:
             message += "\nAdd --overwrite-malformed to add desired_state to it (its other keys are kept)."
         elif isinstance(error, StateFileMalformed):
             message += (

@@ -46,8 +46,25 @@ def _watch_roots(path: Path) -> list[Path]:
     return roots
 
 
+class _StopWatching:
+    """The ``stop_event`` handed to ``watchfiles.watch``: ``stop`` itself, plus a call of
+    ``on_watching`` the first time the watcher asks, which it does only once its watches are
+    registered (watchfiles creates them before it starts waiting)."""
+
+    def __init__(self, stop: threading.Event, on_watching: Callable[[], None] | None) -> None:
+        self.stop = stop
+        self.on_watching = on_watching
+
+    def is_set(self) -> bool:
+        if self.on_watching is not None:
+            on_watching, self.on_watching = self.on_watching, None
+            on_watching()
+        return self.stop.is_set()
+
+
 def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
-           on_change: OnChange | None = None, debounce_ms: int = 30) -> int:
+           on_change: OnChange | None = None, debounce_ms: int = 30,
+           on_watching: Callable[[], None] | None = None) -> int:
     """Journal every run below ``path`` until ``stop`` is set; returns the entries written.
 
     First each run's current files are journaled (only what the journal does not hold
@@ -55,7 +72,8 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
     grouped over its debounce, and each batch is journaled with the time it was seen
     (``debounce_ms`` is kept for callers; the shared watcher's debounce applies).
     A folder that appears under a ``runs`` folder is picked up as a new run.
-    ``on_change(run_dir, entries)`` is called after each batch that added entries.
+    ``on_change(run_dir, entries)`` is called after each batch that added entries;
+    ``on_watching()`` once, as soon as the watcher is registered (changes from then on are seen).
     Raises ``FileNotFoundError`` when ``path`` does not exist; returns promptly (within
     about 50 ms plus the batch in hand) once ``stop`` is set.
     """
@@ -97,6 +115,9 @@ def record(path: Path, *, stop: threading.Event, journal: Journal | None = None,
                 # The watches are installed: journal what changed before they were.
                 for run_dir in known:
                     take(run_dir, run_files(run_dir))
+                if on_watching is not None:
+                    on_watching()  # a ready signal: changes from now on are seen
+                    on_watching = None
                 continue
             touched: dict[Path, set[Path]] = {}
             unknown = False

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NotRequired, TypedDict
 
 FILE_NAME = "agent_state.json"
 GENERATED_APP_DIR = "generated-app"
@@ -340,6 +340,15 @@ def _parses(text: str) -> bool:
     return True
 
 
+class _Common(TypedDict):
+    """The fields every ``MissionState`` that ``classify`` returns shares."""
+
+    path: Path
+    read_at: datetime
+    raw: str
+    data: NotRequired[dict[str, Any]]
+
+
 def classify(
     path: Path,
     text: str,
@@ -350,13 +359,14 @@ def classify(
 ) -> MissionState:
     """Classify the text of an ``agent_state.json`` (see the module docstring)."""
     read_at = read_at or now()
-    base = dict(path=path, read_at=read_at, raw=text)
+    base: _Common = {"path": path, "read_at": read_at, "raw": text}
     if not text.strip():
         return MissionState(kind=Kind.MALFORMED, message=f"{path} is empty.", **base)
     try:
         data = json.loads(text)
     except ValueError as error:
-        where = f"line {error.lineno}, column {error.colno}: {error.msg}" if hasattr(error, "lineno") else str(error)
+        where = (f"line {error.lineno}, column {error.colno}: {error.msg}" if isinstance(error, json.JSONDecodeError)
+                 else str(error))
         message = (
             f"{path} is not valid JSON ({where}). The agent treats this as pause; "
             "Mission Control will not overwrite it without confirmation."

@@ -53,7 +53,7 @@ def highlight(line: str, in_string: bool = False) -> tuple[Text, bool]:
     for m in _TOKEN.finditer(line, pos):
         if m.start() > pos:
             text.append(line[pos: m.start()])
-        kind = m.lastgroup
+        kind = m.lastgroup or ""  # every alternative of _TOKEN is a named group
         value = m.group(0)
         if kind == "triple":
             text.append(value, STYLES["string"])

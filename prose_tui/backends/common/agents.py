@@ -7,7 +7,9 @@ segments (3 digits, 4 past 999). Only segment heads are read (``timestamp:``, ``
 
 from __future__ import annotations
 
+import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from prose_tui.backends.common.text import decode, open_regular, visible_name
@@ -39,19 +41,47 @@ def read_segment(path: Path, number: int) -> Segment:
     return seg
 
 
+# Segment heads already read, per agent folder: file name -> ((size, mtime_ns), segment). A
+# live run adds a segment at a time and the folder is read again for each; without this every
+# read re-opened every earlier segment (quadratic as a run ages). Each read of a folder keeps
+# only the files it still holds, so this grows with the segments on disk, nothing else.
+_known_heads: dict[Path, dict[str, tuple[tuple[int, int], Segment]]] = {}
+
+
 def read_agent_dir(folder: Path, scope: str) -> Agent:
-    """The agent whose memory lives in ``folder``; segments sorted by number."""
+    """The agent whose memory lives in ``folder``; segments sorted by number.
+
+    A segment whose size and modification time are unchanged since this folder was last read
+    is not opened again (its head is reused)."""
     agent = Agent(name=visible_name(folder.name), scope=scope, path=folder)
     memory = folder / "memory.md"
     agent.memory = memory if memory.is_file() else None
+    known = _known_heads.get(folder, {})
+    seen: dict[str, tuple[tuple[int, int], Segment]] = {}
     try:
-        entries = sorted(folder.iterdir())
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return agent
     for entry in entries:
         m = _SEGMENT.match(entry.name)
-        if m and entry.is_file():
-            agent.segments.append(read_segment(entry, int(m.group("num"))))
+        if m is None:
+            continue
+        try:
+            if not entry.is_file():
+                continue
+            st = entry.stat()
+        except OSError:
+            continue
+        key = (st.st_size, st.st_mtime_ns)
+        cached = known.get(entry.name)
+        if cached is not None and cached[0] == key:
+            seg = replace(cached[1])
+        else:
+            seg = read_segment(folder / entry.name, int(m.group("num")))
+        seen[entry.name] = (key, replace(seg))
+        agent.segments.append(seg)
+    _known_heads[folder] = seen
     agent.segments.sort(key=lambda s: s.number)
     return agent
 

@@ -124,8 +124,8 @@ def parse_document(text: str) -> Document:
     fences: list[Fence] = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map:
-            title = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
-            headings.append((int(tok.tag[1]), tok.map[0], title))
+            heading = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
+            headings.append((int(tok.tag[1]), tok.map[0], heading))
         elif tok.type in ("fence", "code_block") and tok.map:
             fences.append(Fence(tok.info.strip(), tok.content, tok.map[0] + (1 if tok.type == "fence" else 0)))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from typing import overload
 
 from prose_tui.model import Run, RunStatus, StatementState, assigned_name
 
@@ -37,6 +38,14 @@ def run_id_time(run_id: str) -> datetime | None:
         return datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
     except ValueError:
         return None
+
+
+@overload
+def as_utc(value: datetime) -> datetime: ...
+
+
+@overload
+def as_utc(value: None) -> None: ...
 
 
 def as_utc(value: datetime | None) -> datetime | None:

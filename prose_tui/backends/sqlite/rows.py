@@ -85,7 +85,7 @@ class ExecutionRow:
 
 
 def _int(value: object) -> int | None:
-    if value is None:
+    if not isinstance(value, (int, float, str, bytes)):  # sqlite's types, less NULL
         return None
     try:
         return int(value)  # type: ignore[call-overload]

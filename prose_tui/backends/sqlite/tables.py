@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.sqlite.connect import (
+    ReadOnlyDb,
     choose_mode,
     db_path_for,
     open_readonly,
@@ -236,8 +237,8 @@ def metrics_summary(run_dir: Path) -> dict:
 
 
 def _add(out: dict, eid: object, name: str, value: float) -> None:
-    try:
-        key = int(eid) if eid is not None else None
+    try:  # sqlite gives int, float, str, bytes or None
+        key = int(eid) if isinstance(eid, (int, float, str, bytes)) else None
     except (TypeError, ValueError):
         key = None
     out["run"][name] = out["run"].get(name, 0.0) + value
@@ -264,7 +265,7 @@ class SqliteWatch:
 
     def __init__(self, run_dir: Path) -> None:
         self.db_path = db_path_for(Path(run_dir))
-        self._db = None
+        self._db: ReadOnlyDb | None = None
         self._mode: str | None = None
         self._last: tuple | None = None
         self._counter = 0
@@ -274,7 +275,7 @@ class SqliteWatch:
         return [self.db_path, Path(f"{self.db_path}-wal")]
 
     def _stat(self) -> tuple:
-        sig = []
+        sig: list[tuple[int, int, int] | None] = []
         for p in self.watch_paths():
             try:
                 st = os.stat(p)

@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
 
 from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
@@ -64,6 +65,10 @@ HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline)
 class ExplorerScreen(LiveUpdates, Screen[None]):
     """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on.
 
+    Ready signals (for tests and tools driving the screen; poll them between event-loop turns):
+    ``reads_done`` counts finished reads of the run list (the start-up read, then each rescan);
+    ``first_read_done`` is set once every run is listed and the layout settled after the first read;
+
     ``loaded_run`` is the path of the run whose full read (not a summary) is on the widgets,
     ``None`` while another run is loading."""
 
@@ -93,6 +98,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.model = ExplorerModel(journal)
         self.active = TRACE
         self.zoomed = False
+        self.reads_done = 0
         self.watcher_state = "watch off" if not watch else "starting watcher"
         self.search_term = ""
         self._stop = asyncio.Event()
@@ -130,6 +136,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.model.viewer_follows_writes = value
 
     # -- layout -------------------------------------------------------------------------------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "scan" and event.state is WorkerState.SUCCESS:
+            self.reads_done += 1
+
     def compose(self) -> ComposeResult:
         yield PaneBar([name for name, _, _ in PANES], id="pane-bar")
         with Horizontal(id="main"):

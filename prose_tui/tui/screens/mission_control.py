@@ -18,8 +18,10 @@ pushed first, so Stop's confirmation appears over it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any, TypedDict
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,6 +34,15 @@ from prose_tui.mission.control import ACTION_LABELS, ACTIONS, VERIFY_WINDOW
 from prose_tui.mission.state import Clock, Kind, find_agent_state, utc_now
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.mission_panel import MissionPanel
+
+
+class _PanelOptions(TypedDict):
+    """What ``MissionControlScreen`` hands on to its ``MissionPanel``."""
+
+    now: Clock
+    poll_interval: float
+    watch: bool
+    verify_window: float
 
 
 class MissionControlScreen(Screen):
@@ -71,7 +82,7 @@ class MissionControlScreen(Screen):
     ) -> None:
         super().__init__(name=name, id=id)
         self._path = Path(path) if path is not None else None
-        self._panel_options = dict(now=now, poll_interval=poll_interval, watch=watch, verify_window=verify_window)
+        self._panel_options = _PanelOptions(now=now, poll_interval=poll_interval, watch=watch, verify_window=verify_window)
         self._initial_action = initial_action
 
     @property
@@ -130,11 +141,11 @@ class MissionControlCommands(Provider):
     Active on a :class:`MissionControlScreen`, or anywhere when ``app.agent_state_path`` is set.
     """
 
-    def _commands(self) -> list[tuple[str, object, str]]:
+    def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         on_screen = isinstance(self.screen, MissionControlScreen)
         if not on_screen and getattr(self.app, "agent_state_path", None) is None:
             return []
-        commands: list[tuple[str, object, str]] = []
+        commands: list[tuple[str, Callable[[], Any], str]] = []
         if not on_screen:
             commands.append(("Mission Control: open", self._open, "Show agent_state.json status and controls"))
         for action, desired in ACTIONS.items():

@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 
 from prose_tui.model import Frame
 
+_COLUMNS = ("exec id", "block", "depth", "status")
 _STATUS_STYLE = {"executing": "bold yellow", "waiting": "dim", "failed": "bold red", "complete": "green"}
 
 
@@ -55,17 +56,26 @@ class CallStackView(DataTable):
         for i, label in enumerate(self.COLUMNS):
             self.add_column(label, width=max(len(label), *(len(c[i]) for c in cells)))
         if not frames:
-            self.add_row(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), "", "")
-            return
-        for f in frames:
-            status = (f.status or "").lower()
-            self.add_row(
-                Text(str(f.execution_id) if f.execution_id is not None else "root"),
-                Text(f.block or "—"),
-                Text(str(f.depth) if f.depth is not None else "—"),
-                Text(f.status or "—", _STATUS_STYLE.get(status.split()[0] if status else "", "")),
-            )
-        self.move_cursor(row=min(row, len(frames) - 1))
+            rows = [(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), Text(""), Text(""))]
+        else:
+            rows = []
+            for f in frames:
+                status = (f.status or "").lower()
+                rows.append((
+                    Text(str(f.execution_id) if f.execution_id is not None else "root"),
+                    Text(f.block or "—"),
+                    Text(str(f.depth) if f.depth is not None else "—"),
+                    Text(f.status or "—", _STATUS_STYLE.get(status.split()[0] if status else "", "")),
+                ))
+        # Columns are rebuilt as wide as these rows: a DataTable's automatic widths only ever
+        # grow and are settled lazily, so they depended on what was shown before (the
+        # empty-stack note, a summary) and on when the screen was painted.
+        self.clear(columns=True)
+        for i, label in enumerate(_COLUMNS):
+            self.add_column(label, width=max([len(label)] + [r[i].cell_len for r in rows]))
+        self.add_rows(rows)
+        if frames:
+            self.move_cursor(row=min(row, len(frames) - 1))
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
         """Move to the next frame whose block or execution id contains ``term``."""

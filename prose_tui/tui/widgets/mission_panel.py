@@ -162,6 +162,7 @@ class MissionPanel(Vertical):
         self._pending_since: datetime | None = None
         self._stop_watching = asyncio.Event()
         self._write_lock = asyncio.Lock()  # one write at a time, in the order asked
+        self.watching = False  # the file watcher is registered (changes from now on are seen)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="mission-head"):
@@ -202,7 +203,11 @@ class MissionPanel(Vertical):
         def changed(_paths=None) -> None:
             self.post_message(MissionFileChanged())
 
-        self._subscription = shared_watcher().subscribe([self.path], changed, files=True, on_ready=changed)
+        def ready() -> None:
+            self.watching = True  # a ready signal for tests and the status: writes from now on are seen
+            changed()
+
+        self._subscription = shared_watcher().subscribe([self.path], changed, files=True, on_ready=ready)
 
     async def on_mission_file_changed(self, _message: MissionFileChanged) -> None:
         await self.reload()
@@ -336,6 +341,7 @@ class MissionPanel(Vertical):
     @work(group="mission-write")
     async def _write(self, action: str, note: str | None, overwrite: bool) -> None:
         # Serialised: two writes verifying at once would each take the other for the agent.
+        result: WriteResult | Exception
         async with self._write_lock:
             self.say(f"{ACTION_LABELS[action]}: writing desired_state = {ACTIONS[action]}…")
             try:

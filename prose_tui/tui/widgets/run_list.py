@@ -18,7 +18,6 @@ from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_SHORT
 from prose_tui.tui.keys import keyed
 
-
 AGE_TICK = 5.0  # seconds between refreshes of the age cells
 AGE_WIDTH = 6
 

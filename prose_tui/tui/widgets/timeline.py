@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from prose_tui.backends.common.text import visible_name
 from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
@@ -184,7 +185,7 @@ class Timeline(ScrollView, can_focus=True):
         text.append("█" * filled, "blue")
         text.append(" " * (BAR_WIDTH - filled))
         text.append(f" {glyph} ", style)
-        text.append(event.text.strip())
+        text.append(visible_name(event.text.strip().expandtabs(4)))  # one row: controls as pictures
         base = self.rich_style
         if index == self.cursor:
             base = base + self.get_component_rich_style("timeline--cursor")

@@ -22,10 +22,18 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from prose_tui.backends.common.text import visible_name
 from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
+
+
+def _shown(text: str) -> str:
+    """A trace line as one row of cells: tabs expanded, every other control as its picture
+    (the parsers already picture controls; this holds for any text a backend hands over)."""
+    return visible_name(text.expandtabs(4))
+
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # rendered lines kept (a few screens)
@@ -178,14 +186,14 @@ class TraceView(ScrollView, can_focus=True):
         state = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
         self._block_open = {i: self._block_open[i] for i in self._blocks[:pos] if i in self._block_open}
         for i in self._blocks[pos:]:
-            _, state = highlight(self.lines[i].text, state)
+            _, state = highlight(_shown(self.lines[i].text), state)
             self._block_open[i] = state
 
     def _styled(self, index: int) -> Text:
         """Line ``index`` highlighted, with a string block carried in from above."""
         pos = bisect_left(self._blocks, index)
         in_string = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
-        return highlight(self.lines[index].text, in_string)[0]
+        return highlight(_shown(self.lines[index].text), in_string)[0]
 
     @property
     def _gutter(self) -> int:
@@ -352,6 +360,12 @@ class TraceView(ScrollView, can_focus=True):
         self._cache.clear()
         if self.following:
             self.call_after_refresh(self._to_executing)
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # Textual drops a scroll while the scrollbar is not (yet) shown: new lines longer than
+        # the pane scroll to the executing line once the scrollbar appears.
+        if shown and self.following:
+            self._to_executing()
 
     def on_show(self) -> None:
         if self.following:

@@ -9,7 +9,6 @@ appended since the last read is marked with a bar and a "new" rule.
 from __future__ import annotations
 
 import re
-
 from datetime import datetime
 
 from rich.console import Group, RenderableType
