@@ -88,7 +88,7 @@ def _int(value: object) -> int | None:
     if not isinstance(value, (int, float, str, bytes)):  # sqlite's types, less NULL
         return None
     try:
-        return int(value)  # type: ignore[call-overload]
+        return int(value)
     except (TypeError, ValueError):
         return None
 

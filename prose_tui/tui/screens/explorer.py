@@ -102,7 +102,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.watcher_state = "watch off" if not watch else "starting watcher"
         self.search_term = ""
         self._stop = asyncio.Event()
-        self.journal: Journal | None = journal  # type: ignore[assignment]  # LiveUpdates sets None when journaling fails
+        self.journal: Journal | None = journal  # LiveUpdates sets None when journaling fails
         self.loaded_run: Path | None = None
         self.first_read_done = False  # every run listed and the layout settled after the first read
         self._history_timer: Timer | None = None

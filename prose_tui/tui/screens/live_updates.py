@@ -76,7 +76,8 @@ if TYPE_CHECKING:  # what the mixin expects of the screen it is mixed into
         journal: Journal | None
         current_run: Run | None
         initial: Path | None
-        nav: HistoryNavigator
+        @property
+        def nav(self) -> HistoryNavigator: ...
         watcher_state: str
         pipeline: LivePipeline | None
         _activated: bool

@@ -22,7 +22,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Button, Static
 
-from prose_tui.live.watcher import shared_watcher
+from prose_tui.live.watcher import Subscription, shared_watcher
 from prose_tui.mission.control import (
     ACTION_LABELS,
     ACTIONS,
@@ -163,6 +163,7 @@ class MissionPanel(Vertical):
         self._stop_watching = asyncio.Event()
         self._write_lock = asyncio.Lock()  # one write at a time, in the order asked
         self.watching = False  # the file watcher is registered (changes from now on are seen)
+        self._subscription: Subscription | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="mission-head"):
@@ -185,7 +186,7 @@ class MissionPanel(Vertical):
 
     def on_unmount(self) -> None:
         self._stop_watching.set()
-        sub = getattr(self, "_subscription", None)
+        sub = self._subscription
         if sub is not None:
             shared_watcher().unsubscribe(sub)
             self._subscription = None
