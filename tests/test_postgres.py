@@ -283,7 +283,7 @@ async def test_the_explorer_follows_a_vm_committing_rows(db, sources, tmp_path):
     async with app.run_test(size=(200, 40)) as pilot:
         explorer = app.explorer
         await wait_until(pilot, lambda: explorer.current_run is not None and explorer.current_run.trace,
-                         what="the database run on screen", timeout=30)
+                         what="the database run on screen", turns=1500)
         assert explorer.current_run.location == f"postgres {source.label}"
         thread = threading.Thread(target=vm_process)
         thread.start()
@@ -294,9 +294,9 @@ async def test_the_explorer_follows_a_vm_committing_rows(db, sources, tmp_path):
             view = explorer.query_one(TraceView)
             return "\n".join("".join(seg.text for seg in view.render_line(y)) for y in range(view.size.height))
 
-        await wait_until(pilot, lambda: "the newest statement" in trace_text(), what="the new row on screen", timeout=30)
+        await wait_until(pilot, lambda: "the newest statement" in trace_text(), what="the new row on screen", turns=1500)
         await wait_until(pilot, lambda: any(b.name == "answer" for b in explorer.current_run.bindings),
-                         what="the new binding", timeout=30)
+                         what="the new binding", turns=1500)
         thread.join()
         assert 'session "first"' not in trace_text()  # scrolled to follow the newest row
         await wait_until(pilot, lambda: f"connected to {source.label}" in screen_text(app), what="the database in the status line")
@@ -378,7 +378,7 @@ async def test_a_hostile_value_in_every_text_column_is_shown_literally(db, sourc
     async with app.run_test(size=(160, 45)) as pilot:
         explorer = app.explorer
         await wait_until(pilot, lambda: explorer.current_run is not None and explorer.current_run.trace,
-                         what="the hostile run on screen", timeout=30)
+                         what="the hostile run on screen", turns=1500)
         await pilot.pause()
         screen = screen_text(app)
         assert "[bold]markup[/bold]" in screen  # Rich markup shown as written, not applied

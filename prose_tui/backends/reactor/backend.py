@@ -119,7 +119,8 @@ class ReactorBackend:
                 delta.trace_lines = changed
             if events:
                 run.header["receipts"] = str(len(run.receipts))
-                run.state_mtime = state.cursor.mtime_ns / 1e9
+                sec, nsec = divmod(state.cursor.mtime_ns, 10**9)
+                run.state_mtime = sec + nsec * 1e-9  # as os.stat's st_mtime: the same float open() gives
                 run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
                 set_cost(run)
         if state.state_dir / "registry.json" in paths:

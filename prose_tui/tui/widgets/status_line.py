@@ -42,5 +42,9 @@ class StatusLine(Static):
         text.append(f" · {watcher}", "dim")
         if run is not None and run.status_reason and not as_of:
             text.append(f" · {run.status_reason}", "dim")
+        if text.plain == self.shown.plain and text.spans == self.shown.spans:
+            return  # nothing new: no repaint
         self.shown = text
-        self.update(text)
+        # One row whatever it says: no screen-wide layout for a new text (profiled in
+        # docs/performance.md as the largest share of a live change's cost).
+        self.update(text, layout=False)
