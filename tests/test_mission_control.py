@@ -265,8 +265,10 @@ def test_race_with_an_agent_rewriting_in_a_tight_loop(tmp_path):
     when the racer stops the file holds its last current_state and every other key."""
     path = seed_file(tmp_path, desired_state="pause", current_state="pause")
     record = tmp_path / "racer.json"
+    # Read then write at once (no 1 ms sleep between): under load that sleep wakes tens of ms
+    # late and the racer holds a stale file nearly always, clobbering all 25 re-applies.
     racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--log", str(record),
-                              "--race-window", "0.001", "--race-pause", "0.001", "--max-seconds", "30"])
+                              "--race-window", "0", "--race-pause", "0.001", "--max-seconds", "30"])
     try:
         wait_for(lambda: "beat" in path.read_text(), what="the racer to start")
         chooser = random.Random(5)
