@@ -49,6 +49,8 @@ def _unsettled(explorer, run_path: Path | None) -> str | None:
         return "the start-up read"
     if any(w.group in _READERS and not w.is_finished for w in explorer.app.workers):
         return "a run being read"
+    if explorer.history_pending:
+        return "the history to catch up with the last change"
     want = run_path if run_path is not None else (explorer.current_run.path if explorer.current_run else None)
     if want is not None and explorer.loaded_run != want:
         shown = explorer.current_run.path if explorer.current_run else None

@@ -316,11 +316,27 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 fresh = next((b for b in run.bindings if b.path == viewer.target.path), None)
                 # The header may have changed length: read the value with the new binding's offset.
                 viewer.reload(target=binding_target(fresh, run) if fresh is not None and viewer.target.binding else None)
-        if run.path in self.workspace.detailed and self.workspace.runs.get(run.path) is run:
-            ctx = self.model.failure_to_open_on()
-            if ctx is not None:
-                self._show_failure(ctx, bring_up=False)
+        if self._is_full_read(run):
+            self._open_on_failure()
             self.loaded_run = run.path
+
+    def _is_full_read(self, run: Run) -> bool:
+        """``run`` is the workspace's full read of its path (a summary or placeholder is another object)."""
+        return run.path in self.workspace.detailed and self.workspace.runs.get(run.path) is run
+
+    def _open_on_failure(self) -> None:
+        """A failed run seen for the first time opens on its first failure, once its full read
+        and its history are both there (the history may arrive after the read)."""
+        run = self.current_run
+        if run is not None and self._is_full_read(run):
+            ctx = self.model.failure_to_open_on()
+            if ctx is not None and not self._show_failure(ctx, bring_up=False):
+                self.model.opened_on_failure = None  # its statement is not in the trace yet: again later
+
+    @property
+    def history_pending(self) -> bool:
+        """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
+        return self._history_timer is not None
 
     def _history_later(self) -> None:
         if self._history_timer is None:
@@ -330,6 +346,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self._history_timer = None
         self.model.load_history()
         self.refresh_view(only_bindings=True)
+        self._open_on_failure()
 
     def refresh_view(self, *, only_bindings: bool = False) -> None:
         """Render the current run as of the history cursor (the run itself when live)."""
@@ -412,8 +429,9 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
     def show_target(self, target: Target | None) -> None:
         self.query_one(ValueViewer).show_target(target)
 
-    def show_trace_line(self, line: int) -> None:
-        """Put the trace cursor on trace line ``line`` (stops following)."""
+    def show_trace_line(self, line: int) -> bool:
+        """Put the trace cursor on trace line ``line`` (stops following); False when the trace
+        does not show that line (yet)."""
         trace = self.query_one(TraceView)
         line = self._line_of.get(line, line)
         for i, t in enumerate(trace.lines):
@@ -422,7 +440,8 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 trace.move_cursor(i)
                 # New lines get their size on the next refresh: scroll to the line once they have.
                 self.call_after_refresh(trace.scroll_to_cursor, center=True)
-                return
+                return True
+        return False
 
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
         self._moved(self.model.to(event.index))
@@ -614,15 +633,17 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         if ctx is not None:
             self._show_failure(ctx, bring_up=bring_up)
 
-    def _show_failure(self, ctx: FailureContext, *, bring_up: bool) -> None:
+    def _show_failure(self, ctx: FailureContext, *, bring_up: bool) -> bool:
+        """The failure report in the value pane and its statement under the trace cursor;
+        False when the trace does not show the statement (yet)."""
         self.viewer_follows_writes = False
         view = self.model.view()
         failures = [f"{b.name}: {b.failure}" for b in (view.bindings if view else []) if b.failure]
         self.show_target(Target("section", f"Failure at event {ctx.event.seq}", text=failure_markdown(ctx, failures)))
-        if ctx.statement is not None:
-            self.show_trace_line(ctx.statement.line)
+        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line)
         if bring_up:
             self.bring_up(VALUE)
+        return shown
 
     # -- after the first read ---------------------------------------------------------------------------
     def _scanned(self, runs: list[Run]) -> None:
