@@ -461,3 +461,21 @@ def test_a_cycle_in_the_topology_is_a_warning_and_every_node_is_listed(tmp_path:
     assert sorted(n.name for n in run.nodes) == ["a", "b", "c"]
     assert any("cycle" in w for w in run.warnings)
     assert run.status is RunStatus.UNKNOWN and "no receipts" in run.status_reason
+
+
+def test_the_periodic_status_check_keeps_a_quiet_ledger_quiescent_not_interrupted(tmp_path):
+    """The explorer re-checks statuses every second: a Reactor state dir that went quiet
+    stays what a fresh open says (its backend's rule), never the event-log rule's
+    "interrupted"."""
+    from prose_tui.live.workspace import Workspace
+
+    state = tmp_path / "broken-chain"
+    shutil.copytree(FIXTURES / "broken-chain", state)
+    later = datetime.now(timezone.utc) + timedelta(days=3)
+    workspace = Workspace(state, clock=lambda: later, stale_after=60)
+    workspace.scan()
+    run = workspace.runs[state]
+    fresh = open_run(state, now=later, stale_after=60)
+    assert run.status is fresh.status and run.status is not RunStatus.INTERRUPTED
+    workspace.refresh_statuses()
+    assert (run.status, run.status_reason) == (fresh.status, fresh.status_reason)

@@ -233,13 +233,14 @@ class Workspace:
         with self.lock:
             items = list(self.runs.items())
         for path, run in items:
-            if run.backend is Backend.FILESYSTEM:
-                backend = backend_of(run)
-                status_of = getattr(backend, "status", None)
-                if status_of is not None:  # a tailed event log: without scanning its trace
-                    status = status_of(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
-                else:
-                    status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+            try:
+                status_of = getattr(backend_of(run), "status", None)
+            except LookupError:
+                status_of = None
+            if status_of is not None:  # the backend's own rule (a tailed log, a Reactor ledger)
+                status = status_of(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
+            elif run.backend is Backend.FILESYSTEM:
+                status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
             else:
                 before = (run.status, run.status_reason)
                 apply_staleness(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))

@@ -49,7 +49,7 @@ from prose_tui.backends.reactor.ledger import (
     short,
 )
 from prose_tui.backends.reactor.topology import read_topology
-from prose_tui.model import Backend, Binding, Delta, Event, Run
+from prose_tui.model import Backend, Binding, Delta, Event, Run, RunStatus
 
 MAX_KEPT = 64  # state dirs whose reading state is kept for live updates
 
@@ -148,6 +148,16 @@ class ReactorBackend:
             node_line(run, state, i)
             if delta.trace_lines is not None:
                 delta.trace_lines.add(i)
+
+    def status(self, run: Run, *, now: datetime, stale_after: float = DEFAULT_STALE_AFTER,
+               observed: datetime | None = None) -> tuple[RunStatus, str]:
+        """``(status, reason)`` of the state dir now, by the same rule as ``open`` (a quiet
+        ledger is quiescent, not interrupted); ``run`` is left as it was."""
+        before = (run.status, run.status_reason)
+        set_status(run, now=now, stale_after=stale_after, observed=observed)
+        status = (run.status, run.status_reason)
+        run.status, run.status_reason = before
+        return status
 
     def read_value(self, run: Run, binding: Binding) -> Value:
         """The published world model ``binding`` names, decoded from its ``OPWM1`` frame
