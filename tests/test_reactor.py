@@ -464,18 +464,21 @@ def test_a_cycle_in_the_topology_is_a_warning_and_every_node_is_listed(tmp_path:
 
 
 def test_the_periodic_status_check_keeps_a_quiet_ledger_quiescent_not_interrupted(tmp_path):
-    """The explorer re-checks statuses every second: a Reactor state dir that went quiet
-    stays what a fresh open says (its backend's rule), never the event-log rule's
-    "interrupted"."""
+    """The explorer re-checks statuses every second: a Reactor state dir that was running and
+    went quiet becomes what a fresh open says then (quiescent: completed), never the
+    event-log rule's "interrupted"."""
     from prose_tui.live.workspace import Workspace
 
-    state = tmp_path / "broken-chain"
-    shutil.copytree(FIXTURES / "broken-chain", state)
-    later = datetime.now(timezone.utc) + timedelta(days=3)
-    workspace = Workspace(state, clock=lambda: later, stale_after=60)
+    state = tmp_path / "bad-frame"  # a ledger whose last receipts all rendered
+    shutil.copytree(FIXTURES / "bad-frame", state)
+    written = datetime.fromtimestamp((state / "receipts.json").stat().st_mtime, timezone.utc)
+    now = [written + timedelta(seconds=1)]
+    workspace = Workspace(state, clock=lambda: now[0], stale_after=60)
     workspace.scan()
     run = workspace.runs[state]
-    fresh = open_run(state, now=later, stale_after=60)
-    assert run.status is fresh.status and run.status is not RunStatus.INTERRUPTED
+    assert run.status is RunStatus.RUNNING  # receipts just arrived
+    now[0] = written + timedelta(days=3)
     workspace.refresh_statuses()
+    fresh = open_run(state, now=now[0], stale_after=60)
+    assert fresh.status is RunStatus.COMPLETED
     assert (run.status, run.status_reason) == (fresh.status, fresh.status_reason)
