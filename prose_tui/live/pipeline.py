@@ -196,7 +196,7 @@ class LivePipeline:
         with ws.lock:
             runs = list(ws.runs.items())
         for path, run in runs:
-            if ws._source_of(path) is not None:
+            if ws.source_of(path) is not None:
                 continue  # a workspace source (PostgreSQL) polls its own runs, with LISTEN
             try:
                 backend = backend_of(run)

@@ -104,7 +104,7 @@ class Workspace:
         refs = find_runs(self.root)
         with self.lock:
             self.refs = {ref.path: ref for ref in refs}
-            for path in [p for p in self.runs if p not in self.refs and self._source_of(p) is None]:
+            for path in [p for p in self.runs if p not in self.refs and self.source_of(p) is None]:
                 self.runs.pop(path, None)
                 self.detailed.discard(path)
         return sorted(refs, key=_ref_order, reverse=True)
@@ -152,7 +152,7 @@ class Workspace:
         return run
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
-        source = self._source_of(path)
+        source = self.source_of(path)
         if source is not None:
             return self._read_source(source, path, summary=path not in self.detailed if summary is None else summary)
         with self.lock:
@@ -431,7 +431,7 @@ class Workspace:
     # -- runs off disk (sources such as a PostgreSQL database) ---------------------------------
     # Kept apart from the file-system routing above: a source lists its runs, reads one in
     # full, and is polled (no file events). Its runs share ``runs``/``detailed`` with the rest.
-    def _source_of(self, path: Path) -> RunSource | None:
+    def source_of(self, path: Path) -> RunSource | None:
         """The source (a database) that holds the run at ``path``, or ``None`` for runs on disk."""
         return next((s for s in self.sources if s.owns(path)), None)
 
