@@ -228,6 +228,12 @@ class LivePipeline:
     def _tick(self) -> None:
         for run in self.workspace.refresh_statuses():
             self._emit(Delta(run, status=True))
+        # A run folder seen before its state file: inotify can miss a file created in a folder
+        # made a moment earlier (its watch is added after), so such folders are re-read here.
+        with self.workspace.lock:
+            unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
+        if unread:
+            self._apply(unread)
 
 
 def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None) -> Sink:
