@@ -10,6 +10,7 @@ execution complete)``, ``Empty (root scope)``) are understood as empty.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -114,21 +115,25 @@ def parse_trace_lines(text: str) -> list[TraceLine]:
     return out
 
 
-def _trace(block: Block | None, doc: Document, warnings: list[str]) -> list[TraceLine]:
+def _trace(block: Block | None, doc: Document, warnings: list[str],
+           parse_lines: Callable[[str], list[TraceLine]] | None = None) -> list[TraceLine]:
+    """The Execution Trace block's lines; ``parse_lines`` (default ``parse_trace_lines``) reads them
+    (snapshot_sections passes its cached reader)."""
+    parse_lines = parse_lines or parse_trace_lines
     if block is None:
         fence = next((f for s in doc.sections for f in s.fences if f.info.startswith("prose")), None)
         if fence is None:
             warnings.append("state.md has no Execution Trace section")
             return []
         warnings.append("state.md has no Execution Trace heading; using its first prose block")
-        return parse_trace_lines(fence.content)
+        return parse_lines(fence.content)
     if block.fences:
-        return parse_trace_lines(block.fences[0].content)
+        return parse_lines(block.fences[0].content)
     body = block.text
     if not body or _EMPTY_WORDS.match(body):
         return []
     warnings.append("Execution Trace is not in a fenced block; read as plain lines")
-    return parse_trace_lines(body)
+    return parse_lines(body)
 
 
 def _constructs(block: Block | None) -> list[ActiveConstruct]:

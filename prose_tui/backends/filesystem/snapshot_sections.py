@@ -20,13 +20,13 @@ from collections import OrderedDict
 from prose_tui.backends.common.annotations import split_annotation
 from prose_tui.backends.common.markdown import Block, Document, parse_document
 from prose_tui.backends.filesystem.snapshot import (
-    _EMPTY_WORDS,
     _KNOWN,
     SnapshotState,
     _call_stack,
     _constructs,
     _header,
     _index,
+    _trace,
     parse_snapshot,
 )
 from prose_tui.model import Section, TraceLine
@@ -113,7 +113,7 @@ def parse_snapshot_cached(text: str) -> SnapshotState:
     title, preamble = cached
     doc = Document(title, list(preamble), blocks)
     state = SnapshotState(title=doc.title, header=_header(doc))
-    state.trace = _trace_cached(doc.section("execution trace", "trace"), doc, state.warnings)
+    state.trace = _trace(doc.section("execution trace", "trace"), doc, state.warnings, _trace_lines)
     state.constructs = _constructs(doc.section("active constructs"))
     state.binding_rows, state.agent_rows = _index(doc.section("index"))
     state.call_stack = _call_stack(doc.section("call stack"))
@@ -143,21 +143,3 @@ def _trace_lines(text: str) -> list[TraceLine]:
     while out and not out[-1].text.strip() and out[-1].note is None:
         out.pop()
     return out
-
-
-def _trace_cached(block: Block | None, doc: Document, warnings: list[str]) -> list[TraceLine]:
-    """``snapshot._trace`` over :func:`_trace_lines`."""
-    if block is None:
-        fence = next((f for s in doc.sections for f in s.fences if f.info.startswith("prose")), None)
-        if fence is None:
-            warnings.append("state.md has no Execution Trace section")
-            return []
-        warnings.append("state.md has no Execution Trace heading; using its first prose block")
-        return _trace_lines(fence.content)
-    if block.fences:
-        return _trace_lines(block.fences[0].content)
-    body = block.text
-    if not body or _EMPTY_WORDS.match(body):
-        return []
-    warnings.append("Execution Trace is not in a fenced block; read as plain lines")
-    return _trace_lines(body)
