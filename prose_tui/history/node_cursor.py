@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from prose_tui.backends.reactor.assemble import set_cost
+from prose_tui.backends.reactor.assemble import node_note, set_cost
 from prose_tui.backends.reactor.frames import version_file
 from prose_tui.backends.reactor.layout import WORLD_MODELS, node_dir_name
 from prose_tui.backends.reactor.ledger import short
@@ -102,7 +102,7 @@ def _node_line(run: Run, t: TraceLine, names: dict[str, Node], rendered: set[str
         if name in rendered and node.version:
             path = version_file(run.path / WORLD_MODELS / node_dir_name(name), node.version)
             binding = path.relative_to(run.path).as_posix() if path.is_file() else t.binding
-        return dataclasses.replace(t, state=node_state(node.status), note=_reactor_note(node), binding=binding)
+        return dataclasses.replace(t, state=node_state(node.status), note=node_note(node), binding=binding)
     return dataclasses.replace(t, state=node_state(node.status), note=_skill_note(node))
 
 
@@ -124,20 +124,6 @@ def _reactor_version(run: Run, b: Binding, nodes: dict[str, Node], live: dict[st
     return dataclasses.replace(b, path=path, fields=fields, bytes=st.st_size, mtime=st.st_mtime, warning=None)
 
 
-def _reactor_note(node: Node) -> str:
-    """The Reactor backend's node row note (backends/reactor/assemble.py), as of then."""
-    if node.status is None:
-        note = f"{node.kind}: no receipts yet"
-    else:
-        note = (f"{node.status} · {node.receipts} receipt{'s' if node.receipts != 1 else ''} · "
-                f"{node.tokens_fresh} fresh / {node.tokens_reused} reused tokens")
-    if node.version:
-        note += f" · {short(node.version)}"
-    if node.failure_reason:
-        note += f" · {node.failure_reason}"
-    if not node.chain_ok:
-        note += " · chain broken"
-    return note
 
 
 def _skill_note(node: Node) -> str:

@@ -292,17 +292,7 @@ def _trace_line(run: Run, state: ReactorState, node: Node) -> TraceLine:
     text = "  " * state.depth.get(node.name, 0) + node.name + (f" — {label}" if label and label != node.name else "")
     if node.producers:
         text += "  ← " + ", ".join(node.producers)
-    if node.status is None:
-        note = f"{node.kind}: no receipts yet"
-    else:
-        note = (f"{node.status} · {node.receipts} receipt{'s' if node.receipts != 1 else ''} · "
-                f"{node.tokens_fresh} fresh / {node.tokens_reused} reused tokens")
-    if node.version:
-        note += f" · {short(node.version)}"
-    if node.failure_reason:
-        note += f" · {node.failure_reason}"
-    if not node.chain_ok:
-        note += " · chain broken"
+    note = node_note(node)
     published = state.published.get(node.name)
     rel = None
     if published is not None and published.file is not None:
@@ -420,3 +410,19 @@ def set_status(run: Run, *, now: datetime | None = None, stale_after: float = DE
     run.status, run.status_reason = RunStatus.COMPLETED, (
         f"quiescent: {count} receipts from {active} nodes, no node's last receipt failed; "
         f"last receipt {age_text}{recovered}")
+
+
+def node_note(node: Node) -> str:
+    """A node's trace-line note: status, receipts, tokens, short version, failure, chain."""
+    if node.status is None:
+        note = f"{node.kind}: no receipts yet"
+    else:
+        note = (f"{node.status} · {node.receipts} receipt{'s' if node.receipts != 1 else ''} · "
+                f"{node.tokens_fresh} fresh / {node.tokens_reused} reused tokens")
+    if node.version:
+        note += f" · {short(node.version)}"
+    if node.failure_reason:
+        note += f" · {node.failure_reason}"
+    if not node.chain_ok:
+        note += " · chain broken"
+    return note
