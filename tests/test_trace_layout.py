@@ -62,6 +62,14 @@ def test_wrap_keeps_every_character_in_rows_no_wider_than_asked(text, width):
     assert "".join(rows).replace(" ", "") == text.replace(" ", "")
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from("1ab  ->#→✓x\t"), max_size=70), note=st.text(st.sampled_from("ab  #()-/✓"), max_size=90),
+       state=st.sampled_from([None, S.COMPLETE, S.FAILED]), avail=st.integers(-1, 90))
+def test_counted_rows_are_the_rows_drawn(text, note, state, avail):
+    line = TraceLine(line=1, text=text, state=state, note=note or None)
+    assert rows_of(line, avail) == 1 + (len(note_rows(line, avail)) if avail > 0 else 0)
+
+
 NOTE = "--> bindings/features.md (complete)"
 LINE = TraceLine(line=12, text="    features = session: scout", state=S.COMPLETE, note=NOTE)
 

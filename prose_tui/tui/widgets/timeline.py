@@ -40,6 +40,10 @@ def _utc(time: datetime) -> datetime:
     return time.astimezone(timezone.utc) if time.tzinfo else time
 
 
+def _aware(time: datetime) -> datetime:
+    return time if time.tzinfo else time.replace(tzinfo=timezone.utc)
+
+
 def stamp(time: datetime | None, today: datetime, dated: str) -> str:
     """An event's time as the timeline shows it, ``dated`` cells wide (``time_width``):
     ``14:02:11`` today, ``03-01 14:02:11`` another day this year, ``2025-03-01 14:02``
@@ -254,8 +258,6 @@ def _gap(events: list[Event], index: int) -> float | None:
     here, there = events[index].time, events[index + 1].time
     if not isinstance(here, datetime) or not isinstance(there, datetime):
         return None
-    try:
-        seconds = (there - here).total_seconds()
-    except TypeError:  # one naive, one aware
-        return None
+    # naive times are UTC (a log's bare clock times beside its Z stamps), as on screen
+    seconds = (_aware(there) - _aware(here)).total_seconds()
     return seconds if seconds >= 0 else None  # out-of-order times say nothing about durations

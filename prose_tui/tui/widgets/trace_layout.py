@@ -80,19 +80,21 @@ def wrap(text: str, width: int) -> list[str]:
     if cells(text) <= width:
         return [text]
     rows: list[str] = []
-    row = ""
+    row, row_cells = "", 0
     for word in text.split(" "):
-        candidate = f"{row} {word}" if row else word
-        if cells(candidate) <= width:
-            row = candidate
+        word_cells = cells(word)
+        joined = row_cells + 1 + word_cells if row else word_cells
+        if joined <= width:
+            row, row_cells = (f"{row} {word}" if row else word), joined
             continue
         if row:
             rows.append(row)
-        if cells(word) <= width:
-            row = word
+        if word_cells <= width:
+            row, row_cells = word, word_cells
         else:
             *whole, row = chop_cells(word, width)
             rows.extend(whole)
+            row_cells = cells(row)
     rows.append(row)
     return rows
 
@@ -111,14 +113,49 @@ def note_rows(t: TraceLine, avail: int) -> list[str]:
 
 
 def rows_of(t: TraceLine, avail: int) -> int:
-    """Screen rows line ``t`` takes at ``avail`` cells: 1, plus its continuation rows."""
+    """Screen rows line ``t`` takes at ``avail`` cells: 1, plus its continuation rows.
+
+    The same answer as ``1 + len(note_rows(t, avail))``; plain ASCII program lines (the
+    common case) are counted from lengths, without building the rows."""
     note, text = t.note, t.text
     if not note or avail <= 0:
         return 1
-    if (len(text) + SEPARATION + len(note) + 2 + RIGHT_MARGIN <= avail and text.isascii() and note.isascii()
-            and text.isprintable() and note.isprintable()):
-        return 1  # fits beside however it is shown (the common case: no measuring)
-    return 1 + len(note_rows(t, avail))
+    if not (text.isascii() and note.isascii() and text.isprintable() and note.isprintable()):
+        return 1 + len(note_rows(t, avail))  # measured as shown
+    if len(text) + SEPARATION + len(note) + 2 + RIGHT_MARGIN <= avail:
+        return 1  # fits beside however it is shown (the common case)
+    if STEP_RE.match(text) or TERMINATOR_RE.match(text):
+        return 1 + len(note_rows(t, avail))  # a log line: its note may be left out
+    note = note.strip()
+    if not note:
+        return 1
+    if not note.startswith("#"):
+        note = f"# {note}"
+    code = text.rstrip()
+    if fits_beside(len(code), len(note), avail):
+        return 1
+    width = max(2, avail - note_indent(len(code) - len(code.lstrip(" ")), avail) - RIGHT_MARGIN)
+    return 2 if len(note) <= width else 1 + _ascii_rows(note, width)
+
+
+def _ascii_rows(text: str, width: int) -> int:
+    """``len(wrap(text, width))`` for printable ASCII ``text``, from lengths alone."""
+    count, row = 0, 0  # rows done; cells of the row being filled (0: none yet)
+    for word in text.split(" "):
+        size = len(word)
+        joined = row + 1 + size if row else size
+        if joined <= width:
+            row = joined
+            continue
+        if row:
+            count += 1
+        if size <= width:
+            row = size
+        else:
+            pieces = -(-size // width)
+            count += pieces - 1
+            row = size - (pieces - 1) * width
+    return count + 1
 
 
 class RowIndex:
