@@ -39,8 +39,13 @@ from prose_tui.tui.widgets.trace_layout import RIGHT_MARGIN, RowIndex, cells, no
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # painted lines kept (a few screens)
-# Annotations take the colour of their state's glyph (so the theme's), else dim.
-_NOTE_STATES = (StatementState.EXECUTING, StatementState.RETRYING, StatementState.FAILED, StatementState.COMPLETE)
+_NOTE_STYLE = {
+    StatementState.EXECUTING: "bold yellow",
+    StatementState.RETRYING: "bold magenta",
+    StatementState.FAILED: "bold red",
+    StatementState.COMPLETE: "green",
+    None: "dim",
+}
 
 
 def _code_cells(t: TraceLine) -> int:
@@ -420,7 +425,7 @@ class TraceView(ScrollView, can_focus=True):
         gutter.append(" ")
         code = self._styled(index)
         code.no_wrap, code.end = True, ""
-        note_style = STATE_GLYPH[t.state][1] if t.state in _NOTE_STATES else "dim"
+        note_style = _NOTE_STYLE.get(t.state, "dim")
         match = self.get_component_rich_style("trace--match") if self.search_term else None
         beside: Strip | None = None
         beside_cells = 0
@@ -429,7 +434,8 @@ class TraceView(ScrollView, can_focus=True):
         if note is not None:
             rows = note_rows(t, self._avail)
             for part in rows or [note]:
-                text = Text(part, note_style, no_wrap=True, end="")
+                text = Text(no_wrap=True, end="")
+                text.append(part, note_style)  # a span: Text.render leaves a Text's own style out
                 if match is not None:
                     text.highlight_words([self.search_term or ""], match, case_sensitive=False)
                 notes.append(self._strip(text, base))
