@@ -8,6 +8,8 @@ Runs are written here (never copied from the corpus).
 
 from __future__ import annotations
 
+import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -224,3 +226,34 @@ async def test_a_values_note_is_drawn_under_the_value_head(size):
         region = note.region
         shown = " ".join(line[region.x:region.right].strip() for line in screen_lines(app)[region.y:region.bottom])
         assert shown.startswith("world model of responsibility.digest · version sha256:"), shown
+
+
+NEVER_WATCHED = FIXTURES / "project" / ".prose" / "runs" / "20260228-090000-d4e5f6"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_reconstructed_time_is_marked_where_it_is_shown(tmp_path, size):
+    run_dir = tmp_path / ".prose" / "runs" / NEVER_WATCHED.name
+    shutil.copytree(NEVER_WATCHED, run_dir)
+    base = datetime(2026, 2, 28, 9, 0, tzinfo=timezone.utc).timestamp()
+    for i, name in enumerate(["topic", "draft", "tone", "facts", "guide", "anon_001"]):
+        os.utime(run_dir / "bindings" / f"{name}.md", (base + 60 * i, base + 60 * i))
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.nav.history is not None and explorer.nav.events, what="the history")
+        assert explorer.nav.history.origin == "reconstructed"
+        timed = next(i for i, e in enumerate(explorer.nav.events) if e.time is not None)
+        await pilot.press("left_curly_bracket", *["right_square_bracket"] * timed)
+        await wait_until(pilot, lambda: explorer.nav.position == timed, what="the cursor on a timed event")
+        status = explorer.query_one(StatusLine).shown.plain
+        assert f"as of event {timed} of 0–" in status and "≈2026-02-28 09:0" in status
+        strip = explorer.query_one(ContextStrip)
+        if strip.display:  # 80x24: the strip's "at event N · time" too
+            assert f"at event {timed} · ≈2026-02-28 09:0" in strip.shown.plain
+        await pilot.press("6")
+        timeline = explorer.query_one(Timeline)
+        await wait_until(pilot, lambda: timeline.scrollable_content_region.height > 2, what="the history pane")
+        rows = timeline_rows(timeline)
+        assert any(row.startswith(f"{timed:>4} ≈02-28 09:0") for row in rows), rows

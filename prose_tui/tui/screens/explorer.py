@@ -469,7 +469,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         label = None
         if moment is not None and not moment.live:
             event = self.nav.events[moment.index]
-            when = f" · {when_text(event.time, self.workspace.clock())}" if event.time else ""
+            when = f" · {when_text(event.time, self.workspace.clock(), approximate=event.approximate)}" if event.time else ""
             label = f"at event {moment.index}{when}: {event.text.strip()}"
         strip.show(view, self.model.newest_binding_now(), label)
 
