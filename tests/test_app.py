@@ -41,7 +41,7 @@ async def test_run_list_newest_first_and_trace_follows_the_retrying_statement():
         assert "RETRYING" in trace.lines[trace.cursor].note
         # The line is on screen: the trace scrolled to it.
         top = trace.scroll_offset.y
-        assert top <= trace.cursor < top + trace.scrollable_content_region.height
+        assert top <= trace.row_of(trace.cursor) < top + trace.scrollable_content_region.height
 
 
 async def test_moving_stops_following_and_f_resumes():

@@ -224,8 +224,10 @@ async def test_a_past_event_is_shown_as_that_moment_everywhere(size):
         explorer = app.explorer
         assert explorer.nav.position == 1
         status = plain(explorer.query_one(StatusLine))
-        assert "as of event 1 of 0–" in status and "running" in status  # the run was running then
-        assert "failed" not in status
+        strip = explorer.query_one(ContextStrip)
+        said = plain(strip) if strip.display else status  # compact: the strip says the status, once
+        assert "as of event 1 of 0–" in status and "running" in said  # the run was running then
+        assert "failed" not in status and "failed" not in said
         assert "as of event 1" in explorer.query_one("#trace-pane").border_title
         assert ("as of event 1" in explorer.head_text.plain) == (size[0] >= 100)  # compact: title and strip say it
 
@@ -243,7 +245,9 @@ async def test_a_failed_run_opens_on_its_failure_with_the_real_message():
         # The program annotated from the log, the cursor on the statement that failed.
         assert on.state.value == "failed" and "draft" in on.text and "rate limited" in on.note
         assert explorer.active == 1  # the trace stays; ! brings the report up
-        assert explorer.nav.live and "✗ failed" in plain(explorer.query_one(StatusLine))
+        # 80x24: the strip says the status with its whole reason (the status line not again)
+        assert explorer.nav.live and plain(explorer.query_one(ContextStrip)).startswith("✗ failed")
+        assert "failed" not in plain(explorer.query_one(StatusLine))
         await pilot.press("exclamation_mark")
         await wait_until(pilot, lambda: explorer.active == 4, what="the value pane with the report")
 

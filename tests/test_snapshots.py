@@ -81,7 +81,7 @@ async def _steady(pilot) -> None:
     trace.scroll_to_cursor(center=True)
     height = timeline.scrollable_content_region.height or 1
     timeline.scroll_to(y=max(0, timeline.cursor - height // 2), animate=False)
-    await wait_until(pilot, lambda: trace.scroll_offset.y <= trace.cursor < trace.scroll_offset.y + max(1, trace.size.height),
+    await wait_until(pilot, lambda: trace.scroll_offset.y <= trace.row_of(trace.cursor) < trace.scroll_offset.y + max(1, trace.size.height),
                      what="the trace cursor in view")
     # Settled: two frames in a row the same (bounded; a screen that never settles fails below).
     previous = None

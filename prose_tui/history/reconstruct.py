@@ -17,6 +17,10 @@ files and agent segments the statements wrote. The reconstruction:
 
 Times on events come only from files (binding/segment mtimes, the header's ``updated:``);
 lines placed by their neighbours have ``time=None``. The History says it is reconstructed.
+Times never run backwards: a file time more than ``COPY_GAP`` after the run's start came
+from a copy or a checkout, not the run, and is dropped (the order it gives is kept); a time
+earlier than one before it (the header's ``updated:`` written before the last binding) is
+raised to it. Every time left is marked ``Event.approximate``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from prose_tui.backends.common.status import COPY_GAP, as_utc
 from prose_tui.history.stream import EventRef, History, _transition, statement_name
 from prose_tui.model import (
     Binding,
@@ -140,7 +145,27 @@ def reconstruct(run: Run) -> History:
                      None)
         add(Event(0, K.RUN_ERRORED, error or run.status_reason or "failed", time=run.updated, status="failed"),
             EventRef())
+    _settle_times(events, run)
     return History(events, "reconstructed", NOTE, refs)
+
+
+def _settle_times(events: list[Event], run: Run) -> None:
+    """Drop file times a copy gave (more than ``COPY_GAP`` after ``run.started``, the run
+    end's header time aside), raise a time earlier than one before it to that one, and mark
+    every time left approximate: times are non-decreasing in event order."""
+    started = as_utc(run.started)
+    latest: datetime | None = None
+    for event in events:
+        if event.time is None:
+            continue
+        when = as_utc(event.time)
+        ended = event.kind in (K.RUN_ENDED, K.RUN_ERRORED)
+        if not ended and started is not None and (when - started).total_seconds() > COPY_GAP:
+            event.time = None
+            continue
+        if latest is not None and when < latest:
+            when = latest
+        event.time, event.approximate, latest = when, True, when
 
 
 def _fill_keys(items: list[_Item], run: Run) -> None:

@@ -43,6 +43,8 @@ class Event:
     statement, frame or branch it concerns; ``status`` the outcome word (``"✓"`` becomes
     ``"ok"``; ``"rejected"``, ``"deferred"``, ``"skip"`` are kept); ``text`` the source line
     verbatim (for a note, the whole note). ``line`` is the 1-based line in the source file.
+    ``approximate`` says ``time`` was reconstructed (from file times, ``history.reconstruct``),
+    not recorded when it happened; views mark such times (``≈14:02:11``).
     """
 
     seq: int
@@ -54,3 +56,4 @@ class Event:
     status: str | None = None
     line: int | None = None
     execution_id: int | None = None
+    approximate: bool = False

@@ -83,7 +83,8 @@ def frame(f: Frame) -> dict[str, Any]:
 
 
 def event(e: Event) -> dict[str, Any]:
-    return {
+    """One event; ``time_approximate`` (only when true) marks a time reconstructed from file times."""
+    out: dict[str, Any] = {
         "seq": e.seq,
         "time": _time(e.time),
         "kind": e.kind.value,
@@ -92,6 +93,9 @@ def event(e: Event) -> dict[str, Any]:
         "status": e.status,
         "text": e.text,
     }
+    if e.approximate and e.time is not None:
+        out["time_approximate"] = True
+    return out
 
 
 def node(n: Node) -> dict[str, Any]:

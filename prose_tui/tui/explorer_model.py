@@ -42,8 +42,8 @@ class Touch:
 @dataclass(frozen=True, slots=True)
 class Moment:
     """The moment under the cursor. ``index`` is 0-based (``Event.seq``), ``last`` the last
-    index; ``time`` the event's time (``None`` where unknown); ``status``/``reason`` the run's
-    status as of then."""
+    index; ``time`` the event's time (``None`` where unknown), ``approximate`` when it was
+    reconstructed from file times; ``status``/``reason`` the run's status as of then."""
 
     live: bool
     index: int
@@ -51,12 +51,14 @@ class Moment:
     time: datetime | None
     status: RunStatus
     reason: str
+    approximate: bool = False
 
     def label(self, today: datetime | None = None) -> str:
-        """``as of event 41 of 0–85 · 14:02:11`` (the date too where it is not today)."""
+        """``as of event 41 of 0–85 · 14:02:11`` (the date too where it is not today; ``≈``
+        before a reconstructed time)."""
         when = ""
         if self.time is not None:
-            when = f" · {when_text(self.time, today)}"
+            when = f" · {when_text(self.time, today, approximate=self.approximate)}"
         return f"as of event {self.index} of 0–{self.last}{when}"
 
 
@@ -77,13 +79,15 @@ class StatementTime:
     attempts: int
 
 
-def when_text(time: datetime, today: datetime | None = None) -> str:
-    """``14:02:11`` for today (UTC), ``2026-11-21 14:02:11`` for another day."""
+def when_text(time: datetime, today: datetime | None = None, *, approximate: bool = False) -> str:
+    """``14:02:11`` for today (UTC), ``2026-11-21 14:02:11`` for another day; ``≈`` before
+    it when ``approximate`` (an ``Event.approximate`` time, reconstructed from file times)."""
     t = time.astimezone(timezone.utc) if time.tzinfo else time
     today = today or datetime.now(timezone.utc)
+    mark = "≈" if approximate else ""
     if t.date() == today.date():
-        return f"{t:%H:%M:%S}"
-    return f"{t:%Y-%m-%d %H:%M:%S}"
+        return f"{mark}{t:%H:%M:%S}"
+    return f"{mark}{t:%Y-%m-%d %H:%M:%S}"
 
 
 def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None:
@@ -130,6 +134,7 @@ class ExplorerModel:
         event = events[index]
         view = self.view() or self.run
         return Moment(live=self.nav.live, index=index, last=len(events) - 1, time=event.time,
+                      approximate=event.approximate,
                       status=view.status, reason=view.status_reason)
 
     def failure_to_open_on(self) -> FailureContext | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from prose_tui.backends.protocol import Value
 from prose_tui.backends.registry import backend_of
 from prose_tui.backends.sqlite.tables import read_table_page
 from prose_tui.model import Backend, Binding, Run, assigned_name
@@ -22,7 +23,10 @@ TargetKind = Literal["binding", "memory", "segment", "program", "state", "sectio
 class Target:
     """One viewable thing. ``path`` is the file that changes it; the content is ``text``
     (in memory), else ``read()`` (a source's reader, for SQLite and narration values),
-    else the file itself from the binding's value offset."""
+    else the file itself from the binding's value offset. ``note`` is one line the viewer
+    shows above the value (a backend's ``Value.note``: "content address sha256:…");
+    ``value()``, where given, reads text, note and warning at once (``read`` is its text).
+    """
 
     kind: TargetKind
     title: str
@@ -31,6 +35,8 @@ class Target:
     text: str | None = None
     warning: str | None = None
     read: Callable[[], str] | None = None
+    note: str = ""
+    value: Callable[[], Value] | None = None
 
     @property
     def key(self) -> tuple:
@@ -45,14 +51,22 @@ class Target:
 
 def binding_target(binding: Binding, run: Run | None = None) -> Target:
     """The viewer target for ``binding``; a value its backend holds outside a file of its own
-    (a database row, a narrated value) gets a reader through the backend's ``read_value``."""
-    read = None
-    if run is not None and run.backend is not Backend.FILESYSTEM:
-        backend = backend_of(run)
+    (a database row, a narrated value, a world model) gets a reader through the backend's
+    ``read_value``. The backend's ``Value.note`` becomes the target's (a file binding's is
+    known without reading: a 0.15 world model's content address)."""
+    if run is None:
+        return Target("binding", binding.name, binding.path, binding, warning=binding.warning)
+    backend = backend_of(run)
+    if run.backend is Backend.FILESYSTEM:
+        note = backend.read_value(run, binding).note  # metadata only: the file is read by the viewer
+        return Target("binding", binding.name, binding.path, binding, warning=binding.warning, note=note)
 
-        def read() -> str:
-            return backend.read_value(run, binding).text or ""
-    return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read)
+    def value() -> Value:
+        return backend.read_value(run, binding)
+
+    def read() -> str:
+        return value().text or ""
+    return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read, value=value)
 
 
 def resolve_trace_binding(run: Run, rel_path: str | None, text: str) -> Binding | None:

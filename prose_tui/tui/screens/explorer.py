@@ -213,6 +213,8 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         strip.display = compact and not zoomed and active == TRACE
         if strip.display and not was:
             self._update_strip()
+        if strip.display != was:
+            self._update_status()  # the strip shows the status and its reason, the status line not
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if not compact and not zoomed:
             width = self.size.width
@@ -467,7 +469,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         label = None
         if moment is not None and not moment.live:
             event = self.nav.events[moment.index]
-            when = f" · {when_text(event.time, self.workspace.clock())}" if event.time else ""
+            when = f" · {when_text(event.time, self.workspace.clock(), approximate=event.approximate)}" if event.time else ""
             label = f"at event {moment.index}{when}: {event.text.strip()}"
         strip.show(view, self.model.newest_binding_now(), label)
 
@@ -503,7 +505,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         watcher = " · ".join([self.watcher_state, *self.workspace.source_states()])
         self.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
                                         following=self.query_one(TraceView).following, pending=self.nav.pending,
-                                        as_of=as_of, compact=self.compact)
+                                        as_of=as_of, compact=self.query_one(ContextStrip).display)
 
     # -- trace, stack and value ----------------------------------------------------------------------
     def on_trace_view_binding_requested(self, event: TraceView.BindingRequested) -> None:

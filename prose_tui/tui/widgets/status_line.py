@@ -23,11 +23,12 @@ class StatusLine(Static):
              as_of: str | None = None, compact: bool = False) -> None:
         """``run`` is the run as of the cursor; ``last_change`` an age (``12 s``); ``watcher`` a
         short state (``watching``); ``as_of`` the cursor's moment when not live
-        (``as of event 41 of 0–85 · 14:02:11``)."""
+        (``as of event 41 of 0–85 · 14:02:11``). ``compact``: the context strip above shows
+        the status with its whole reason, so this line leaves both out (said once)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         if run is None:
             text.append("no run selected", "dim")
-        else:
+        elif not compact:
             badge, style = STATUS_BADGE[run.status]
             text.append(badge, style)
         if as_of:
@@ -40,8 +41,11 @@ class StatusLine(Static):
                 text.append(f" changed {last_change} ago")
             text.append(" · follow " + ("on" if following else "off (f)"), "" if following else "bold")
         text.append(f" · {watcher}", "dim")
-        if run is not None and run.status_reason and not as_of:
+        if run is not None and run.status_reason and not as_of and not compact:
             text.append(f" · {run.status_reason}", "dim")
+        if compact and run is not None:
+            text = text[1:] if text.plain.startswith(" ") else text
+            text.no_wrap, text.overflow = True, "ellipsis"
         if text.plain == self.shown.plain and text.spans == self.shown.spans:
             return  # nothing new: no repaint
         self.shown = text

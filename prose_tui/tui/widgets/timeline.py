@@ -1,7 +1,11 @@
-"""The timeline: one row per event with time, elapsed since the previous, a duration bar.
+"""The timeline: one row per event with its time, how long it took, a duration bar.
 
-The bar is how long the step took (until the next event), scaled to the longest step, so
-where the time went is visible at a glance.
+An event's duration (``+3s``) and bar are how long its step took (until the next event), on
+the event's own row; the bar is scaled to the longest step, so where the time went is
+visible at a glance. Times are UTC as everywhere on screen (``explorer_model.when_text``):
+the clock time for today, with the date (``03-01 14:02:11``; ``2025-03-01 14:02`` in
+another year) where not today, in a column as wide as the list needs. A time reconstructed
+from file times (``Event.approximate``) is marked ``≈``.
 
 The highlighted row is the history cursor: the other views show the run as of that event.
 At the last row the explorer is live. Rows are rendered lazily (Line API) into a bounded
@@ -12,7 +16,7 @@ same list (a live run) cost only themselves (``set_events`` sees the list grew).
 from __future__ import annotations
 
 from collections import OrderedDict
-from datetime import datetime
+from datetime import datetime, timezone
 
 from rich.segment import Segment
 from rich.text import Text
@@ -30,6 +34,46 @@ from prose_tui.tui.keys import keyed
 BAR_WIDTH = 8
 CACHE_ROWS = 1024
 REWRITTEN = 64  # a live list may have its last few events replaced (a line completed)
+
+
+def _utc(time: datetime) -> datetime:
+    return time.astimezone(timezone.utc) if time.tzinfo else time
+
+
+def _aware(time: datetime) -> datetime:
+    return time if time.tzinfo else time.replace(tzinfo=timezone.utc)
+
+
+def stamp(time: datetime | None, today: datetime, dated: str) -> str:
+    """An event's time as the timeline shows it, ``dated`` cells wide (``time_width``):
+    ``14:02:11`` today, ``03-01 14:02:11`` another day this year, ``2025-03-01 14:02``
+    another year; ``--:--:--`` unknown."""
+    width = TIME_WIDTH[dated]
+    if not isinstance(time, datetime):
+        return f"{'--:--:--':>{width}}"
+    t, day = _utc(time), _utc(today).date()
+    if t.date() == day:
+        text = f"{t:%H:%M:%S}"
+    elif t.year == day.year:
+        text = f"{t:%m-%d %H:%M:%S}"
+    else:
+        text = f"{t:%Y-%m-%d %H:%M}"
+    return f"{text:>{width}}"
+
+
+TIME_WIDTH = {"time": 8, "date": 14, "year": 16}
+
+
+def time_width(events: list[Event], today: datetime) -> str:
+    """How wide the time column must be for ``events`` (from their first and last times,
+    events being in time order): ``"time"``, ``"date"`` or ``"year"``."""
+    times = [_utc(e.time) for e in (events[:1] + events[-1:]) if isinstance(e.time, datetime)]
+    day = _utc(today).date()
+    if any(t.year != day.year for t in times):
+        return "year"
+    if any(t.date() != day for t in times):
+        return "date"
+    return "time"
 
 
 def elapsed(seconds: float | None) -> str:
@@ -75,7 +119,15 @@ class Timeline(ScrollView, can_focus=True):
         self._gaps: list[float | None] = []
         self._longest = 0.0
         self._cache: OrderedDict[int, Strip] = OrderedDict()
+        self._dated = "time"
+        self._now = datetime.now(timezone.utc)  # "today" for the rows, as of the last set_events
         self.search_term = ""
+
+    def _today(self) -> datetime:
+        """The app's clock (fixed in tests), else now; UTC."""
+        workspace = getattr(self.app, "workspace", None)
+        clock = getattr(workspace, "clock", None)
+        return clock() if callable(clock) else datetime.now(timezone.utc)
 
     def set_events(self, events: list[Event], cursor: int) -> None:
         """Show ``events`` with the cursor on ``cursor`` (the last index when live)."""
@@ -96,6 +148,11 @@ class Timeline(ScrollView, can_focus=True):
             self.events = events
             self._gaps = [_gap(events, i) for i in range(len(events))]
             self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
+            self._cache.clear()
+        self._now = self._today()
+        dated = time_width(events, self._now)
+        if dated != self._dated:
+            self._dated = dated
             self._cache.clear()
         self.virtual_size = Size(self.size.width, len(events))
         self.set_cursor(cursor)
@@ -175,11 +232,12 @@ class Timeline(ScrollView, can_focus=True):
         event = self.events[index]
         glyph, style = KIND_GLYPH.get(event.kind, ("·", "dim"))
         gap = self._gaps[index]  # how long this step took: until the next event
-        since = self._gaps[index - 1] if index > 0 else None
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append(f"{event.seq:>4} ", "dim")
-        text.append(f"{event.time:%H:%M:%S}" if isinstance(event.time, datetime) else "--:--:--", "dim")
-        text.append(f" {elapsed(since):>6} ", "dim")
+        approximate = event.approximate and isinstance(event.time, datetime)
+        text.append("≈" if approximate else " ", "bold" if approximate else "dim")
+        text.append(stamp(event.time, self._now, self._dated), "dim")
+        text.append(f" {elapsed(gap):>6} ", "dim")
         filled = round(BAR_WIDTH * gap / self._longest) if gap and gap > 0 and self._longest > 0 else 0
         filled = max(0, min(BAR_WIDTH, filled))
         text.append("█" * filled, "blue")
@@ -200,8 +258,6 @@ def _gap(events: list[Event], index: int) -> float | None:
     here, there = events[index].time, events[index + 1].time
     if not isinstance(here, datetime) or not isinstance(there, datetime):
         return None
-    try:
-        seconds = (there - here).total_seconds()
-    except TypeError:  # one naive, one aware
-        return None
+    # naive times are UTC (a log's bare clock times beside its Z stamps), as on screen
+    seconds = (_aware(there) - _aware(here)).total_seconds()
     return seconds if seconds >= 0 else None  # out-of-order times say nothing about durations

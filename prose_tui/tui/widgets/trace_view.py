@@ -2,18 +2,27 @@
 
 A Line-API ``ScrollView`` (as toolong's log view): only visible lines are highlighted and
 rendered, as they are painted, and kept in a bounded cache, so a 100,000-line trace costs
-what the screen shows and memory per line is the parsed ``TraceLine`` only. A live change
-(``lines_changed``) repaints the lines it names; appended lines only extend the view. While *following*, the
-cursor sits on the executing statement and moves with it as the run advances; moving the
-cursor or scrolling stops following (the border says so) until ``f`` turns it back on.
+what the screen shows; per line it keeps the parsed ``TraceLine`` and 4 bytes of row index
+(``trace_layout.RowIndex``). A live change (``lines_changed``) repaints the lines it names;
+appended lines only extend the view. While *following*, the cursor sits on the executing
+statement and moves with it as the run advances; moving the cursor or scrolling stops
+following (the border says so) until ``f`` turns it back on.
+
+Each line is a row of gutter (line number, state glyph) and code. Its annotation stands
+right-aligned on that row when both fit, else on continuation rows under the code (gutter
+blank), wrapped: an annotation is never cut. Horizontal scrolling (``h``/``l``) moves only
+the code; the gutter and the annotations stay where they are. ``cursor`` counts lines
+(``lines[cursor]``); ``scroll_offset.y`` counts rows (``row_of`` maps one to the other).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
+from typing import NamedTuple
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
@@ -22,22 +31,14 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from prose_tui.backends.common.text import visible_name
 from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
-
-
-def _shown(text: str) -> str:
-    """A trace line as one row of cells: tabs expanded, every other control as its picture
-    (the parsers already picture controls; this holds for any text a backend hands over)."""
-    return visible_name(text.expandtabs(4))
-
+from prose_tui.tui.widgets.trace_layout import RIGHT_MARGIN, RowIndex, cells, note_rows, rows_of, shown_code, shown_note
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
-CACHE_LINES = 1024  # rendered lines kept (a few screens)
-
+CACHE_LINES = 1024  # painted lines kept (a few screens)
 _NOTE_STYLE = {
     StatementState.EXECUTING: "bold yellow",
     StatementState.RETRYING: "bold magenta",
@@ -45,6 +46,27 @@ _NOTE_STYLE = {
     StatementState.COMPLETE: "green",
     None: "dim",
 }
+
+
+def _code_cells(t: TraceLine) -> int:
+    text = t.text
+    if text.isascii() and text.isprintable():
+        return len(text.rstrip())
+    return cells(shown_code(t))
+
+
+class _Painted(NamedTuple):
+    """One line's strips: ``gutter`` (number, glyph), ``code`` (whole, cropped when shown),
+    ``beside`` (the annotation on the code's row) or ``notes`` (continuation rows), ``blank``
+    (the gutter of a continuation row) and ``pad`` (the style of the rest of the row)."""
+
+    gutter: Strip
+    code: Strip
+    beside: Strip | None
+    beside_cells: int
+    notes: list[Strip]
+    blank: Strip
+    pad: Style
 
 
 class TraceView(ScrollView, can_focus=True):
@@ -93,7 +115,9 @@ class TraceView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[TraceLine] = []
-        self._cache: OrderedDict[tuple, Strip] = OrderedDict()
+        self._cache: OrderedDict[int, _Painted] = OrderedDict()
+        self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
+        self._avail = -1
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
         self._block_open: dict[int, bool] = {}  # such a line -> whether a block is open after it
         self._width = 0
@@ -113,10 +137,11 @@ class TraceView(ScrollView, can_focus=True):
         self._cache.clear()
         self._blocks = [i for i, t in enumerate(lines) if '"""' in t.text]
         self._settle_blocks(0)
-        self._width = max((t.indent + len(t.text) + len(t.note or "") for t in lines), default=0)
+        self._width = max((_code_cells(t) for t in lines), default=0)
         self._live, self._open, self._has_state = set(), set(), False
         for i, t in enumerate(lines):
             self._note_state(i, t)
+        self._relayout()
         self._resized()
 
     def _note_state(self, index: int, t: TraceLine) -> None:
@@ -139,17 +164,24 @@ class TraceView(ScrollView, can_focus=True):
             return
         lines = self.lines
         changed = {i for i in changed if i < len(lines)}
-        if len(self._cache) and any(key[1] >= len(lines) for key in self._cache):
-            self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k[1] < len(lines))
+        if len(self._cache) and any(key >= len(lines) for key in self._cache):
+            self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < len(lines))
+        rows, avail = self._rows, self._avail
+        rows.truncate(len(lines))
+        for i in sorted(changed):
+            if i < len(rows):
+                rows.set(i, rows_of(lines[i], avail))
+        for i in range(len(rows), len(lines)):
+            rows.append(rows_of(lines[i], avail))
         first_block = None
         for gone in [i for i in self._live | self._open if i >= len(lines)]:
             self._live.discard(gone)
             self._open.discard(gone)
         for i in changed:
-            self._cache.pop(("line", i), None)
+            self._cache.pop(i, None)
             t = lines[i]
             self._note_state(i, t)
-            self._width = max(self._width, t.indent + len(t.text) + len(t.note or ""))
+            self._width = max(self._width, _code_cells(t))
             has = '"""' in t.text
             pos = bisect_left(self._blocks, i)
             present = pos < len(self._blocks) and self._blocks[pos] == i
@@ -165,15 +197,46 @@ class TraceView(ScrollView, can_focus=True):
             self._blocks.pop()
         if first_block is not None:
             self._settle_blocks(first_block)
-            self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k[1] < first_block)
+            self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < first_block)
         self._resized()
+
+    # -- rows ---------------------------------------------------------------------------------
+    def _avail_now(self) -> int:
+        """Cells right of the gutter (what code and annotations share); -1 before a size."""
+        width = self.scrollable_content_region.width
+        return width - self._gutter if width > 0 else -1
+
+    def _relayout(self) -> None:
+        """Rows per line for the current width (O(lines): on a new trace, width or gutter)."""
+        self._avail = avail = self._avail_now()
+        self._rows.reset(rows_of(t, avail) for t in self.lines)
+        self._cache.clear()
+
+    def _ensure_layout(self) -> None:
+        if self._avail_now() != self._avail:
+            self._relayout()
+            self._resize_virtual()
+
+    def _resize_virtual(self) -> None:
+        self.virtual_size = Size(self._gutter + self._width, self._rows.total)
+
+    def row_of(self, index: int) -> int:
+        """The first screen row (``scroll_offset.y`` counts these) of line ``index``."""
+        self._ensure_layout()
+        return self._rows.start(index)
+
+    def line_at(self, row: int) -> int:
+        """The index of the line shown at screen row ``row`` (a continuation row belongs to
+        the line above it)."""
+        self._ensure_layout()
+        return self._rows.find(row)
 
     def _resized(self) -> None:
         lines = self.lines
         if self._gutter != self._gutter_was:
             self._gutter_was = self._gutter
-            self._cache.clear()
-        self.virtual_size = Size(self._gutter + self._width + 4, len(lines))
+            self._relayout()
+        self._resize_virtual()
         if self.following:
             self._to_executing()
         else:
@@ -186,14 +249,14 @@ class TraceView(ScrollView, can_focus=True):
         state = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
         self._block_open = {i: self._block_open[i] for i in self._blocks[:pos] if i in self._block_open}
         for i in self._blocks[pos:]:
-            _, state = highlight(_shown(self.lines[i].text), state)
+            _, state = highlight(shown_code(self.lines[i]), state)
             self._block_open[i] = state
 
     def _styled(self, index: int) -> Text:
         """Line ``index`` highlighted, with a string block carried in from above."""
         pos = bisect_left(self._blocks, index)
         in_string = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
-        return highlight(_shown(self.lines[index].text), in_string)[0]
+        return highlight(shown_code(self.lines[index]), in_string)[0]
 
     @property
     def _gutter(self) -> int:
@@ -226,14 +289,18 @@ class TraceView(ScrollView, can_focus=True):
         self._move(index, center=True)
 
     def scroll_to_cursor(self, *, center: bool = False) -> None:
+        """Bring the cursor's line into view (its first row at the centre with ``center``),
+        its annotation's rows too where the pane is tall enough."""
         height = self.scrollable_content_region.height or 1
         top = self.scroll_offset.y
+        first = self.row_of(self.cursor)
+        last = first + (self._rows.rows(self.cursor) if self.cursor < len(self._rows) else 1) - 1
         if center:
-            self.scroll_to(y=max(0, self.cursor - height // 2), animate=False)
-        elif self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False)
-        elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False)
+            self.scroll_to(y=max(0, first - height // 2), animate=False)
+        elif first < top:
+            self.scroll_to(y=first, animate=False)
+        elif last >= top + height:
+            self.scroll_to(y=min(first, last - height + 1), animate=False)
 
     # -- follow -------------------------------------------------------------------------------
     def set_following(self, following: bool) -> None:
@@ -297,8 +364,9 @@ class TraceView(ScrollView, can_focus=True):
         return False
 
     def on_click(self, event) -> None:
-        index = event.y + self.scroll_offset.y
-        if 0 <= index < len(self.lines):
+        row = event.y + self.scroll_offset.y
+        index = self.line_at(row)
+        if 0 <= row < self._rows.total and 0 <= index < len(self.lines):
             self._user_moved()
             self._move(index)
 
@@ -309,54 +377,85 @@ class TraceView(ScrollView, can_focus=True):
         self._user_moved()
 
     def watch_cursor(self, old: int, new: int) -> None:
-        self._cache.pop(("line", old), None)
-        self._cache.pop(("line", new), None)
+        self._cache.pop(old, None)
+        self._cache.pop(new, None)
         self.refresh()
 
     # -- rendering ------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
+        self._ensure_layout()
         scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
+        row = scroll_y + y
         width = self.scrollable_content_region.width
-        if index >= len(self.lines):
+        if row >= self._rows.total or not self.lines:
             return Strip.blank(width, self.rich_style)
-        strip = self._line_strip(index)
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        index = self._rows.find(row)
+        sub = row - self._rows.start(index)
+        p = self._painted(index)
+        avail = max(0, width - self._gutter)
+        if sub == 0:
+            room = avail - p.beside_cells - RIGHT_MARGIN if p.beside is not None else avail
+            parts = [p.gutter, p.code.crop_extend(scroll_x, scroll_x + max(0, room), p.pad)]
+            if p.beside is not None:
+                parts.append(p.beside)  # the rest of the row (RIGHT_MARGIN) is padded below
+        else:
+            note = p.notes[sub - 1] if sub - 1 < len(p.notes) else Strip.blank(avail, p.pad)
+            parts = [p.blank, note.crop_extend(0, avail, p.pad)]
+        return Strip.join(parts).crop_extend(0, width, p.pad)
 
-    def _line_strip(self, index: int) -> Strip:
-        key = ("line", index)
-        cached = self._cache.get(key)
+    def _strip(self, text: Text, base: Style) -> Strip:
+        return Strip([Segment(s.text, base + s.style if s.style else base)
+                      for s in text.render(self.app.console)]).simplify()
+
+    def _painted(self, index: int) -> _Painted:
+        """Line ``index``'s strips, from the cache or painted now (highlighted, searched)."""
+        cached = self._cache.get(index)
         if cached is not None:
-            self._cache.move_to_end(key)
+            self._cache.move_to_end(index)
             return cached
         t = self.lines[index]
+        base = self.rich_style
+        if index == self.cursor:
+            base = base + self.get_component_rich_style("trace--cursor")
         glyph, glyph_style = STATE_GLYPH[t.state]
         gutter_style = self.get_component_rich_style("trace--gutter")
-        text = Text(no_wrap=True, end="")
-        text.append(f"{t.line:>{self._gutter - 3}} ", gutter_style)
-        text.append(glyph, glyph_style)
-        text.append(" ")
-        text.append_text(self._styled(index))
-        if t.note:
-            text.append("  ")
-            text.append(f"# {t.note}", _NOTE_STYLE.get(t.state, "dim"))
-        if self.search_term:
-            text.highlight_words([self.search_term], self.get_component_rich_style("trace--match"), case_sensitive=False)
-        style = self.rich_style
-        if index == self.cursor:
-            style = style + self.get_component_rich_style("trace--cursor")
-        segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
-        strip = Strip(segments).simplify()
-        self._cache[key] = strip
+        gutter = Text(no_wrap=True, end="")
+        gutter.append(f"{t.line:>{self._gutter - 3}} ", gutter_style)
+        gutter.append(glyph, glyph_style)
+        gutter.append(" ")
+        code = self._styled(index)
+        code.no_wrap, code.end = True, ""
+        note_style = _NOTE_STYLE.get(t.state, "dim")
+        match = self.get_component_rich_style("trace--match") if self.search_term else None
+        beside: Strip | None = None
+        beside_cells = 0
+        notes: list[Strip] = []
+        note = shown_note(t)
+        if note is not None:
+            rows = note_rows(t, self._avail)
+            for part in rows or [note]:
+                text = Text(no_wrap=True, end="")
+                text.append(part, note_style)  # a span: Text.render leaves a Text's own style out
+                if match is not None:
+                    text.highlight_words([self.search_term or ""], match, case_sensitive=False)
+                notes.append(self._strip(text, base))
+            if not rows:
+                beside, beside_cells, notes = notes[0], cells(note), []
+        if match is not None:
+            code.highlight_words([self.search_term or ""], match, case_sensitive=False)
+        painted = _Painted(self._strip(gutter, base), self._strip(code, base), beside, beside_cells, notes,
+                           Strip.blank(self._gutter, base), base)
+        self._cache[index] = painted
         while len(self._cache) > CACHE_LINES:
             self._cache.popitem(last=False)
-        return strip
+        return painted
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
 
     def on_resize(self) -> None:
+        self._ensure_layout()
         self._cache.clear()
         if self.following:
             self.call_after_refresh(self._to_executing)

@@ -70,6 +70,8 @@ class ValueViewer(Vertical, can_focus=True):
     DEFAULT_CSS = """
     ValueViewer { padding: 0 0 0 1; }
     ValueViewer > #value-head { color: $text-muted; height: 1; }
+    ValueViewer > #value-note { color: $text-muted; text-style: dim; height: auto; max-height: 3; display: none; }
+    ValueViewer > #value-note.-shown { display: block; }
     ValueViewer > #value-body { height: 1fr; }
     ValueViewer > #value-warning { color: $warning; display: none; }
     ValueViewer > #value-warning.-shown { display: block; }
@@ -82,12 +84,14 @@ class ValueViewer(Vertical, can_focus=True):
         self.tail = False
         self.window = WINDOW
         self.text = ""
+        self.note = ""  # the shown value's note (``Value.note``), a dim line under the head
         self._new_from: int | None = None
         self._changed_at: datetime | None = None
         self.search_term = ""
 
     def compose(self):
         yield Static(id="value-head")
+        yield Static(id="value-note")
         yield Static(id="value-warning")
         yield LineView(id="value-body")
 
@@ -203,10 +207,23 @@ class ValueViewer(Vertical, can_focus=True):
         self._file_bytes = 0
         self._cut = False
         self._read_error: str | None = None
+        self.note = target.note if target is not None else ""
         if target is None:
             return ""
         if target.text is not None:
             return visible(target.text)
+        if target.value is not None:
+            try:
+                value = target.value()
+            except Exception as exc:  # a source's reader: say what failed, keep the view
+                self._read_error = f"cannot read the value: {exc}"
+                return ""
+            self.note = value.note or self.note
+            if value.warning and value.warning != (target.warning or ""):
+                self._read_error = value.warning
+            text = value.text or ""
+            self._file_bytes = len(text.encode("utf-8", "replace"))
+            return visible(text)
         if target.read is not None:
             try:
                 text = target.read()
@@ -311,6 +328,12 @@ class ValueViewer(Vertical, can_focus=True):
         if head != getattr(self, "_shown_head", None):
             self._shown_head = head
             self.query_one("#value-head", Static).update(head)
+        note = visible(self.note).replace("\n", " ") if self.note else ""
+        if note != getattr(self, "_shown_note", None):
+            self._shown_note = note
+            box = self.query_one("#value-note", Static)
+            box.update(Text(note, "dim", overflow="fold"))  # a content address breaks, not jumps a row
+            box.set_class(bool(note), "-shown")
         warning = self._warning()
         if warning != getattr(self, "_shown_warning", None):
             self._shown_warning = warning

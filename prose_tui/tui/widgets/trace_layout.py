@@ -1,0 +1,238 @@
+"""Where each trace line goes on screen: rows per line, annotation placement, wrapping.
+
+Textual-free, so it is tested on its own. A trace line is one *statement row* (gutter,
+code) plus, when its annotation does not fit beside the code, *continuation rows* holding
+the annotation wrapped under the code. ``RowIndex`` keeps the rows per line in a Fenwick
+tree: row of a line, line at a row, a re-stated or appended line, all O(log n), 4 bytes
+per line (an ``array('i')``), so a 100,000-line trace costs 400 KB here whatever the width.
+
+Widths are terminal cells (``rich.cells``): wide characters count two.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Iterable
+
+from rich.cells import cell_len, chop_cells
+
+from prose_tui.backends.common.text import visible_name
+from prose_tui.backends.filesystem.eventlog_lines import STEP_RE, TERMINATOR_RE
+from prose_tui.model import StatementState, TraceLine
+
+SEPARATION = 2  # cells between the code and an annotation standing on the same row
+RIGHT_MARGIN = 1  # cells kept free right of an annotation (off the scrollbar and border)
+MIN_NOTE_WIDTH = 16  # a continuation row gives the annotation at least this many cells
+NOTE_INDENT = 2  # continuation rows start this far right of the code's own indentation
+
+# The marks an event log writes after a step's name (FORMATS.md, compact event log), by the
+# state the parser gives the line: shown in the gutter, so not again in the text.
+_LOG_MARKS = {StatementState.COMPLETE: "✓", StatementState.FAILED: "✗", StatementState.SKIPPED: "⊘"}
+
+
+def cells(text: str) -> int:
+    """Terminal cells ``text`` takes (ASCII without controls: its length, the common case)."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+
+
+def shown_code(t: TraceLine) -> str:
+    """The code part of one trace line as one row of cells: tabs expanded, every control as
+    its picture, trailing blanks dropped. A line of an event log shown raw (``4→ draft ✗
+    timeout``) loses the state mark the gutter already shows (``4→ draft timeout``)."""
+    text = visible_name(t.text.expandtabs(4)).rstrip()
+    mark = _LOG_MARKS.get(t.state) if t.state is not None else None
+    if mark is not None and mark in text and STEP_RE.match(text):
+        text = re.sub(rf"\s+{mark}(?=\s|$)", "", text, count=1)
+    return text
+
+
+def shown_note(t: TraceLine) -> str | None:
+    """The annotation as shown (``# --> bindings/a.md (complete)``), ``None`` when the line
+    has none or its text already says every word of it (an event-log line whose parser put
+    part of the line in the note: ``3→ #7 done`` with note ``done``)."""
+    note = t.note
+    if not note or not note.strip():
+        return None
+    if (STEP_RE.match(t.text) or TERMINATOR_RE.match(t.text)) and all(w in t.text for w in note.split()):
+        return None
+    note = visible_name(note.expandtabs(4)).strip()
+    return note if note.startswith("#") else f"# {note}"
+
+
+def fits_beside(code_cells: int, note_cells: int, avail: int) -> bool:
+    """Whether an annotation of ``note_cells`` stands on the code's row, right-aligned
+    ``RIGHT_MARGIN`` cells from the edge of the ``avail`` cells right of the gutter."""
+    return avail <= 0 or code_cells + SEPARATION + note_cells + RIGHT_MARGIN <= avail
+
+
+def note_indent(code_indent: int, avail: int) -> int:
+    """Cells before an annotation's continuation rows: under the code, indented a little,
+    and never so far that fewer than ``MIN_NOTE_WIDTH`` cells are left."""
+    return max(0, min(code_indent + NOTE_INDENT, avail - RIGHT_MARGIN - MIN_NOTE_WIDTH))
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """``text`` in rows of at most ``width`` cells: broken at spaces where it can be, a word
+    longer than a row cut across rows. Never an empty list; ``width`` below 2 counts as 2
+    (a wide character takes two cells)."""
+    width = max(2, width)
+    if cells(text) <= width:
+        return [text]
+    rows: list[str] = []
+    row, row_cells = "", 0
+    for word in text.split(" "):
+        word_cells = cells(word)
+        joined = row_cells + 1 + word_cells if row else word_cells
+        if joined <= width:
+            row, row_cells = (f"{row} {word}" if row else word), joined
+            continue
+        if row:
+            rows.append(row)
+        if word_cells <= width:
+            row, row_cells = word, word_cells
+        else:
+            *whole, row = chop_cells(word, width)
+            rows.extend(whole)
+            row_cells = cells(row)
+    rows.append(row)
+    return rows
+
+
+def note_rows(t: TraceLine, avail: int) -> list[str]:
+    """The annotation of ``t`` on continuation rows at ``avail`` cells (right of the gutter),
+    indentation included; ``[]`` when it has none or it stands beside the code."""
+    note = shown_note(t)
+    if note is None:
+        return []
+    code = shown_code(t)
+    if fits_beside(cells(code), cells(note), avail):
+        return []
+    indent = note_indent(len(code) - len(code.lstrip(" ")), avail)
+    return [" " * indent + row for row in wrap(note, avail - indent - RIGHT_MARGIN)]
+
+
+def rows_of(t: TraceLine, avail: int) -> int:
+    """Screen rows line ``t`` takes at ``avail`` cells: 1, plus its continuation rows.
+
+    The same answer as ``1 + len(note_rows(t, avail))``; plain ASCII program lines (the
+    common case) are counted from lengths, without building the rows."""
+    note, text = t.note, t.text
+    if not note or avail <= 0:
+        return 1
+    if not (text.isascii() and note.isascii() and text.isprintable() and note.isprintable()):
+        return 1 + len(note_rows(t, avail))  # measured as shown
+    if len(text) + SEPARATION + len(note) + 2 + RIGHT_MARGIN <= avail:
+        return 1  # fits beside however it is shown (the common case)
+    if STEP_RE.match(text) or TERMINATOR_RE.match(text):
+        return 1 + len(note_rows(t, avail))  # a log line: its note may be left out
+    note = note.strip()
+    if not note:
+        return 1
+    if not note.startswith("#"):
+        note = f"# {note}"
+    code = text.rstrip()
+    if fits_beside(len(code), len(note), avail):
+        return 1
+    width = max(2, avail - note_indent(len(code) - len(code.lstrip(" ")), avail) - RIGHT_MARGIN)
+    return 2 if len(note) <= width else 1 + _ascii_rows(note, width)
+
+
+def _ascii_rows(text: str, width: int) -> int:
+    """``len(wrap(text, width))`` for printable ASCII ``text``, from lengths alone."""
+    count, row = 0, 0  # rows done; cells of the row being filled (0: none yet)
+    for word in text.split(" "):
+        size = len(word)
+        joined = row + 1 + size if row else size
+        if joined <= width:
+            row = joined
+            continue
+        if row:
+            count += 1
+        if size <= width:
+            row = size
+        else:
+            pieces = -(-size // width)
+            count += pieces - 1
+            row = size - (pieces - 1) * width
+    return count + 1
+
+
+class RowIndex:
+    """Rows per line (1 + continuation rows) with their prefix sums (a Fenwick tree).
+
+    ``start(i)`` is line ``i``'s first row, ``find(row)`` the line shown at ``row``;
+    ``set``/``append``/``truncate`` keep both in O(log n).
+    """
+
+    def __init__(self) -> None:
+        self._tree = array("i", [0])
+        self.total = 0
+
+    def __len__(self) -> int:
+        return len(self._tree) - 1
+
+    def reset(self, counts: Iterable[int]) -> None:
+        """Rows per line for every line, in order (O(n))."""
+        tree = array("i", [0])
+        tree.extend(counts)
+        n = len(tree) - 1
+        for i in range(1, n + 1):
+            j = i + (i & -i)
+            if j <= n:
+                tree[j] += tree[i]
+        self._tree = tree
+        self.total = self._prefix(n)
+
+    def _prefix(self, i: int) -> int:
+        """Rows of lines ``0..i-1``."""
+        tree, total = self._tree, 0
+        while i > 0:
+            total += tree[i]
+            i -= i & -i
+        return total
+
+    def start(self, index: int) -> int:
+        """First row of line ``index`` (``total`` past the end)."""
+        return self._prefix(min(max(0, index), len(self)))
+
+    def rows(self, index: int) -> int:
+        return self._prefix(index + 1) - self._prefix(index)
+
+    def set(self, index: int, count: int) -> None:
+        delta = count - self.rows(index)
+        if not delta:
+            return
+        self.total += delta
+        tree, i, n = self._tree, index + 1, len(self)
+        while i <= n:
+            tree[i] += delta
+            i += i & -i
+
+    def append(self, count: int) -> None:
+        i = len(self._tree)
+        # node i covers lines (i - lowbit(i), i]: this line plus the ones before it in range
+        self._tree.append(count + self._prefix(i - 1) - self._prefix(i - (i & -i)))
+        self.total += count
+
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` lines."""
+        if n < len(self):
+            del self._tree[n + 1:]
+            self.total = self._prefix(n)
+
+    def find(self, row: int) -> int:
+        """The line shown at ``row`` (0 before the start, the last line past the end)."""
+        n = len(self)
+        if n == 0:
+            return 0
+        pos, rest = 0, max(0, row)
+        step = 1 << n.bit_length()
+        tree = self._tree
+        while step:
+            nxt = pos + step
+            if nxt <= n and tree[nxt] <= rest:
+                pos = nxt
+                rest -= tree[nxt]
+            step >>= 1
+        return min(pos, n - 1)

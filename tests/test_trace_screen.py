@@ -1,0 +1,259 @@
+"""Pilot tests for issue 11's trace, history, footer and value outcomes at 80x24 and 120x40.
+
+Annotations are never cut and horizontal scrolling leaves the gutter; a raw event log shows
+each glyph once; history rows show dates where not today, durations on their own row; the
+footer has no stray cell; the compact layout says the status once; a Value's note is drawn.
+Runs are written here (never copied from the corpus).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from app_helpers import make_app, ready, settled, wait_until
+from conftest import FIXTURES
+
+from prose_tui.tui.widgets.context_strip import ContextStrip
+from prose_tui.tui.widgets.status_line import StatusLine
+from prose_tui.tui.widgets.timeline import Timeline
+from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+SIZES = [(80, 24), (120, 40)]
+RUN_ID = "20260301-100000-facade"
+FAILED_LOG = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
+NEWSROOM = FIXTURES / "reactor" / "newsroom"
+
+TRACE = '''\
+agent scout:                                                # [registered]
+  model: sonnet
+
+let changes = session: scout                                # --> bindings/changes.md (complete)
+  prompt: "Collect the changes merged since the last release, grouped by the area of the product they touch"
+parallel:                                                   # (executing)
+  features = session "List the new features with one example each"   # --> bindings/features.md (complete)
+  fixes = session: scout                                    # <-- RETRYING (attempt 2/3)
+let summary = session "Summarise the release"               # [...next...]
+'''
+
+
+def write_snapshot_run(root: Path) -> Path:
+    run_dir = root / ".prose" / "runs" / RUN_ID
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text(
+        f"# Execution State\n\nrun: {RUN_ID}\nprogram: release.prose\nstarted: 2026-03-01T10:00:00Z\n"
+        f"updated: 2026-03-01T10:07:00Z\n\n## Execution Trace\n\n```prose\n{TRACE}```\n", encoding="utf-8")
+    for name in ("changes", "features"):
+        (run_dir / "bindings" / f"{name}.md").write_text(
+            f"# {name}\n\nkind: let\n\nsource:\n```prose\nlet {name} = session: scout\n```\n\n---\n\nThe {name}.\n",
+            encoding="utf-8")
+    return run_dir
+
+
+def rendered(trace: TraceView) -> list[str]:
+    """The trace's rows on screen, as text."""
+    return ["".join(seg.text for seg in trace.render_line(y)) for y in range(trace.scrollable_content_region.height)]
+
+
+def rows_of_line(trace: TraceView, index: int) -> list[str]:
+    """The screen rows line ``index`` takes (its code row and any continuation rows)."""
+    top = trace.scroll_offset.y
+    first, last = trace.row_of(index), trace.row_of(index + 1)
+    rows = rendered(trace)
+    assert top <= first and last <= top + len(rows), "the line is on screen"
+    return rows[first - top:last - top]
+
+
+def screen_lines(app) -> list[str]:
+    return ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]
+
+
+async def open_trace(pilot, app) -> TraceView:
+    await ready(pilot)
+    await pilot.press("2")
+    trace = app.explorer.query_one(TraceView)
+    await wait_until(pilot, lambda: bool(trace.lines) and trace.has_focus, what="the trace with lines and focus")
+    return trace
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_annotations_are_never_cut_and_horizontal_scroll_keeps_the_gutter(tmp_path, size):
+    write_snapshot_run(tmp_path)
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        trace = await open_trace(pilot, app)
+        width = trace.scrollable_content_region.width
+        digits = len(str(len(trace.lines)))
+        gutter = digits + 3  # number, space, glyph, space
+        noted = [i for i, t in enumerate(trace.lines) if t.note]
+        assert len(noted) == 6
+        wrapped = 0
+        for index in noted:
+            t = trace.lines[index]
+            trace.scroll_to(y=trace.row_of(index), animate=False)
+            await pilot.pause()
+            rows = rows_of_line(trace, index)
+            assert rows[0].startswith(f"{t.line:>{digits}} ")  # the gutter: line number, glyph
+            assert all(len(r) <= width for r in rows)
+            shown = " ".join(" ".join(r.split()) for r in rows)
+            assert f"# {t.note}" in shown, (t.note, rows)  # the whole annotation, not cut
+            assert all(r[:gutter].strip() == "" for r in rows[1:])  # continuation rows: gutter blank
+            wrapped += len(rows) > 1
+        # Annotations keep their state's colour wherever they stand.
+        trace.scroll_to(y=trace.row_of(noted[1]), animate=False)
+        await pilot.pause()
+        segments = [seg for y in range(trace.scrollable_content_region.height) for seg in trace.render_line(y)]
+        note = [seg for seg in segments if "-->" in seg.text]
+        assert note and all(seg.style is not None and seg.style.color not in (None, trace.rich_style.color) for seg in note)
+        # The retrying line says which attempt, whole, wherever it stands.
+        retrying = next(i for i, t in enumerate(trace.lines) if "RETRYING" in (t.note or ""))
+        assert trace.lines[retrying].note.endswith("(attempt 2/3)")
+        assert wrapped >= 1  # some annotation needs a row of its own (the features line)
+
+        # Horizontal scroll: the long prompt line moves, the gutter and annotations do not.
+        long_line = next(i for i, t in enumerate(trace.lines) if "grouped by the area" in t.text)
+        trace.set_following(False)
+        trace.scroll_to(y=trace.row_of(long_line) - 1, animate=False)
+        await pilot.pause()
+        before = {i: rows_of_line(trace, i) for i in (long_line - 1, long_line)}
+        await pilot.press("l", "l", "l", "l", "l")
+        await wait_until(pilot, lambda: trace.scroll_offset.x > 0, what="the trace to scroll right")
+        after = {i: rows_of_line(trace, i) for i in (long_line - 1, long_line)}
+        assert after[long_line][0][:gutter] == before[long_line][0][:gutter] == f"{trace.lines[long_line].line:>{digits}}   "
+        assert after[long_line][0][gutter:] != before[long_line][0][gutter:]  # the code moved
+        noted_rows = after[long_line - 1]  # "let changes = ..." and its annotation
+        assert noted_rows[0][:gutter] == before[long_line - 1][0][:gutter] == f"{digits * ' '}4 ✓ "[-gutter:]
+        assert "# --> bindings/changes.md (complete)" in " ".join(" ".join(r.split()) for r in noted_rows)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_raw_event_log_shows_each_glyph_and_note_once(size):
+    app = make_app(FAILED_LOG)
+    async with app.run_test(size=size) as pilot:
+        trace = await open_trace(pilot, app)
+        await pilot.press("L")  # the raw log (the program is shown annotated by default)
+        await wait_until(pilot, lambda: trace.lines and trace.lines[0].text == "1→ fetch ✓", what="the raw log")
+        trace.set_following(False)
+        trace.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        by_text = {t.text: i for i, t in enumerate(trace.lines)}
+        fetch = " ".join(rows_of_line(trace, by_text["1→ fetch ✓"]))
+        assert fetch.count("✓") == 1 and "1→ fetch" in fetch
+        draft = " ".join(rows_of_line(trace, by_text["4→ draft ✗ rate limited"]))
+        assert draft.count("✗") == 1 and draft.count("rate limited") == 1
+        done = " ".join(rows_of_line(trace, by_text["3→ #7 done"]))
+        assert done.count("done") == 1 and done.count("✓") == 1
+
+
+LOG = f'''\
+# run:20260228-235900-da7e00 span.prose
+1→ fetch ✓ [23:59:10]
+2→ draft ✓ [23:59:50]
+3→ publish ✓ [2026-03-01T00:00:20Z]
+---end 2026-03-01T00:01:00Z
+'''
+
+
+def timeline_rows(timeline: Timeline) -> list[str]:
+    return ["".join(seg.text for seg in timeline.render_line(y)) for y in range(timeline.scrollable_content_region.height)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_history_rows_show_the_date_where_not_today_and_durations_on_their_own_row(tmp_path, size):
+    run_dir = tmp_path / ".prose" / "runs" / "20260228-235900-da7e00"
+    run_dir.mkdir(parents=True)
+    (run_dir / "state.md").write_text(LOG, encoding="utf-8")
+    app = make_app(tmp_path)  # the clock says 2026-03-01 10:08 UTC
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        await pilot.press("6")
+        timeline = app.explorer.query_one(Timeline)
+        await wait_until(pilot, lambda: len(timeline.events) >= 4 and timeline.scrollable_content_region.height > 4,
+                         what="the history on screen")
+        timeline.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        rows = timeline_rows(timeline)
+        fetch, draft, publish = (next(r for r in rows if step in r) for step in ("1→ fetch", "2→ draft", "3→ publish"))
+        when = {name: row.split("✓", 1)[0] for name, row in (("fetch", fetch), ("draft", draft), ("publish", publish))}
+        assert "02-28 23:59:10" in when["fetch"] and "02-28 23:59:50" in when["draft"]  # yesterday: with its date
+        assert "00:00:20" in when["publish"] and "03-01" not in when["publish"]  # today: the time only
+        # fetch took 40 s (until draft), draft 30 s: each on its own row, beside its bar
+        assert "+40s █" in fetch and "+30s" in draft and "+40s" not in draft
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_footer_has_no_stray_cell_and_the_status_is_said_once(size):
+    app = make_app(FIXTURES / "project")
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        lines = screen_lines(app)
+        footer = lines[-1].rstrip()
+        assert footer.endswith("^p Command palette"), footer
+        run = app.explorer.current_run
+        reason = run.status_reason
+        assert reason and len(reason) > 40  # long enough to be cut on a status line
+        status = app.explorer.query_one(StatusLine).shown.plain
+        strip = app.explorer.query_one(ContextStrip)
+        if strip.display:  # 80x24: the strip says the status with the whole reason, the status line not
+            assert reason in " ".join(" ".join(strip.shown.plain.split("\n")).split())
+            assert "RETRYING" not in status and "running" not in status
+            assert sum(line.count("● running ·") for line in lines) == 1
+        else:  # 120x40: no strip; the header says the whole reason
+            assert size == (120, 40)
+            header = " ".join(app.explorer.head_text.plain.split())
+            assert reason in header
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_values_note_is_drawn_under_the_value_head(size):
+    app = make_app(NEWSROOM)
+    async with app.run_test(size=size) as pilot:
+        trace = await open_trace(pilot, app)
+        trace.set_following(False)
+        index = next(i for i, t in enumerate(trace.lines) if "responsibility.digest" in t.text)
+        trace.move_cursor(index)
+        await pilot.press("enter")
+        viewer = app.explorer.query_one(ValueViewer)
+        await wait_until(pilot, lambda: viewer.target is not None and viewer.text, what="the world model in the Value pane")
+        await settled(pilot)
+        note = viewer.query_one("#value-note")
+        assert viewer.note.startswith("world model of responsibility.digest · version sha256:")
+        assert note.display and note.region.height >= 1
+        region = note.region
+        shown = " ".join(line[region.x:region.right].strip() for line in screen_lines(app)[region.y:region.bottom])
+        assert shown.startswith("world model of responsibility.digest · version sha256:"), shown
+
+
+NEVER_WATCHED = FIXTURES / "project" / ".prose" / "runs" / "20260228-090000-d4e5f6"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_reconstructed_time_is_marked_where_it_is_shown(tmp_path, size):
+    run_dir = tmp_path / ".prose" / "runs" / NEVER_WATCHED.name
+    shutil.copytree(NEVER_WATCHED, run_dir)
+    base = datetime(2026, 2, 28, 9, 0, tzinfo=timezone.utc).timestamp()
+    for i, name in enumerate(["topic", "draft", "tone", "facts", "guide", "anon_001"]):
+        os.utime(run_dir / "bindings" / f"{name}.md", (base + 60 * i, base + 60 * i))
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.nav.history is not None and explorer.nav.events, what="the history")
+        assert explorer.nav.history.origin == "reconstructed"
+        timed = next(i for i, e in enumerate(explorer.nav.events) if e.time is not None)
+        await pilot.press("left_curly_bracket", *["right_square_bracket"] * timed)
+        await wait_until(pilot, lambda: explorer.nav.position == timed, what="the cursor on a timed event")
+        status = explorer.query_one(StatusLine).shown.plain
+        assert f"as of event {timed} of 0–" in status and "≈2026-02-28 09:0" in status
+        strip = explorer.query_one(ContextStrip)
+        if strip.display:  # 80x24: the strip's "at event N · time" too
+            assert f"at event {timed} · ≈2026-02-28 09:0" in strip.shown.plain
+        await pilot.press("6")
+        timeline = explorer.query_one(Timeline)
+        await wait_until(pilot, lambda: timeline.scrollable_content_region.height > 2, what="the history pane")
+        rows = timeline_rows(timeline)
+        assert any(row.startswith(f"{timed:>4} ≈02-28 09:0") for row in rows), rows
