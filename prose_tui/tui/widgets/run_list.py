@@ -160,15 +160,10 @@ class RunList(_CursorList):
         self.refresh()
 
     def _refilter(self) -> None:
-        self._shown = [r for r in self.runs if self._matches(r)] if self.filter else self.runs
+        needle = self.filter.lower()
+        self._shown = [r for r in self.runs if _matches(r, needle)] if needle else self.runs
         self._rows = None
         self._hover = None
-
-    def _matches(self, run: Run) -> bool:
-        if not self.filter:
-            return True
-        needle = self.filter.lower()
-        return any(needle in (v or "").lower() for v in (run.id, run.program, run.status.value, run.format.value, run.location))
 
     def _row(self, path: Path | None) -> int | None:
         """The shown row of the run at ``path`` (``None`` when filtered out or unknown)."""
@@ -366,6 +361,11 @@ class RunList(_CursorList):
             strip = (strips[0] if strips else Strip([])).extend_cell_length(width, style.rich_style)
             self._strips[key] = strip
         return strip
+
+
+def _matches(run: Run, needle: str) -> bool:
+    """Whether ``needle`` (lower case) is in the run's id, program, status, format or location."""
+    return any(needle in v.lower() for v in (run.id, run.program, run.status.value, run.format.value, run.location) if v)
 
 
 def _index(runs: list[Run]) -> dict[Path, int]:
