@@ -78,6 +78,7 @@ class Phases:
     def __init__(self, app, explorer) -> None:
         self.frames: list[float] = []
         self.polled: list[float] = []  # poll_sources returned something
+        self.polls: list[tuple[float, float]] = []  # every poll_sources call: (start, end)
         self.applied: list[float] = []  # the screen's _polled finished
         display, poll, polled = app._display, explorer.workspace.poll_sources, explorer._polled
 
@@ -86,7 +87,9 @@ class Phases:
             return display(screen, renderable)
 
         def timed_poll():
+            started = time.perf_counter()
             out = poll()
+            self.polls.append((started, time.perf_counter()))
             if not out.empty:
                 self.polled.append(time.perf_counter())
             return out
@@ -104,10 +107,10 @@ class Phases:
         return next((x for x in times if x >= t), float("nan"))
 
 
-async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tuple[float, float, float, float]]]:
+async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tuple[float, ...]], list[float]]:
     """(ms from App start to the first frame with every run listed, per commit: ms from the
     commit to the poll that found it, to the screen applying it, to the row in the trace
-    (``render_line``), to the frame that painted it)."""
+    (``render_line``), to the frame that painted it; ms between the starts of two polls)."""
     from prose_tui.tui.app import ProseTUI
     from prose_tui.tui.widgets.run_list import RunList
     from prose_tui.tui.widgets.trace_view import TraceView
@@ -124,7 +127,7 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
 
     app._display = timed_display
     start = time.perf_counter()
-    latencies: list[tuple[float, float, float, float]] = []
+    latencies: list[tuple[float, ...]] = []
     async with app.run_test(size=(160, 45)) as pilot:
         explorer = app.explorer
         mounted = (time.perf_counter() - start) * 1000
@@ -158,8 +161,9 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
         def on_screen(text: str) -> bool:
             return any(text in "".join(seg.text for seg in trace.render_line(y)) for y in range(trace.size.height))
 
+        token = f"{time.time_ns():x}"  # markers of an earlier run on the same database do not count
         for n in range(trials):
-            marker = f"bench marker {n}"
+            marker = f'"bench marker {token}-{n}"'
             committed = threading.Event()
             stamp = [0.0]
 
@@ -167,7 +171,7 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
                 # Stamped before the INSERT, not after: under load this thread may wait long
                 # after its commit while the app has shown the row (the figures err high).
                 stamp[0] = time.perf_counter()
-                vm.statement(f'session "{marker}"')  # executing: the trace follows it
+                vm.statement(f'session {marker}')  # executing: the trace follows it
                 committed.set()
 
             await asyncio.sleep(0.13 * (n % 4))  # commits land at different points of the poll cycle
@@ -187,8 +191,10 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
                     phases.first(phases.polled, t0), phases.first(phases.applied, t0), shown,
                     phases.first(phases.frames, shown))))
         vm.close()
+        starts = [start for start, _ in phases.polls]
+        cycles = [(b - a) * 1000 for a, b in zip(starts, starts[1:])]
     detach(source)
-    return painted, latencies
+    return painted, latencies, cycles
 
 
 def main() -> int:
@@ -230,13 +236,15 @@ def main() -> int:
             plan = source.reader.rows("EXPLAIN " + sql, params)
             print(f"  EXPLAIN {name:6}: {plan[0][0][:90]}")
         source.close()
-        painted, latencies = asyncio.run(app_figures(url, args.runs, args.trials))
+        painted, latencies, cycles = asyncio.run(app_figures(url, args.runs, args.trials))
         print(f"run list painted in the app ({args.runs} runs)    {painted:8.1f} ms (from App start to the frame)")
         print(f"commit -> ... at 0.5 s poll, over {len(latencies)} commits (ms)   median    max")
         for i, name in enumerate(("poll found it (worker)", "screen applied it", "in the trace", "on screen (frame)")):
             column = [lat[i] for lat in latencies]
             print(f"  {name:40} {statistics.median(column):8.0f} {max(column):6.0f}")
         print("  each: " + ", ".join(f"{lat[3]:.0f}" for lat in latencies))
+        print(f"poll cycle (start to start, {len(cycles)} polls): median {statistics.median(cycles):.0f} ms, "
+              f"max {max(cycles):.0f} ms")
     finally:
         if cluster is not None:
             cluster.close()
