@@ -103,6 +103,7 @@ class SourceRuns:
                     # The run's own key says "more than bindings changed"; binding keys name those.
                     paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
                     out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
+                    out.deltas[path] = delta  # what changed, line by line (the trace can repaint just those)
         for source in self.sources:
             try:
                 listed = source.poll_runs()
@@ -120,5 +121,6 @@ class SourceRuns:
                     self.runs.pop(path, None)
                     self.detailed.discard(path)
                     out.changed.pop(path, None)
+                    out.deltas.pop(path, None)
                     out.runs_removed.append(path)
         return out
