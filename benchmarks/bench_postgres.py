@@ -6,13 +6,14 @@ the VM's schema with its indexes, and fills it with ``--runs`` runs (default 10,
 100,000), the others share the rest. Prints figures, asserts nothing:
 
 * run list: ``PostgresSource.list_runs`` (one query, rows into Run models), and the explorer's
-  run list painted in a headless app (from start to every row in the list);
+  run list painted in a headless app (from start to the first frame with every run listed);
 * a run's first screen: ``PostgresSource.open`` for a typical run and for the big one;
 * one poll with nothing new (the cost every 0.5 s), and ``EXPLAIN`` of the hot queries;
 * commit to screen: a VM commits a row while the app watches at the default poll (0.5 s);
-  time until the row is in the trace view, over ``--trials`` commits.
+  time from just before the INSERT until the poll found it, the screen applied it, the row
+  is in the trace view and the frame that painted it, over ``--trials`` commits.
 
-Usage: ``python benchmarks/bench_postgres.py [--runs N] [--rows N] [--big N] [--trials N]``
+Usage: ``python benchmarks/bench_postgres.py [--runs N] [--rows N] [--big N] [--trials N] [--url URL]``
 """
 
 from __future__ import annotations
@@ -70,7 +71,46 @@ def timed(fn, repeat: int = 5):
     return best * 1000, result
 
 
-async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[float]]:
+class Phases:
+    """When a commit went through each stage: the poll that found it returned (worker
+    thread), the screen applied it (``_polled`` ended), the first frame after that."""
+
+    def __init__(self, app, explorer) -> None:
+        self.frames: list[float] = []
+        self.polled: list[float] = []  # poll_sources returned something
+        self.polls: list[tuple[float, float]] = []  # every poll_sources call: (start, end)
+        self.applied: list[float] = []  # the screen's _polled finished
+        display, poll, polled = app._display, explorer.workspace.poll_sources, explorer._polled
+
+        def timed_display(screen, renderable):
+            self.frames.append(time.perf_counter())
+            return display(screen, renderable)
+
+        def timed_poll():
+            started = time.perf_counter()
+            out = poll()
+            self.polls.append((started, time.perf_counter()))
+            if not out.empty:
+                self.polled.append(time.perf_counter())
+            return out
+
+        def timed_polled(applied):
+            polled(applied)
+            self.applied.append(time.perf_counter())
+
+        app._display = timed_display
+        explorer.workspace.poll_sources = timed_poll
+        explorer._polled = timed_polled
+
+    @staticmethod
+    def first(times: list[float], t: float) -> float:
+        return next((x for x in times if x >= t), float("nan"))
+
+
+async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tuple[float, ...]], list[float]]:
+    """(ms from App start to the first frame with every run listed, per commit: ms from the
+    commit to the poll that found it, to the screen applying it, to the row in the trace
+    (``render_line``), to the frame that painted it; ms between the starts of two polls)."""
     from prose_tui.tui.app import ProseTUI
     from prose_tui.tui.widgets.run_list import RunList
     from prose_tui.tui.widgets.trace_view import TraceView
@@ -78,35 +118,60 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[flo
     source = attach(PostgresSource(DatabaseUrl(url)))
     empty = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     app = ProseTUI(empty, watch=True, sources=[source])
+    frames: list[float] = []
+    display = app._display
+
+    def timed_display(screen, renderable):
+        frames.append(time.perf_counter())
+        return display(screen, renderable)
+
+    app._display = timed_display
     start = time.perf_counter()
-    latencies: list[float] = []
+    latencies: list[tuple[float, ...]] = []
     async with app.run_test(size=(160, 45)) as pilot:
         explorer = app.explorer
         mounted = (time.perf_counter() - start) * 1000
-        while len(explorer.query_one(RunList).runs) < runs:
-            await pilot.pause(0.005)
-        await pilot.pause()
-        painted = (time.perf_counter() - start) * 1000
+        run_list = explorer.query_one(RunList)
+        handed: list[float] = []  # when the screen handed the list every run
+        set_runs = run_list.set_runs
+
+        def timed_set_runs(rows, **kw):
+            if len(rows) >= runs and not handed:
+                handed.append(time.perf_counter())
+            return set_runs(rows, **kw)
+
+        run_list.set_runs = timed_set_runs  # type: ignore[method-assign]
+        while len(run_list.runs) < runs:
+            await asyncio.sleep(0.002)
+        listed = time.perf_counter()
+        while not (frames and frames[-1] >= listed):
+            await asyncio.sleep(0.001)
+        painted = (Phases.first(frames, listed) - start) * 1000
         print(f"app mounted (empty screen)                    {mounted:8.1f} ms")
+        print(f"run list: rows handed to it -> painted        {painted - (handed[0] - start) * 1000:8.1f} ms")
         big_path = source.path_of(BIG)
         explorer.query_one(RunList).select_path(big_path)
         explorer.open_run_at(big_path)
         while explorer.current_run is None or explorer.current_run.path != big_path or not explorer.current_run.trace:
             await pilot.pause(0.01)
+        phases = Phases(app, explorer)
         vm = VmWriter(url, BIG)
         trace = explorer.query_one(TraceView)
 
         def on_screen(text: str) -> bool:
             return any(text in "".join(seg.text for seg in trace.render_line(y)) for y in range(trace.size.height))
 
+        token = f"{time.time_ns():x}"  # markers of an earlier run on the same database do not count
         for n in range(trials):
-            marker = f"bench marker {n}"
+            marker = f'"bench marker {token}-{n}"'
             committed = threading.Event()
             stamp = [0.0]
 
             def commit() -> None:
-                vm.statement(f'session "{marker}"')  # executing: the trace follows it
+                # Stamped before the INSERT, not after: under load this thread may wait long
+                # after its commit while the app has shown the row (the figures err high).
                 stamp[0] = time.perf_counter()
+                vm.statement(f'session {marker}')  # executing: the trace follows it
                 committed.set()
 
             await asyncio.sleep(0.13 * (n % 4))  # commits land at different points of the poll cycle
@@ -116,12 +181,20 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[flo
                 if time.perf_counter() > give_up:
                     print(f"  commit {n}: not on screen after 20 s", file=sys.stderr)
                     break
-                await pilot.pause(0.005)
+                await asyncio.sleep(0.001)
             else:
-                latencies.append((time.perf_counter() - stamp[0]) * 1000)
+                shown = time.perf_counter()
+                while not (phases.frames and phases.frames[-1] >= shown):
+                    await asyncio.sleep(0.001)
+                t0 = stamp[0]
+                latencies.append(tuple((x - t0) * 1000 for x in (  # type: ignore[misc]
+                    phases.first(phases.polled, t0), phases.first(phases.applied, t0), shown,
+                    phases.first(phases.frames, shown))))
         vm.close()
+        starts = [start for start, _ in phases.polls]
+        cycles = [(b - a) * 1000 for a, b in zip(starts, starts[1:])]
     detach(source)
-    return painted, latencies
+    return painted, latencies, cycles
 
 
 def main() -> int:
@@ -130,13 +203,15 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--big", type=int, default=100_000)
     parser.add_argument("--trials", type=int, default=12)
+    parser.add_argument("--url", help="a database this script filled before (same --runs): measure it, fill nothing")
     args = parser.parse_args()
-    cluster = PgCluster()
+    cluster = PgCluster() if args.url is None else None
     try:
-        url = cluster.url()
+        url = args.url or cluster.url()  # type: ignore[union-attr]
         t = time.perf_counter()
-        fill(url, args.runs, args.rows, args.big)
-        print(f"filled {args.runs} runs, {args.rows} execution rows (one run with {args.big}) in {time.perf_counter() - t:.1f} s")
+        if cluster is not None:
+            fill(url, args.runs, args.rows, args.big)
+            print(f"filled {args.runs} runs, {args.rows} execution rows (one run with {args.big}) in {time.perf_counter() - t:.1f} s")
         source = PostgresSource(DatabaseUrl(url))
         ms, listed = timed(source.list_runs)
         print(f"list_runs ({len(listed)} runs)                    {ms:8.1f} ms")
@@ -161,12 +236,18 @@ def main() -> int:
             plan = source.reader.rows("EXPLAIN " + sql, params)
             print(f"  EXPLAIN {name:6}: {plan[0][0][:90]}")
         source.close()
-        painted, latencies = asyncio.run(app_figures(url, args.runs, args.trials))
-        print(f"run list painted in the app ({args.runs} runs)    {painted:8.1f} ms (from App start)")
-        print(f"commit -> on screen at 0.5 s poll: median {statistics.median(latencies):.0f} ms, "
-              f"max {max(latencies):.0f} ms over {len(latencies)} commits")
+        painted, latencies, cycles = asyncio.run(app_figures(url, args.runs, args.trials))
+        print(f"run list painted in the app ({args.runs} runs)    {painted:8.1f} ms (from App start to the frame)")
+        print(f"commit -> ... at 0.5 s poll, over {len(latencies)} commits (ms)   median    max")
+        for i, name in enumerate(("poll found it (worker)", "screen applied it", "in the trace", "on screen (frame)")):
+            column = [lat[i] for lat in latencies]
+            print(f"  {name:40} {statistics.median(column):8.0f} {max(column):6.0f}")
+        print("  each: " + ", ".join(f"{lat[3]:.0f}" for lat in latencies))
+        print(f"poll cycle (start to start, {len(cycles)} polls): median {statistics.median(cycles):.0f} ms, "
+              f"max {max(cycles):.0f} ms")
     finally:
-        cluster.close()
+        if cluster is not None:
+            cluster.close()
     return 0
 
 

@@ -132,6 +132,7 @@ class _Counter:
     def __init__(self, collector: Collector) -> None:
         self.rows = 0
         self.polls = 0
+        self.polled: set[Path] = set()
         self.collector = collector
 
     def claims(self, path: Path) -> bool:
@@ -139,6 +140,7 @@ class _Counter:
 
     def poll(self, run: Run) -> Delta | None:
         self.polls += 1
+        self.polled.add(run.path)
         with self.collector._cond:
             self.collector._cond.notify_all()
         if self.rows <= len(run.events):
@@ -157,14 +159,18 @@ def test_a_backend_with_poll_is_polled_and_its_deltas_reach_the_sinks(tmp_path, 
         ws, pipeline = _pipeline(tmp_path, collector)
         try:
             run = Run(id="pg", path=tmp_path / "pg", backend=Backend.POSTGRES, format=RunFormat.EVENT_LOG)
-            with ws.lock:
+            listed = Run(id="listed", path=tmp_path / "listed", backend=Backend.POSTGRES, format=RunFormat.EVENT_LOG)
+            with ws.lock:  # one run open (read in full), one only listed: a summary has nothing to poll
                 ws.runs[run.path] = run
+                ws.detailed.add(run.path)
+                ws.runs[listed.path] = listed
             backend.rows = 3
             collector.wait(lambda: sum(len(d.events) for d in collector.deltas) >= 3, "the polled rows")
             assert [e.text for d in collector.deltas for e in d.events] == ["row 0", "row 1", "row 2"]
             polls = backend.polls
             collector.wait(lambda: backend.polls > polls, "a later poll")  # polling goes on, nothing new sent
             assert sum(len(d.events) for d in collector.deltas) == 3
+            assert backend.polled == {run.path}
         finally:
             pipeline.stop()
     finally:

@@ -386,6 +386,36 @@ async def test_a_hostile_value_in_every_text_column_is_shown_literally(db, sourc
             assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in line), repr(line)
 
 
+def test_the_run_list_follows_new_changed_and_removed_runs_reading_only_those(db, sources, monkeypatch):
+    hostile = "r\x1b[31m-red"  # its Run.id is made safe to show; the database's id still matches
+    with psycopg.connect(db, autocommit=True) as vm:
+        for n, run_id in enumerate([f"r{n:03d}" for n in range(40)] + [hostile]):
+            vm.execute("INSERT INTO openprose.run (id, root_path, status, started_at) "
+                       "VALUES (%s, 'p.prose.md', 'completed', now() - make_interval(mins => %s))", (run_id, n + 1))
+    source = sources(db)
+    assert len(source.list_runs()) == 41
+    assert source.poll_runs(force=True).empty  # nothing moved: one signature query
+    with psycopg.connect(db, autocommit=True) as vm:
+        vm.execute("INSERT INTO openprose.run (id, root_path, status) VALUES ('new', 'q.prose.md', 'running')")
+        vm.execute("UPDATE openprose.run SET status = 'failed' WHERE id = 'r007'")
+        vm.execute("DELETE FROM openprose.run WHERE id = 'r010'")
+    read: list = []
+    read_list = source._read_list
+
+    def spy(cols, ids=None):
+        read.append(ids)
+        return read_list(cols, ids)
+
+    monkeypatch.setattr(source, "_read_list", spy)
+    change = source.poll_runs(force=True)
+    assert [r.id for r in change.added] == ["new"]
+    assert [(r.id, r.status) for r in change.changed] == [("r007", RunStatus.FAILED)]
+    assert [source.run_id_of(p) for p in change.removed] == ["r010"]
+    assert [sorted(ids) for ids in read] == [["new", "r007"]]  # the new, the changed and the running rows only
+    assert set(source.summaries) == {f"r{n:03d}" for n in range(40) if n != 10} | {hostile, "new"}
+    assert source.summaries["r007"].status is RunStatus.FAILED
+
+
 def test_listen_wakes_the_poller_on_notify(db, sources):
     VmWriter(db, RUN).start()
     source = sources(db, poll_interval=60.0, listen="openprose_changes")

@@ -50,10 +50,10 @@ class RunBackend(Protocol):
         What changed in ``run`` since the last call (``None`` or an empty ``Delta`` when
         nothing did), costing what changed (e.g. rows past the last id seen). The live
         pipeline (``prose_tui.live.pipeline``) calls it on its worker thread, for every
-        open run of a backend that has it, every ``poll_interval`` seconds, and hands the
-        Delta to the same sinks as a file change (the UI, the journal). It never holds the
-        workspace lock while ``poll`` runs, and polls one run at a time. May raise
-        ``OSError`` (reported, polling goes on).
+        open run (read in full, not a run list summary) of a backend that has it, every
+        ``poll_interval`` seconds, and hands the Delta to the same sinks as a file change
+        (the UI, the journal). It never holds the workspace lock while ``poll`` runs, and
+        polls one run at a time. May raise ``OSError`` (reported, polling goes on).
 
     ``forget(path: Path) -> None``
         Drop per-run reading state (tails, connections) for a run that disappeared.

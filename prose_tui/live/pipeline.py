@@ -188,13 +188,14 @@ class LivePipeline:
             sink(delta)
 
     def _poll(self) -> None:
-        """Backends without files (``poll``/``poll_interval``, see ``RunBackend``)."""
+        """Backends without files (``poll``/``poll_interval``, see ``RunBackend``): their open
+        runs (a summary has nothing to poll)."""
         from prose_tui.backends import backend_of
 
         ws = self.workspace
         now = time.monotonic()
-        with ws.lock:
-            runs = list(ws.runs.items())
+        with ws.lock:  # the open runs (read in full), not every summary in the list (10,000 database runs)
+            runs = [(path, ws.runs[path]) for path in ws.detailed if path in ws.runs]
         for path, run in runs:
             if ws.source_of(path) is not None:
                 continue  # a workspace source (PostgreSQL) polls its own runs, with LISTEN

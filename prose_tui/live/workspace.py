@@ -15,12 +15,9 @@ and only swaps its result in under it, so live changes are never held up by a fu
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
 
 from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
 from prose_tui.backends.common.status import (
@@ -36,47 +33,18 @@ from prose_tui.backends.filesystem.live import part_of
 from prose_tui.backends.narration.backend import NarrationBackend
 from prose_tui.backends.narration.parse import sniff_narration
 from prose_tui.backends.registry import backends
-from prose_tui.model import Backend, Delta, Run
+from prose_tui.live.changes import Applied, Part, RunChange
+from prose_tui.live.sources import RunSource, SourceRuns
+from prose_tui.model import Backend, Delta, Run, RunStatus
+
+__all__ = ["Applied", "Part", "RunChange", "RunSource", "Workspace", "placeholder"]
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
 
 
-class Part(StrEnum):
-    """Which part of a run a changed path belongs to."""
-
-    STATE = "state"
-    BINDING = "binding"
-    AGENT = "agent"
-    IMPORT = "import"
-    PROGRAM = "program"
-    OTHER = "other"
-
-
-@dataclass(slots=True)
-class RunChange:
-    """What ``Workspace.apply`` changed in one run: the parts and the paths behind them."""
-
-    run: Run
-    parts: set[Part] = field(default_factory=set)
-    paths: set[Path] = field(default_factory=set)
-
-
-@dataclass(slots=True)
-class Applied:
-    """The outcome of one batch of file events."""
-
-    changed: dict[Path, RunChange] = field(default_factory=dict)
-    deltas: dict[Path, Delta] = field(default_factory=dict)  # what each changed run's backend applied
-    runs_added: list[Path] = field(default_factory=list)
-    runs_removed: list[Path] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.changed or self.runs_added or self.runs_removed)
-
-
-class Workspace:
-    """Every run below ``root``; ``runs`` maps run folder to its latest ``Run``.
+class Workspace(SourceRuns):
+    """Every run below ``root``; ``runs`` maps run folder to its latest ``Run``. Runs off disk
+    (``sources``, a PostgreSQL database) join them through :class:`~prose_tui.live.sources.SourceRuns`.
 
     ``stale_after`` (seconds) feeds status inference. ``clock`` returns the current UTC time
     (tests fix it). Raises ``FileNotFoundError`` from ``scan`` when ``root`` is missing.
@@ -232,11 +200,16 @@ class Workspace:
         now = self.clock()
         with self.lock:
             items = list(self.runs.items())
+        rules: dict[Backend, Callable[..., tuple[RunStatus, str]] | None] = {}  # one backend lookup per kind, not per run (10,000 database runs)
         for path, run in items:
-            try:
-                status_of = getattr(backend_of(run), "status", None)
-            except LookupError:
-                status_of = None
+            if run.backend not in rules:
+                try:
+                    rules[run.backend] = getattr(backend_of(run), "status", None)
+                except LookupError:
+                    rules[run.backend] = None
+            status_of = rules[run.backend]
+            if status_of is None and run.backend is not Backend.FILESYSTEM and run.status is not RunStatus.RUNNING:
+                continue  # staleness only ever turns a running run interrupted
             if status_of is not None:  # the backend's own rule (a tailed log, a Reactor ledger)
                 status = status_of(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
             elif run.backend is Backend.FILESYSTEM:
@@ -426,89 +399,6 @@ class Workspace:
                 if self.runs.get(path) is run:
                     self.runs[path] = delta.run
         return None if delta.empty else delta
-
-
-    # -- runs off disk (sources such as a PostgreSQL database) ---------------------------------
-    # Kept apart from the file-system routing above: a source lists its runs, reads one in
-    # full, and is polled (no file events). Its runs share ``runs``/``detailed`` with the rest.
-    def source_of(self, path: Path) -> RunSource | None:
-        """The source (a database) that holds the run at ``path``, or ``None`` for runs on disk."""
-        return next((s for s in self.sources if s.owns(path)), None)
-
-    def _scan_sources(self) -> None:
-        """List every source's runs (one query each). They join the list with the scan's
-        result, not one by one: a row-by-row update of 10,000 rows costs seconds."""
-        for source in self.sources:
-            try:
-                runs = source.list_runs()
-            except OSError:
-                continue  # its state (shown in the status line) says why
-            with self.lock:
-                for run in runs:
-                    if run.path not in self.detailed:
-                        self.runs[run.path] = run
-
-    def _read_source(self, source: RunSource, path: Path, *, summary: bool) -> Run | None:
-        if summary:
-            return self.runs.get(path)
-        try:
-            run = source.open(path)
-        except (OSError, KeyError):
-            return self.runs.get(path)
-        with self.lock:
-            self.runs[path] = run
-            self.detailed.add(path)
-        return run
-
-    def source_states(self) -> list[str]:
-        """One line per source for the status bar (connected, reconnecting and why)."""
-        return [source.state for source in self.sources]
-
-    def poll_sources(self) -> Applied:
-        """Ask every source what changed (new, changed and removed runs; the runs read in
-        full). Blocking I/O: call it from a worker thread every ``poll_interval`` seconds."""
-        out = Applied()
-        now = self.clock()
-        for source in self.sources:
-            try:
-                listed = source.poll_runs()
-            except OSError:
-                listed = None
-            with self.lock:
-                if listed is not None:
-                    for run in listed.added:
-                        self.runs[run.path] = run
-                        out.runs_added.append(run.path)
-                    for run in listed.changed:
-                        self.runs[run.path] = run
-                        out.changed[run.path] = RunChange(run, {Part.STATE}, {run.path})
-                    for path in listed.removed:
-                        self.runs.pop(path, None)
-                        self.detailed.discard(path)
-                        out.runs_removed.append(path)
-                deltas = source.poll()
-                for path, delta in deltas.items():
-                    self.observed[path] = now
-                    self.runs[path] = delta.run
-                    # The run's own key says "more than bindings changed"; binding keys name those.
-                    paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
-                    out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
-        return out
-
-
-class RunSource(Protocol):
-    """A place runs live that is not a folder (``backends.postgres.PostgresSource``)."""
-
-    @property
-    def state(self) -> str: ...
-    @property
-    def poll_interval(self) -> float: ...
-
-    def owns(self, path: Path) -> bool: ...
-    def list_runs(self) -> list[Run]: ...
-    def open(self, path: Path) -> Run: ...
-    def poll(self, path: Path | None = None) -> dict[Path, Delta]: ...
-    def poll_runs(self) -> Any: ...
 
 
 def _forget(path: Path) -> None:

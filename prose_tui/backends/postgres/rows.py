@@ -11,7 +11,6 @@ million rows costs a page, not a scan.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -142,28 +141,6 @@ class ExecutionReader:
             return {i: None for i in ids}
         found = dict(self.reader.rows(f"SELECT id, parent_id FROM {self._table} WHERE id = ANY(%s)", (list(ids),)))
         return {i: found.get(i) for i in ids}
-
-
-def depths(rows: list[ExecutionRow], parents: dict[int, int | None],
-           lookup: Callable[[set[int]], dict[int, int | None]]) -> dict[int, int]:
-    """Nesting depth (``parent_id`` hops) of each row; ``parents`` is extended in place with
-    ancestors looked up through ``lookup`` in batches (at most 64 levels of batches)."""
-    for r in rows:
-        parents.setdefault(r.id, r.parent_id)
-    for _ in range(64):
-        unknown = {p for p in parents.values() if p is not None and p not in parents}
-        if not unknown:
-            break
-        parents.update(lookup(unknown))
-    out: dict[int, int] = {}
-    for r in rows:
-        d, cur, seen = 0, r.parent_id, set()
-        while cur is not None and cur not in seen and d < 1000:
-            seen.add(cur)
-            d += 1
-            cur = parents.get(cur)
-        out[r.id] = d
-    return out
 
 
 def call_stack(execution: ExecutionReader, known: dict[int, ExecutionRow]) -> list[Frame]:

@@ -28,11 +28,11 @@ from prose_tui.backends.postgres.connect import (
     PgReader,
     QueryFailed,
 )
+from prose_tui.backends.common.depths import depths
 from prose_tui.backends.postgres.rows import (
     OPEN_STATUSES,
     ExecutionReader,
     call_stack,
-    depths,
 )
 from prose_tui.backends.sqlite.rows import (
     ExecutionRow,
@@ -64,9 +64,10 @@ def run_path(label: str, run_id: str) -> Path:
 def fill_from_run_row(run: Run, data: dict[str, Any], *, header: bool = True) -> str | None:
     """Header (unless not ``header``: a run list row), program, times and status of ``run``
     from its ``run`` row; returns the status word."""
-    for k, v in data.items():
-        if header and v is not None and k not in ("root_source", "program_source", "id", "_source_chars", "_activity"):
-            run.header[k] = T.text(v) or ""
+    if header:  # a run list row (10,000 of them) skips the loop
+        for k, v in data.items():
+            if v is not None and k not in ("root_source", "program_source", "id", "_source_chars", "_activity"):
+                run.header[k] = T.text(v) or ""
     if data.get("_source_chars") is not None:
         run.header["root_source_chars"] = str(data["_source_chars"])
     program = next((data[c] for c in PROGRAM_COLUMNS if data.get(c)), None)

@@ -6,7 +6,9 @@ the ``openprose.run`` rows (one query, newest first), reads a run in full on dem
 
 * :meth:`PostgresSource.poll_runs` (every ``runs_interval`` seconds at most): one
   signature query over ``run`` (``count``, ``max(started_at)``, ``max(updated_at)`` and a
-  hash of ids and statuses); the list is read again only when it moved;
+  hash of ids and statuses); only when it moved, one hash per run row (``hashtext`` of
+  the columns the list shows) tells which rows changed, and only those (and the running runs,
+  whose activity moves) are read again into ``Run`` models;
 * :meth:`PostgresSource.poll` (every ``poll_interval`` seconds, 0.5 by default): the runs
   read in full, through their ``RunView``;
 * with ``listen`` set, a second connection ``LISTEN``s on that channel and a notification
@@ -46,6 +48,7 @@ from prose_tui.model import Delta, Run
 DEFAULT_POLL = 0.5
 RUNS_INTERVAL = 2.0
 MAX_RUNS = 20_000
+RELIST_OVER = 2_000  # changed rows past which the whole list is read again (one query either way)
 
 
 @dataclass(slots=True)
@@ -76,9 +79,10 @@ class PostgresSource:
         self.runs_interval = max(RUNS_INTERVAL, poll_interval)
         self.listen = listen
         self.views: dict[Path, RunView] = {}
-        self.summaries: dict[str, Run] = {}  # by run id (hashing 10,000 Paths costs more than the query)
+        self.summaries: dict[str, Run] = {}  # by run id as the database has it (hashing 10,000 Paths costs more than the query)
         self._prefix = str(run_path(self.label, "x"))[:-1]
         self._runs_signature: object = None
+        self._row_keys: dict[str, int] = {}  # run id -> hash of its listed columns
         self._runs_polled = 0.0
         self._lock = threading.RLock()
         self._notified = threading.Event()
@@ -117,14 +121,27 @@ class PostgresSource:
             if cols is None or "id" not in cols:
                 return []
             self._runs_signature = self._signature(cols)
-            runs = self._read_list(cols)
-            self.summaries = {r.id: r for r in runs}
+            self.summaries, self._row_keys = self._read_list(cols)
             self._runs_polled = time.monotonic()
             self._start_listener()
-            return [self.views[r.path].run if r.path in self.views else r for r in runs]
+            return [self.views[r.path].run if r.path in self.views else r for r in self.summaries.values()]
 
-    def _read_list(self, cols: list[str]) -> list[Run]:
-        wanted = [c for c in ("id", *PROGRAM_COLUMNS, "status", "started_at", "updated_at", "state_mode") if c in cols]
+    def _listed_columns(self, cols: list[str]) -> list[str]:
+        return [c for c in ("id", *PROGRAM_COLUMNS, "status", "started_at", "updated_at", "state_mode") if c in cols]
+
+    def _row_key(self, cols: list[str]) -> str:
+        """SQL for one hash per run row over the columns the list shows (NULLs told apart)."""
+        return f"hashtext(ROW({', '.join('r.' + quote_ident(c) for c in self._listed_columns(cols))})::text)"
+
+    def _order(self, cols: list[str]) -> str:
+        order = "ORDER BY r.started_at DESC NULLS LAST, r.id DESC" if "started_at" in cols else "ORDER BY r.id DESC"
+        return f"{order} LIMIT {MAX_RUNS}"
+
+    def _read_list(self, cols: list[str], ids: list[str] | None = None) -> tuple[dict[str, Run], dict[str, int]]:
+        """The run list's rows (only those of ``ids`` when given) as ``Run`` models by run id
+        (as the database has it; ``Run.id`` is made safe to show), in list order, and each
+        row's hash (:meth:`_row_key`) by run id."""
+        wanted = self._listed_columns(cols)
         exec_cols = self.reader.tables().get("execution", [])
         activity = "NULL"
         if {"run_id", "started_at"} <= set(exec_cols) and "status" in cols:
@@ -132,17 +149,30 @@ class PostgresSource:
             # Only for runs said to be running (few): when they last did something.
             activity = (f"CASE WHEN r.status = 'running' THEN (SELECT max({stamp}) FROM {self.reader.table('execution')} e "
                         f"WHERE e.run_id = r.id) END")
-        order = "ORDER BY r.started_at DESC NULLS LAST, r.id DESC" if "started_at" in cols else "ORDER BY r.id DESC"
-        sql = (f"SELECT {', '.join('r.' + quote_ident(c) for c in wanted)}, {activity} FROM {self.reader.table('run')} r "
-               f"{order} LIMIT {MAX_RUNS}")
-        runs = []
-        for raw in self.reader.rows(sql):
+        where = "WHERE r.id::text = ANY(%s) " if ids is not None else ""
+        sql = (f"SELECT {', '.join('r.' + quote_ident(c) for c in wanted)}, {activity}, {self._row_key(cols)} "
+               f"FROM {self.reader.table('run')} r {where}{self._order(cols)}")
+        runs: dict[str, Run] = {}
+        keys: dict[str, int] = {}
+        for raw in self.reader.rows(sql, (ids,) if ids is not None else None):
             data: dict[str, Any] = dict(zip(wanted, raw))
-            data["_activity"] = raw[-1]
-            run = new_run(str(data["id"]), self.label, self.location)
+            data["_activity"] = raw[-2]
+            run_id = str(data["id"])
+            run = runs[run_id] = new_run(run_id, self.label, self.location)
             fill_from_run_row(run, data, header=False)
-            runs.append(run)
-        return runs
+            keys[run_id] = raw[-1]
+        return runs, keys
+
+    def _changed_rows(self, cols: list[str]) -> tuple[dict[str, int], list[str] | None]:
+        """Each listed row's hash by run id, and the ids to read again: rows whose hash moved,
+        new ones, and the running runs (their activity moves without their row); ``None``
+        when so many moved that the whole list is read again."""
+        running = "r.status = 'running'" if "status" in cols else "false"
+        rows = self.reader.rows(f"SELECT r.id::text, {self._row_key(cols)}, {running} FROM {self.reader.table('run')} r "
+                                f"{self._order(cols)}")
+        keys = {run_id: key for run_id, key, _ in rows}
+        stale = [run_id for run_id, key, is_running in rows if is_running or self._row_keys.get(run_id) != key]
+        return keys, (None if len(stale) > RELIST_OVER else stale)
 
     def _signature(self, cols: list[str]) -> object:
         parts = ["count(*)"]
@@ -154,7 +184,8 @@ class PostgresSource:
 
     def poll_runs(self, *, force: bool = False) -> RunsChange:
         """New, changed and removed runs since the last listing, at most every
-        ``runs_interval`` seconds unless ``force``. Raises :class:`DatabaseUnavailable`."""
+        ``runs_interval`` seconds unless ``force``; reads into ``Run`` models only the rows
+        that changed. Raises :class:`DatabaseUnavailable`."""
         with self._lock:
             now = time.monotonic()
             if not force and now - self._runs_polled < self.runs_interval:
@@ -169,19 +200,22 @@ class PostgresSource:
             if signature == self._runs_signature:
                 return RunsChange()
             self._runs_signature = signature
-            fresh = {r.id: r for r in self._read_list(cols)}
+            keys, stale = self._changed_rows(cols)
+            read, _ = self._read_list(cols, stale)
             out = RunsChange()
-            for run_id, run in fresh.items():
+            for run_id, run in read.items():
                 old = self.summaries.get(run_id)
                 if old is None:
                     out.added.append(run)
                 elif (old.status, old.updated, old.program, old.started) != (run.status, run.updated, run.program, run.started):
                     view = self.views.get(run.path)
                     out.changed.append(view.run if view is not None else run)
-            out.removed = [r.path for run_id, r in self.summaries.items() if run_id not in fresh]
-            for path in out.removed:
-                self.views.pop(path, None)
-            self.summaries = fresh
+            gone = [run_id for run_id in self.summaries if run_id not in keys]
+            out.removed = [self.summaries[run_id].path for run_id in gone]
+            for run_id in gone:
+                self.views.pop(self.summaries.pop(run_id).path, None)
+            self.summaries.update(read)
+            self._row_keys = keys
             return out
 
     # -- one run ------------------------------------------------------------------------

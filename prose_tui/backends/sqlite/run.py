@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from prose_tui.backends.common.depths import depths
 from prose_tui.backends.common.text import visible, visible_name
 from prose_tui.backends.sqlite.connect import (
     db_path_for,
@@ -269,9 +270,9 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
         if rows:
             run.header["execution_window"] = f"{rows[0].id}-{rows[-1].id}"
         known = {r.id: r for r in rows}
-        depths = _depths(conn, rows, known, key) if "parent_id" in cols else {}
+        depth = _depths(conn, rows, known, key) if "parent_id" in cols else {}
         first_line = total - len(rows) + 1
-        run.trace = [row_trace_line(r, first_line + i, depths.get(r.id, 0)) for i, r in enumerate(rows)]
+        run.trace = [row_trace_line(r, first_line + i, depth.get(r.id, 0)) for i, r in enumerate(rows)]
         run.events = events_for_rows(rows, run.warnings)
         run.call_stack = _call_stack(conn, cols, key, known)
         failed = conn.execute(
@@ -299,24 +300,13 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
 
 def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:
     """Nesting depth of each row (number of ``parent_id`` hops), looking parents up in batches."""
-    parents: dict[int, int | None] = {r.id: r.parent_id for r in known.values()}
-    for _ in range(64):
-        unknown = {p for p in parents.values() if p is not None and p not in parents}
-        if not unknown:
-            break
-        marks = ",".join("?" * len(unknown))
-        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(unknown)).fetchall())
-        for u in unknown:
-            parents[u] = found.get(u)
-    depths: dict[int, int] = {}
-    for r in rows:
-        d, cur, seen = 0, r.parent_id, set()
-        while cur is not None and cur not in seen and d < 1000:
-            seen.add(cur)
-            d += 1
-            cur = parents.get(cur)
-        depths[r.id] = d
-    return depths
+
+    def lookup(ids: set[int]) -> dict[int, int | None]:
+        marks = ",".join("?" * len(ids))
+        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(ids)).fetchall())
+        return {i: found.get(i) for i in ids}
+
+    return depths(rows, {r.id: r.parent_id for r in known.values()}, lookup)
 
 
 def _load_shared_agents(run: Run, root: Path) -> None:

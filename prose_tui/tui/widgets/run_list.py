@@ -1,83 +1,64 @@
 """The run list pane: every run found, newest first, one dense row each (k9s/htop style):
-status glyph, run id cut with an ellipsis, program, age (ticking)."""
+status glyph, run id cut with an ellipsis, program, age (ticking). Rows: ``run_rows``.
+
+A virtualised list (Textual's Line API, as its docs and Textualize/toolong's log view do):
+``virtual_size`` is one line per shown run and ``render_line(y)`` renders only the rows on
+screen, each cached as a ``Strip`` keyed by what it shows (``run_rows.row_key``) and how
+(highlighted, hovered, focused). So 10,000 or 100,000 runs cost what the screen shows:
+nothing lays out every row, ages tick by repainting the visible rows (no layout), and a
+changed run repaints its own row only. Looks and behaves like the ``OptionList`` it replaces
+(same cursor colours, keys, mouse, messages and the ``highlighted``/``option_count``
+properties the screens and tests use).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rich.text import Text
+from textual import events
 from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
 from textual.message import Message
-from textual.widgets import OptionList
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.visual import visualize
 from textual.widgets.option_list import Option
 
-from prose_tui.backends.common.status import age
 from prose_tui.model import Run
-from prose_tui.model.run import program_name
-from prose_tui.tui.glyphs import STATUS_SHORT
 from prose_tui.tui.keys import keyed
+from prose_tui.tui.widgets.run_rows import (  # noqa: F401  (the run list's row API, re-exported)
+    AGE_WIDTH,
+    RunRows,
+    column_widths,
+    cut,
+    preferred_width,
+    row_key,
+    run_prompt,
+)
 
-AGE_TICK = 5.0  # seconds between refreshes of the age cells
-AGE_WIDTH = 6
-
-
-def cut(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, cut in the middle with ``…`` (run ids keep both
-    their date and their unique suffix)."""
-    if width <= 0:
-        return ""
-    if len(text) <= width:
-        return text
-    if width == 1:
-        return "…"
-    head = (width - 1) // 2 + (width - 1) % 2
-    tail = width - 1 - head
-    return text[:head] + "…" + (text[-tail:] if tail else "")
+AGE_TICK = 5.0  # seconds between repaints of the age cells
+CACHED_ROWS = 1024  # strips kept (a few screens' worth, in each look)
 
 
-def _label(run: Run) -> str:
-    return run.id + (f" ({run.import_handle})" if run.import_handle else "")
+class _CursorList(ScrollView, can_focus=True):
+    """The keys every row list has (kept off ``RunList.BINDINGS``, which the help screen lists)."""
+
+    BINDINGS = [
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("pagedown", "page_down", "Page Down", show=False),
+        Binding("pageup", "page_up", "Page Up", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
 
 
-def column_widths(runs: list[Run], width: int) -> tuple[int, int]:
-    """(id width, program width) for rows ``width`` cells wide: from the content, the id
-    first (at least 12 cells), the program gets what is left."""
-    longest_id = max((len(_label(r)) for r in runs), default=12)
-    longest_prog = max((len(program_name(r.program)) for r in runs), default=8)
-    room = max(0, width - 2 - 1 - AGE_WIDTH - 1)  # glyph+space, space before the age
-    id_w = min(longest_id, max(12, room - min(longest_prog, 12) - 1))
-    prog_w = max(0, min(longest_prog, room - id_w - 1))
-    return id_w, prog_w
-
-
-def preferred_width(runs: list[Run]) -> int:
-    """The width the dense rows want (the pane sizes itself from it, within bounds)."""
-    longest_id = max((len(_label(r)) for r in runs), default=12)
-    longest_prog = max((len(program_name(r.program)) for r in runs), default=8)
-    return 2 + min(longest_id, 22) + 1 + min(longest_prog, 18) + 1 + AGE_WIDTH
-
-
-def run_prompt(run: Run, now: datetime | None = None, widths: tuple[int, int] = (22, 18)) -> Text:
-    """One dense row: status glyph, run id (cut with ``…``), program, age right-aligned."""
-    glyph, style = STATUS_SHORT[run.status]
-    id_w, prog_w = widths
-    text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(glyph, style)
-    text.append(" ")
-    text.append(cut(_label(run), id_w).ljust(id_w), "bold" if run.status.value == "running" else "")
-    if prog_w:
-        text.append(" ")
-        # A run off disk says where it lives: a database glyph before its program.
-        program = ("⛁ " if run.location else "") + program_name(run.program)
-        text.append(cut(program, prog_w).ljust(prog_w), "italic dim")
-    changed = age(run.updated or run.started, now)  # runs that never said when they changed: since they began
-    text.append(" " + ("" if changed == "—" else changed).rjust(AGE_WIDTH), "dim")
-    return text
-
-
-class RunList(OptionList):
-    """Posts ``RunChosen`` when the highlighted run changes; ``/`` search filters the rows."""
+class RunList(_CursorList):
+    """Posts ``RunChosen`` when the highlighted run changes (and on Enter or a click);
+    ``/`` search filters the rows."""
 
     BINDINGS = keyed([
         Binding("j", "cursor_down", "Down", show=False),
@@ -87,6 +68,27 @@ class RunList(OptionList):
     ])
     HELP_GROUP = "Runs"
 
+    # The OptionList look it replaces (its cursor colours, focused and not).
+    DEFAULT_CSS = """
+    RunList {
+        height: auto; max-height: 100%; color: $foreground; overflow-x: hidden;
+        padding: 0 1; background: $surface;
+        & > .run-list--highlighted {
+            color: $foreground; background: $block-cursor-blurred-background;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .run-list--highlighted {
+                color: $block-cursor-foreground; background: $block-cursor-background;
+                text-style: $block-cursor-text-style;
+            }
+        }
+        & > .run-list--hover { background: $block-hover-background; }
+    }
+    """
+    COMPONENT_CLASSES = {"run-list--option", "run-list--highlighted", "run-list--hover"}
+
     class RunChosen(Message):
         """The user moved to another run (``path`` is its folder)."""
 
@@ -95,105 +97,276 @@ class RunList(OptionList):
             self.path = path
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, markup=False)
-        self.runs: list[Run] = []
+        super().__init__(id=id)
+        self.runs: RunRows = RunRows()
         self.filter: str = ""
+        self._shown: list[Run] = self.runs  # the runs the filter lets through (``runs`` itself without one)
+        self._pos: dict[Path, int] | None = None  # path -> index in ``runs`` (built when asked)
+        self._rows: dict[Path, int] | None = None  # path -> index in ``_shown``
+        self._highlighted: int | None = None
+        self._hover: int | None = None
         self._chosen: Path | None = None
         self._clock = None
+        self._paint_now: datetime | None = None  # one clock reading per paint
         self._widths: tuple[int, int] = (22, 18)
+        self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
 
-    def _now(self) -> datetime:
-        return self._clock() if self._clock else datetime.now(timezone.utc)
+    # -- the runs -----------------------------------------------------------------------------
+    def set_runs(self, runs: list[Run], *, clock=None) -> None:
+        """Show ``runs`` (already sorted); keeps the highlighted run where it still exists.
+        O(len(runs)) for the bookkeeping; the paint costs the rows on screen."""
+        if clock is not None:
+            self._clock = clock
+        self.runs = RunRows(runs)
+        self._pos = None
+        self._refilter()
+        self._strips.clear()  # a theme change comes this way too
+        self._fit()
+        self._sized()
+        self.refresh()
+        if not self._shown:
+            self._highlighted = self._hover = None
+            return
+        keep = self._row(self._chosen) if self._chosen is not None else None
+        self._highlight(keep or 0, force=True)
 
-    def _fit(self) -> None:
-        self._widths = column_widths(self.runs, self.scrollable_content_region.width or 40)
+    def update_run(self, run: Run, *, clock=None) -> None:
+        """Show ``run``'s new state in its row (found by path; a run not listed is ignored).
+        Repaints that row only, unless a column had to widen."""
+        if clock is not None:
+            self._clock = clock
+        if self._pos is None:
+            self._pos = self._row_index() if self._shown is self.runs else _index(self.runs)
+        i = self._pos.get(run.path)
+        if i is None:
+            return
+        self.runs[i] = run
+        row: int | None = i
+        if self._shown is not self.runs:
+            row = self._row(run.path)
+            if row is not None:
+                self._shown[row] = run
+        if self.runs.measure.add(run) and self._fit():
+            return  # the columns changed: every row is repainted
+        if row is not None and self._visible(row):
+            self.refresh_line(row)
 
     def tick(self) -> None:
-        """Redraw every shown row (ages move on while nothing is written)."""
-        now = self._now()
-        for run in self.runs:
-            if self._matches(run):
-                self._redraw(run, now)
+        """Repaint the rows on screen (ages move on while nothing is written); no layout,
+        and a row whose age text did not change comes from the cache."""
+        self.refresh()
 
-    def _redraw(self, run: Run, now: datetime) -> None:
-        try:
-            self.replace_option_prompt(str(run.path), run_prompt(run, now, self._widths))
-        except Exception:  # the row is filtered out
-            pass
+    def _refilter(self) -> None:
+        needle = self.filter.lower()
+        self._shown = [r for r in self.runs if _matches(r, needle)] if needle else self.runs
+        self._rows = None
+        self._hover = None
 
-    def on_resize(self) -> None:
-        widths = self._widths
-        self._fit()
-        if widths != self._widths:
-            self.tick()
+    def _row(self, path: Path | None) -> int | None:
+        """The shown row of the run at ``path`` (``None`` when filtered out or unknown)."""
+        return None if path is None else self._row_index().get(path)
 
+    def _row_index(self) -> dict[Path, int]:
+        if self._rows is None:
+            self._rows = _index(self._shown)
+        return self._rows
+
+    # -- the API the screens use ------------------------------------------------------------------
     @property
     def chosen(self) -> Path | None:
         """The folder of the highlighted run."""
         return self._chosen
 
-    def set_runs(self, runs: list[Run], *, clock=None) -> None:
-        """Show ``runs`` (already sorted); keeps the highlighted run where it still exists."""
-        self.runs = runs
-        if clock is not None:
-            self._clock = clock
-        now = self._now()
-        self._fit()
-        keep = self._chosen
-        shown = [r for r in runs if self._matches(r)]
-        self.clear_options()
-        self.add_options(Option(run_prompt(r, now, self._widths), id=str(r.path)) for r in shown)
-        if not shown:
-            return
-        index = next((i for i, r in enumerate(shown) if r.path == keep), 0)
-        self.highlighted = index
-
-    def update_run(self, run: Run, *, clock=None) -> None:
-        """Redraw one run's row in place."""
-        if clock is not None:
-            self._clock = clock
-        for i, r in enumerate(self.runs):
-            if r.path == run.path:
-                self.runs[i] = run
-        self._redraw(run, self._now())
-
-    def _matches(self, run: Run) -> bool:
-        if not self.filter:
-            return True
-        needle = self.filter.lower()
-        return any(needle in (v or "").lower() for v in (run.id, run.program, run.status.value, run.format.value, run.location))
+    @property
+    def preferred_width(self) -> int:
+        """The width (cells) the rows want (see ``run_rows.Measure.preferred``)."""
+        return self.runs.measure.preferred
 
     @property
     def shown_count(self) -> int:
         """Rows shown (after the filter)."""
-        return self.option_count
+        return len(self._shown)
+
+    @property
+    def option_count(self) -> int:
+        """Rows shown (the ``OptionList`` name, kept for its callers)."""
+        return len(self._shown)
+
+    @property
+    def highlighted(self) -> int | None:
+        """The index of the highlighted row (among those shown), ``None`` when no row is shown."""
+        return self._highlighted
+
+    @highlighted.setter
+    def highlighted(self, index: int | None) -> None:
+        if index is not None:
+            self._highlight(index)
+
+    def get_option_at_index(self, index: int) -> Option:
+        """Row ``index`` as an ``Option`` (prompt: the row's text as painted now, id: the run's path)."""
+        run = self._shown[index]
+        return Option(run_prompt(run, self._now(), self._widths), id=str(run.path))
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
-        """Filter the list to runs whose id, program, status or format contains ``term``."""
+        """Filter the list to runs whose id, program, status, format or location contains ``term``."""
         self.filter = term
         self.set_runs(self.runs)
-        return self.option_count > 0
+        return bool(self._shown)
 
     def select_path(self, path: Path) -> None:
-        for i in range(self.option_count):
-            if self.get_option_at_index(i).id == str(path):
-                self.highlighted = i
-                return
+        """Highlight the run at ``path`` (posts ``RunChosen`` when it was not the chosen one)."""
+        row = self._row(path)
+        if row is not None:
+            self._highlight(row)
 
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        event.stop()
-        if event.option.id is None:
+    # -- the cursor ---------------------------------------------------------------------------------
+    def _highlight(self, index: int, *, force: bool = False) -> None:
+        if not self._shown:
             return
-        path = Path(event.option.id)
+        index = max(0, min(index, len(self._shown) - 1))
+        old, self._highlighted = self._highlighted, index
+        if old != index or force:
+            if old is not None:
+                self._refresh_row(old)
+            self._refresh_row(index)
+            self.scroll_to_highlight()
+        path = self._shown[index].path
         if path != self._chosen:
             self._chosen = path
             self.post_message(self.RunChosen(path))
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        if event.option.id is not None:
-            self._chosen = Path(event.option.id)
+    def scroll_to_highlight(self) -> None:
+        """Bring the highlighted row on screen (no animation)."""
+        if self._highlighted is None or not self.is_mounted:
+            return
+        region = Region(0, self._highlighted, max(1, self.scrollable_content_region.width), 1)
+        self.scroll_to_region(region, animate=False, force=True, immediate=True)
+
+    def action_cursor_down(self) -> None:
+        self._highlight(0 if self._highlighted is None else self._highlighted + 1)
+
+    def action_cursor_up(self) -> None:
+        self._highlight(0 if self._highlighted is None else self._highlighted - 1)
+
+    def action_first(self) -> None:
+        self._highlight(0)
+
+    def action_last(self) -> None:
+        self._highlight(len(self._shown) - 1)
+
+    def action_page_down(self) -> None:
+        self._highlight((self._highlighted or 0) + max(1, self.scrollable_content_region.height))
+
+    def action_page_up(self) -> None:
+        self._highlight((self._highlighted or 0) - max(1, self.scrollable_content_region.height))
+
+    def action_select(self) -> None:
+        """Enter: open the highlighted run again (``RunChosen`` even when it is the chosen one)."""
+        if self._highlighted is not None and self._shown:
+            self._chosen = self._shown[self._highlighted].path
             self.post_message(self.RunChosen(self._chosen))
+
+    def on_show(self) -> None:
+        self.scroll_to_highlight()
+
+    # -- the mouse ------------------------------------------------------------------------------------
+    def _row_at(self, event: events.MouseEvent) -> int | None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return None
+        row = offset.y + self.scroll_offset.y
+        return row if 0 <= row < len(self._shown) else None
+
+    async def _on_click(self, event: events.Click) -> None:
+        row = self._row_at(event)
+        if row is not None:
+            self._highlight(row)
+            self.action_select()
+
+    def _on_mouse_move(self, event: events.MouseMove) -> None:
+        self._set_hover(self._row_at(event))
+
+    def _on_leave(self, event: events.Leave) -> None:
+        self._set_hover(None)
+
+    def _set_hover(self, row: int | None) -> None:
+        if row != self._hover:
+            for changed in (self._hover, row):
+                if changed is not None:
+                    self._refresh_row(changed)
+            self._hover = row
+
+    # -- painting --------------------------------------------------------------------------------------
+    def _now(self) -> datetime:
+        if self._paint_now is not None:
+            return self._paint_now
+        return self._clock() if self._clock else datetime.now(timezone.utc)
+
+    def _fit(self) -> bool:
+        """Column widths for the pane's width; ``True`` (and every row repainted) when they changed."""
+        widths = self.runs.measure.widths(self.scrollable_content_region.width or 40)
+        if widths == self._widths:
+            return False
+        self._widths = widths
+        self.refresh()
+        return True
+
+    def _sized(self) -> None:
+        size = Size(self.scrollable_content_region.width, len(self._shown))
+        if size != self.virtual_size:
+            self.virtual_size = size  # a layout only when the number of rows (or the width) changed
+
+    def on_resize(self) -> None:
+        self._fit()
+        self._sized()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+        self.refresh()
+
+    def _visible(self, row: int) -> bool:
+        top = self.scroll_offset.y
+        return top <= row < top + max(self.scrollable_content_region.height, 1)
+
+    def _refresh_row(self, row: int) -> None:
+        if self._visible(row):
+            self.refresh_line(row)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._paint_now = self._clock() if self._clock else datetime.now(timezone.utc)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_now = None
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if not 0 <= index < len(self._shown) or width <= 0:
+            return Strip.blank(width, self.get_visual_style("run-list--option").rich_style)
+        run = self._shown[index]
+        look = ("run-list--highlighted" if index == self._highlighted
+                else "run-list--hover" if index == self._hover else None)
+        style = self.get_visual_style("run-list--option", look) if look else self.get_visual_style("run-list--option")
+        now = self._now()
+        key = (row_key(run, now, self._widths), style, width)
+        strip = self._strips.get(key)
+        if strip is None:
+            visual = visualize(self, run_prompt(run, now, self._widths), markup=False)
+            strips = visual.to_strips(self, visual, width, None, style)
+            strip = (strips[0] if strips else Strip([])).extend_cell_length(width, style.rich_style)
+            self._strips[key] = strip
+        return strip
+
+
+def _matches(run: Run, needle: str) -> bool:
+    """Whether ``needle`` (lower case) is in the run's id, program, status, format or location."""
+    return any(needle in v.lower() for v in (run.id, run.program, run.status.value, run.format.value, run.location) if v)
+
+
+def _index(runs: list[Run]) -> dict[Path, int]:
+    return {run.path: i for i, run in enumerate(runs)}

@@ -1,0 +1,126 @@
+"""Runs off disk in the workspace: sources such as a PostgreSQL database (no file events).
+
+Kept apart from the file-system routing of ``workspace.py``: a source lists its runs, reads
+one in full, and is polled. Its runs share the workspace's ``runs``/``detailed`` with the
+runs on disk. :class:`SourceRuns` is a part of :class:`~prose_tui.live.workspace.Workspace`
+(its attributes are the workspace's); :class:`RunSource` is what a source provides
+(``backends.postgres.PostgresSource``). Textual-free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from prose_tui.live.changes import Applied, Part, RunChange
+from prose_tui.model import Delta, Run
+
+
+class RunSource(Protocol):
+    """A place runs live that is not a folder (``backends.postgres.PostgresSource``).
+
+    ``poll`` returns a delta per run read in full that changed (cheap: what changed);
+    ``poll_runs`` what happened to the list (``added``/``changed`` runs, ``removed``
+    paths), at most every few seconds and cheap when nothing did. Both block on I/O and
+    may raise ``OSError`` (``poll_runs``) while the source is unreachable."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def poll_interval(self) -> float: ...
+
+    def owns(self, path: Path) -> bool: ...
+    def list_runs(self) -> list[Run]: ...
+    def open(self, path: Path) -> Run: ...
+    def poll(self, path: Path | None = None) -> dict[Path, Delta]: ...
+    def poll_runs(self) -> Any: ...
+
+
+class SourceRuns:
+    """The workspace's runs that come from sources: listed with the scan, read in full on
+    demand, polled by :meth:`poll_sources`. Locking as in the workspace: ``lock`` guards the
+    dictionaries and is never held while a source does I/O."""
+
+    sources: list[RunSource]
+    lock: threading.RLock
+    runs: dict[Path, Run]
+    detailed: set[Path]
+    observed: dict[Path, datetime]
+    clock: Callable[[], datetime]
+
+    def source_of(self, path: Path) -> RunSource | None:
+        """The source (a database) that holds the run at ``path``, or ``None`` for runs on disk."""
+        for source in self.sources:
+            if source.owns(path):
+                return source
+        return None
+
+    def _scan_sources(self) -> None:
+        """List every source's runs (one query each). They join the list with the scan's
+        result, not one by one: a row-by-row update of 10,000 rows costs seconds."""
+        for source in self.sources:
+            try:
+                runs = source.list_runs()
+            except OSError:
+                continue  # its state (shown in the status line) says why
+            with self.lock:
+                for run in runs:
+                    if run.path not in self.detailed:
+                        self.runs[run.path] = run
+
+    def _read_source(self, source: RunSource, path: Path, *, summary: bool) -> Run | None:
+        if summary:
+            return self.runs.get(path)
+        try:
+            run = source.open(path)
+        except (OSError, KeyError):
+            return self.runs.get(path)
+        with self.lock:
+            self.runs[path] = run
+            self.detailed.add(path)
+        return run
+
+    def source_states(self) -> list[str]:
+        """One line per source for the status bar (connected, reconnecting and why)."""
+        return [source.state for source in self.sources]
+
+    def poll_sources(self) -> Applied:
+        """Ask every source what changed: first the runs read in full (the run on screen: a
+        committed row must not wait behind the run list), then the list (new, changed and
+        removed runs; the source asks the database at most every few seconds). Blocking
+        I/O, never under ``lock``: call it from a worker thread every ``poll_interval`` s."""
+        out = Applied()
+        now = self.clock()
+        for source in self.sources:
+            deltas = source.poll()
+            with self.lock:
+                for path, delta in deltas.items():
+                    self.observed[path] = now
+                    self.runs[path] = delta.run
+                    # The run's own key says "more than bindings changed"; binding keys name those.
+                    paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
+                    out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
+                    out.deltas[path] = delta  # what changed, line by line (the trace can repaint just those)
+        for source in self.sources:
+            try:
+                listed = source.poll_runs()
+            except OSError:
+                continue
+            with self.lock:
+                for run in listed.added:
+                    self.runs[run.path] = run
+                    out.runs_added.append(run.path)
+                for run in listed.changed:
+                    self.runs[run.path] = run
+                    if run.path not in out.changed:  # the poll's own change names its paths
+                        out.changed[run.path] = RunChange(run, {Part.STATE}, {run.path})
+                for path in listed.removed:
+                    self.runs.pop(path, None)
+                    self.detailed.discard(path)
+                    out.changed.pop(path, None)
+                    out.deltas.pop(path, None)
+                    out.runs_removed.append(path)
+        return out

@@ -1,0 +1,135 @@
+"""The run list's dense rows (k9s/htop style), apart from the widget that paints them.
+
+One row per run: status glyph, run id (cut in the middle with ``…``), program, age
+right-aligned. Column widths come from the content (:class:`Measure` keeps the longest id
+and program so 100,000 runs are not walked again for every row or layout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from rich.text import Text
+
+from prose_tui.backends.common.status import age
+from prose_tui.model import Run
+from prose_tui.model.run import program_name
+from prose_tui.tui.glyphs import STATUS_SHORT
+
+AGE_WIDTH = 6  # cells of the age column ("59 min", "12 d")
+MIN_ID = 12  # cells the id keeps however narrow the pane
+DB_MARK = "⛁ "  # before the program of a run that lives off disk (a database)
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, cut in the middle with ``…`` (run ids keep both
+    their date and their unique suffix)."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width == 1:
+        return "…"
+    head = (width - 1) // 2 + (width - 1) % 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def label(run: Run) -> str:
+    """The id column's text: the run id, and the import handle of an imported run."""
+    return run.id + (f" ({run.import_handle})" if run.import_handle else "")
+
+
+def program(run: Run) -> str:
+    """The program column's text (a database run's marked with :data:`DB_MARK`)."""
+    return (DB_MARK if run.location else "") + program_name(run.program)
+
+
+@dataclass(slots=True)
+class Measure:
+    """The longest id label and program name (in characters) of a set of runs; 12 and 8 for none."""
+
+    longest_id: int = 12
+    longest_prog: int = 8
+    empty: bool = True
+
+    @classmethod
+    def of(cls, runs: Iterable[Run]) -> Measure:
+        m = cls()
+        for run in runs:
+            m.add(run)
+        return m
+
+    def add(self, run: Run) -> bool:
+        """Take ``run`` into account; ``True`` when a column got longer (or this was the first run)."""
+        id_len, prog_len = len(label(run)), len(program_name(run.program))
+        if self.empty:
+            self.longest_id, self.longest_prog, self.empty = id_len, prog_len, False
+            return True
+        grew = id_len > self.longest_id or prog_len > self.longest_prog
+        self.longest_id = max(self.longest_id, id_len)
+        self.longest_prog = max(self.longest_prog, prog_len)
+        return grew
+
+    def widths(self, width: int) -> tuple[int, int]:
+        """(id width, program width) for rows ``width`` cells wide: the id first (at least 12
+        cells), the program gets what is left."""
+        room = max(0, width - 2 - 1 - AGE_WIDTH - 1)  # glyph+space, space before the age
+        id_w = min(self.longest_id, max(MIN_ID, room - min(self.longest_prog, 12) - 1))
+        prog_w = max(0, min(self.longest_prog, room - id_w - 1))
+        return id_w, prog_w
+
+    @property
+    def preferred(self) -> int:
+        """The width (cells) the rows want; the pane sizes itself from it, within bounds."""
+        return 2 + min(self.longest_id, 22) + 1 + min(self.longest_prog, 18) + 1 + AGE_WIDTH
+
+
+class RunRows(list[Run]):
+    """The run list's runs, in order, with their :class:`Measure` kept beside them (whoever
+    changes an item calls ``measure.add``)."""
+
+    def __init__(self, runs: Iterable[Run] = ()) -> None:
+        super().__init__(runs)
+        self.measure = Measure.of(self)
+
+
+def column_widths(runs: list[Run], width: int) -> tuple[int, int]:
+    """(id width, program width) for rows of ``runs`` ``width`` cells wide (see :meth:`Measure.widths`)."""
+    return Measure.of(runs).widths(width)
+
+
+def preferred_width(runs: list[Run]) -> int:
+    """The width (cells) the dense rows of ``runs`` want: O(1) for the run list's own
+    :class:`RunRows`, O(len(runs)) for any other list."""
+    return (runs.measure if isinstance(runs, RunRows) else Measure.of(runs)).preferred
+
+
+def age_text(run: Run, now: datetime | None) -> str:
+    """The age cell: since the run last changed (or began, when it never said); blank when unknown."""
+    changed = age(run.updated or run.started, now)
+    return "" if changed == "—" else changed
+
+
+def row_key(run: Run, now: datetime | None, widths: tuple[int, int]) -> tuple:
+    """Everything a row's look depends on (a cache key: equal keys, equal rows). The glyph's
+    style is in it, so a theme change misses the cache."""
+    return (run.id, run.import_handle, STATUS_SHORT[run.status], run.program, bool(run.location),
+            age_text(run, now), widths)
+
+
+def run_prompt(run: Run, now: datetime | None = None, widths: tuple[int, int] = (22, 18)) -> Text:
+    """One dense row: status glyph, run id (cut with ``…``), program, age right-aligned."""
+    glyph, style = STATUS_SHORT[run.status]
+    id_w, prog_w = widths
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(glyph, style)
+    text.append(" ")
+    text.append(cut(label(run), id_w).ljust(id_w), "bold" if run.status.value == "running" else "")
+    if prog_w:
+        text.append(" ")
+        text.append(cut(program(run), prog_w).ljust(prog_w), "italic dim")
+    text.append(" " + age_text(run, now).rjust(AGE_WIDTH), "dim")
+    return text
