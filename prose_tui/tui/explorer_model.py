@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.history import FailureContext, Journal, failure_context
-from prose_tui.model import Binding, EventKind, Run, RunFormat, RunStatus, TraceLine, assigned_name
+from prose_tui.model import Binding, EventKind, Run, RunFormat, RunStatus, StatementState, TraceLine, assigned_name
 from prose_tui.tui.navigator import HistoryNavigator
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
@@ -32,11 +32,16 @@ _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 @dataclass(frozen=True, slots=True)
 class Touch:
     """What one change to the shown run touches: ``same`` run as before, ``live`` change
-    (``changed`` files given), ``only_bindings`` when nothing but binding files changed."""
+    (``changed`` files given), ``only_bindings`` when nothing but binding files changed;
+    ``follow``: whether the trace follows the executing statement from now on (``None``:
+    as it was, the user's ``f`` stands); ``failed``: the run is seen failed for the first
+    time, so the cursor goes to its failure (``failure_line``, then its failure event)."""
 
     same: bool
     live: bool
     only_bindings: bool
+    follow: bool | None = None
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +91,12 @@ def when_text(time: datetime, today: datetime | None = None) -> str:
     return f"{t:%Y-%m-%d %H:%M:%S}"
 
 
+def failure_line(lines: list[TraceLine]) -> int:
+    """The index a failed run's trace cursor rests on until (or without) its failure event
+    in the history: the first line marked failed, else the last line (0 for no lines)."""
+    return next((i for i, t in enumerate(lines) if t.state is StatementState.FAILED), max(0, len(lines) - 1))
+
+
 def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None:
     """The most recently written readable binding (among ``changed`` when given)."""
     candidates = [b for b in run.bindings if b.exists and not b.encrypted and b.mtime is not None
@@ -98,8 +109,9 @@ def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None
 class ExplorerModel:
     """The explorer's state. ``journal`` feeds history replay of snapshot runs."""
 
-    def __init__(self, journal: Journal | None = None) -> None:
+    def __init__(self, journal: Journal | None = None, *, follow_on_start: bool = True) -> None:
         self.nav = HistoryNavigator(journal)
+        self.follow_on_start = follow_on_start  # the config's: a run opens following its executing statement
         self.run: Run | None = None
         self.viewer_follows_writes = True  # until the user picks something to read
         self.opened_on_failure: Path | None = None
@@ -108,12 +120,24 @@ class ExplorerModel:
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool = False) -> Touch:
         """Take ``run`` as the shown run; say what the change touches. A different run
-        resets the follow policy and the cursor (it starts live)."""
+        resets the follow policy and the cursor (it starts live).
+
+        The follow policy (the one place it is decided): a run opens following its executing
+        statement (``follow_on_start``), except a failed run, which opens on its failure; a
+        shown run seen failed for the first time (the read after its placeholder, or a live
+        run that just failed) stops following, so nothing moves the cursor off the failure."""
         same = run is not None and self.run is not None and run.path == self.run.path
+        was_failed = same and self.run is not None and self.run.status is RunStatus.FAILED
         self.run = run
+        follow: bool | None = None
         if not same:
             self.viewer_follows_writes = True
-        return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only)
+            follow = self.follow_on_start
+        failed = run is not None and run.status is RunStatus.FAILED and not was_failed
+        if failed:
+            follow = False
+        return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only,
+                     follow=follow, failed=failed)
 
     def load_history(self) -> None:
         self.nav.load(self.run)

@@ -34,7 +34,7 @@ from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Run, RunFormat, RunStatus, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, mark_failures, newest_binding, when_text
+from prose_tui.tui.explorer_model import ExplorerModel, Moved, failure_line, mark_failures, newest_binding, when_text
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, failure_markdown
@@ -95,7 +95,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self.workspace = workspace
         self.live = watch
         self.initial = initial
-        self.model = ExplorerModel(journal)
+        self.model = ExplorerModel(journal)  # its follow_on_start is the app's, set on mount
         self.active = TRACE
         self.zoomed = False
         self.reads_done = 0
@@ -167,6 +167,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
         # Children may not be mounted yet when the default screen mounts: start after a refresh.
         self.call_after_refresh(self._start)
 
@@ -301,10 +302,12 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             self.refresh_view()
             viewer.show_target(None)
             return
-        if not touch.same:
-            self.viewer_follows_writes = True
-            self.query_one(TraceView).set_following(getattr(self.app, "follow_on_start", True))
+        if touch.follow is not None:
+            self.query_one(TraceView).set_following(touch.follow)
         self.refresh_view(only_bindings=touch.only_bindings)
+        if touch.failed:
+            trace = self.query_one(TraceView)
+            trace.move_cursor(failure_line(trace.lines))
         if not touch.same:
             newest = newest_binding(run)
             viewer.show_target(binding_target(newest, run) if newest else None)
