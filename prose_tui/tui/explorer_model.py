@@ -91,6 +91,12 @@ def when_text(time: datetime, today: datetime | None = None) -> str:
     return f"{t:%Y-%m-%d %H:%M:%S}"
 
 
+def _utc(time: datetime) -> datetime:
+    """``time`` comparable with any other event time: one without a zone is taken as UTC
+    (a backend may give both, e.g. SQLite timestamps stored with and without an offset)."""
+    return time if time.tzinfo is not None else time.replace(tzinfo=timezone.utc)
+
+
 def failure_line(lines: list[TraceLine]) -> int:
     """The index a failed run's trace cursor rests on until (or without) its failure event
     in the history: the first line marked failed, else the last line (0 for no lines)."""
@@ -240,7 +246,7 @@ class ExplorerModel:
                 continue
             name = event.name or event.step or event.text.strip()[:40]
             nxt = next((e.time for e in events[i + 1:end] if e.time is not None), None)
-            seconds = (nxt - event.time).total_seconds() if nxt is not None else 0.0
+            seconds = (_utc(nxt) - _utc(event.time)).total_seconds() if nxt is not None else 0.0
             entry = totals.setdefault(name, [0.0, 0])
             entry[0] += max(0.0, seconds)
             entry[1] += 1
