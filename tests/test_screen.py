@@ -445,7 +445,7 @@ def test_show_json_carries_binding_failures(tmp_path, capsys):
 # -- event-log runs ---------------------------------------------------------------------------------
 def test_an_event_log_annotates_its_program():
     from prose_tui.headless.cli import load_runs
-    from prose_tui.tui.explorer_model import program_trace
+    from prose_tui.tui.program_trace import program_trace
 
     run = load_runs(FAILED_RUN)[0]
     annotated = program_trace(run.trace, run.program_path.read_text())

@@ -34,9 +34,10 @@ from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Run, RunFormat, RunStatus, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, failure_line, mark_failures, newest_binding, when_text
+from prose_tui.tui.explorer_model import ExplorerModel, Moved, failure_line, newest_binding, when_text
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
+from prose_tui.tui.program_trace import mark_failures
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, failure_markdown
 from prose_tui.tui.screens.live_updates import LiveUpdates
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
