@@ -16,7 +16,6 @@ header and the status line show the moment under the history cursor.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from rich.text import Text
@@ -33,13 +32,13 @@ from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Run, RunFormat, RunStatus, TraceLine
+from prose_tui.model import Run, RunFormat, TraceLine
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, failure_line, newest_binding, when_text
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import mark_failures
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, failure_markdown
-from prose_tui.tui.screens.live_updates import LiveUpdates
+from prose_tui.tui.screens.explorer_feed import DeltaApplied, LiveProblem, RunFeed, RunsChanged
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
@@ -63,7 +62,7 @@ STATUS_TICK = 5.0
 HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
 
 
-class ExplorerScreen(LiveUpdates, Screen[None]):
+class ExplorerScreen(Screen[None]):
     """The main screen. ``workspace`` is read in a worker; ``watch`` turns live updates on.
 
     Ready signals (for tests and tools driving the screen; poll them between event-loop turns):
@@ -94,16 +93,12 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                  journal: Journal | None = None) -> None:
         super().__init__()
         self.workspace = workspace
-        self.live = watch
-        self.initial = initial
+        self.feed = RunFeed(self, workspace, live=watch, journal=journal, initial=initial)
         self.model = ExplorerModel(journal)  # its follow_on_start is the app's, set on mount
         self.active = TRACE
         self.zoomed = False
         self.reads_done = 0
-        self.watcher_state = "watch off" if not watch else "starting watcher"
         self.search_term = ""
-        self._stop = asyncio.Event()
-        self.journal: Journal | None = journal  # LiveUpdates sets None when journaling fails
         self.loaded_run: Path | None = None
         self.first_read_done = False  # every run listed and the layout settled after the first read
         self._history_timer: Timer | None = None
@@ -135,6 +130,16 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
     @viewer_follows_writes.setter
     def viewer_follows_writes(self, value: bool) -> None:
         self.model.viewer_follows_writes = value
+
+    # -- the feed's state ---------------------------------------------------------------------------
+    @property
+    def journal(self) -> Journal | None:
+        """Where live changes are journaled; ``None`` without one or after journaling failed."""
+        return self.feed.journal
+
+    @property
+    def watcher_state(self) -> str:
+        return self.feed.watcher_state
 
     # -- layout -------------------------------------------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -180,8 +185,8 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         self._started = True
         self._layout()
         self._update_status()
-        self._scan()
-        self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self._tick)
+        self.feed.scan()
+        self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self.feed.tick)
 
     def on_resize(self) -> None:
         if self._started:
@@ -271,7 +276,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             self.loaded_run = None
         self.show_run(run)
         if path not in self.workspace.detailed:
-            self.open_in_full(path)
+            self.feed.open_in_full(path)
 
     def open_import(self, parent: Path, handle: str) -> bool:
         """Show the import ``handle`` of the run at ``parent`` as a run of its own."""
@@ -649,18 +654,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             self.bring_up(VALUE)
         return shown
 
-    # -- after the first read ---------------------------------------------------------------------------
-    def _scanned(self, runs: list[Run]) -> None:
-        """After the first read: open on the running run's trace (the newest running one), else
-        on the newest run's trace; the run list is one key (1) away."""
-        super()._scanned(runs)
-        if not runs:
-            return
-        run_list = self.query_one(RunList)
-        if self.initial is None or self.initial not in self.workspace.runs:
-            running = next((r for r in runs if r.status is RunStatus.RUNNING), None)
-            if running is not None and run_list.chosen != running.path and run_list.chosen == getattr(self, "_auto_choice", None):
-                run_list.select_path(running.path)
+    # -- the feed: reads and live changes ------------------------------------------------------------
+    def runs_read(self) -> None:
+        """After a read of the run list that found runs: the trace of the run chosen (the running
+        one after the first read); the run list is one key (1) away."""
         self._layout()
         self.activate(TRACE)
         self.call_after_refresh(self._settled)
@@ -671,6 +668,21 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         if not trace.following:
             trace.scroll_to_cursor(center=True)
         self.first_read_done = True
+
+    def on_delta_applied(self, message: DeltaApplied) -> None:
+        self.feed.delta_applied(message.delta)
+
+    def on_runs_changed(self, message: RunsChanged) -> None:
+        self.feed.runs_changed(message.applied)
+
+    def on_live_problem(self, message: LiveProblem) -> None:
+        self.feed.problem(message.text)
+
+    def action_rescan(self) -> None:
+        self.feed.scan()
+
+    def on_unmount(self) -> None:
+        self.feed.stop()
 
 
 __all__ = ["ExplorerScreen", "PANES", "when_text"]

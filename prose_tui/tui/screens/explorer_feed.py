@@ -1,33 +1,39 @@
-"""Loading and live updates for the explorer: the first scan, the live pipeline, applying deltas.
+"""The explorer's runs: the first read, full reads, the live pipeline, polled sources, the tick.
 
-A mixin for ``ExplorerScreen``: it expects ``self.workspace``, ``self.live``, ``self.journal``,
-``self.current_run``, ``self._stop`` (an ``asyncio.Event``), ``show_run`` and ``activate``.
-The scan runs in a thread worker with progress. Live changes come from the process's live
-pipeline (``prose_tui.live.pipeline``): watching, routing and applying happen on its worker
-thread; this screen receives one ``DeltaApplied`` message per changed run and updates the
-widgets from the delta (the trace repaints the lines it names). The UI thread reads no
-disk for a live change and never waits on the workspace lock while the worker reads.
+``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
+in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
+run list, and hands every run to show to ``ExplorerScreen.show_run``. Live changes come
+from the process's live pipeline (``prose_tui.live.pipeline``): watching, routing and
+applying happen on its worker thread; the screen receives one ``DeltaApplied`` message per
+changed run and passes it to ``RunFeed.delta``, which updates the run list and the panes
+(the trace repaints the lines the delta names). The UI thread reads no disk for a live
+change and never waits on the workspace lock while the worker reads.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import work
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from prose_tui.history import Journal
 from prose_tui.live.pipeline import LivePipeline, journal_sink
-from prose_tui.live.workspace import Applied, placeholder
-from prose_tui.model import Delta, Run
+from prose_tui.live.workspace import Applied, Workspace, placeholder
+from prose_tui.model import Delta, Run, RunStatus
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
+
+if TYPE_CHECKING:
+    from prose_tui.tui.screens.explorer import ExplorerScreen
 
 
 class DeltaApplied(Message):
@@ -61,43 +67,31 @@ class _ScreenGone(Exception):
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
 
 
-if TYPE_CHECKING:  # what the mixin expects of the screen it is mixed into
-    import asyncio
+class RunFeed:
+    """Reads and watches ``workspace`` for ``screen``. ``live``: watch (else the tick re-infers
+    statuses); ``journal``: where live changes are journaled (``None`` after it fails);
+    ``initial``: the run to open on. ``watcher_state`` is the status line's watcher text."""
 
-    from textual.screen import Screen
+    def __init__(self, screen: ExplorerScreen, workspace: Workspace, *, live: bool, journal: Journal | None,
+                 initial: Path | None) -> None:
+        self.screen = screen
+        self.workspace = workspace
+        self.live = live
+        self.journal = journal
+        self.initial = initial
+        self.pipeline: LivePipeline | None = None
+        self.watcher_state = "watch off" if not live else "starting watcher"
+        self._stop = threading.Event()
+        self._activated = False
+        self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
 
-    from prose_tui.history import Journal
-    from prose_tui.live.workspace import Workspace
-    from prose_tui.tui.navigator import HistoryNavigator
+    # -- the first read ------------------------------------------------------------------------------
+    def scan(self) -> None:
+        """(Re)read every run in a thread worker (group ``scan``; a new scan replaces one running)."""
+        self.screen.run_worker(self._scan, name="_scan", group="scan", exclusive=True, thread=True)
 
-    class _Explorer(Screen):
-        workspace: Workspace
-        live: bool
-        journal: Journal | None
-        current_run: Run | None
-        initial: Path | None
-        @property
-        def nav(self) -> HistoryNavigator: ...
-        watcher_state: str
-        pipeline: LivePipeline | None
-        _activated: bool
-        _auto_choice: Path | None
-        _stop: asyncio.Event
-
-        def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None: ...
-        def activate(self, index: int, *, focus: bool = True) -> None: ...
-        def _show_head(self, run: Run | None) -> None: ...
-        def _update_status(self) -> None: ...
-else:
-    _Explorer = object
-
-
-class LiveUpdates(_Explorer):
-    """First read, live watching and the periodic status tick."""
-
-    @work(thread=True, exclusive=True, group="scan")
     def _scan(self) -> None:
-        runs_pane = self.query_one("#runs-pane")
+        runs_pane = self.screen.query_one("#runs-pane")
         last = [0.0]
 
         def progress(done: int, total: int, unit: str) -> None:
@@ -108,7 +102,7 @@ class LiveUpdates(_Explorer):
             text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
             self._from_thread(setattr, runs_pane, "border_title", text)
 
-        def partial(run: Run) -> None:
+        def partial_run(run: Run) -> None:
             self._from_thread(self._partial, run)
 
         read: list[Run] = []
@@ -121,18 +115,18 @@ class LiveUpdates(_Explorer):
                 self._from_thread(self._rows_read, batch)
 
         try:
-            self._read_all(progress, partial, on_run)
+            self._read_all(progress, partial_run, on_run)
         except _ScreenGone:
             return
 
-    def _read_all(self, progress, partial, on_run) -> None:
+    def _read_all(self, progress, partial_run, on_run) -> None:
         try:
             refs = self.workspace.discover()
             # Every run is listed at once, newest first; rows fill in as runs are read.
             self._from_thread(self._listed, [placeholder(r) for r in refs])
-            runs = self.workspace.scan(progress, partial=partial, first=self.initial, on_run=on_run, refs=refs)
+            runs = self.workspace.scan(progress, partial=partial_run, first=self.initial, on_run=on_run, refs=refs)
         except OSError as exc:
-            self._from_thread(self.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
+            self._from_thread(self.screen.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
             runs = []
         self._from_thread(self._scanned, runs)
 
@@ -140,15 +134,15 @@ class LiveUpdates(_Explorer):
         """Run ``callback`` on the UI loop from a worker thread; stop the worker if the screen
         is gone (the user quit while runs were still being read)."""
         worker = get_current_worker()
-        if worker.is_cancelled or not self.is_attached:
+        if worker.is_cancelled or not self.screen.is_attached:
             raise _ScreenGone
         try:
-            self.app.call_from_thread(self._if_attached, callback, *args, **kwargs)
+            self.screen.app.call_from_thread(self._if_attached, callback, *args, **kwargs)
         except RuntimeError as exc:  # the app stopped between the check and the call
             raise _ScreenGone from exc
 
     def _if_attached(self, callback, *args, **kwargs) -> None:
-        if self.is_attached:
+        if self.screen.is_attached:
             try:
                 callback(*args, **kwargs)
             except NoMatches:  # the screen's widgets are already gone: it is closing
@@ -156,83 +150,100 @@ class LiveUpdates(_Explorer):
 
     def _listed(self, runs: list[Run]) -> None:
         if runs:
-            self._auto_choice = runs[0].path  # highlighted for the user, not by them
-        if runs and not self.query_one(RunList).runs:
-            self.query_one(RunList).set_runs(runs, clock=self.workspace.clock)
-            self.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
+            self._auto_choice = runs[0].path
+        run_list = self.screen.query_one(RunList)
+        if runs and not run_list.runs:
+            run_list.set_runs(runs, clock=self.workspace.clock)
+            self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
 
     def _rows_read(self, runs: list[Run]) -> None:
-        run_list = self.query_one(RunList)
+        run_list = self.screen.query_one(RunList)
+        current = self.screen.current_run
         for run in runs:
             run_list.update_run(run, clock=self.workspace.clock)
-            if run.path in self.workspace.detailed and (self.current_run is None or run.path == self.current_run.path):
-                self.show_run(run)
-
-    @work(thread=True, exclusive=True, group="detail")
-    def open_in_full(self, path: Path) -> None:
-        """Read a summarised run in full (bindings, agents, imports) and show it.
-
-        A run opened before the start-up read reached it gets its summary (the trace) first."""
-        try:
-            self._read_in_full(path)
-        except _ScreenGone:
-            return
-
-    def _read_in_full(self, path: Path) -> None:
-        if path not in self.workspace.runs:
-            summary = self.workspace.summary(path)
-            if summary is not None:
-                self._from_thread(self._detailed, summary)
-        run = self.workspace.detail(path)
-        if run is not None:
-            self._from_thread(self._detailed, run)
-
-    def _detailed(self, run: Run) -> None:
-        if self.current_run is not None and self.current_run.path == run.path:
-            self.show_run(run)
-            self.query_one(RunList).update_run(run, clock=self.workspace.clock)
+            if run.path in self.workspace.detailed and (current is None or run.path == current.path):
+                self.screen.show_run(run)
+                current = self.screen.current_run
 
     def _partial(self, run: Run) -> None:
         """A first screen of a large narration file while the rest is still being read."""
-        run_list = self.query_one(RunList)
+        run_list = self.screen.query_one(RunList)
         if not run_list.runs:
             run_list.set_runs([run], clock=self.workspace.clock)
-            self.activate(1)
-        self.show_run(run)
+            self.screen.activate(1)
+        self.screen.show_run(run)
 
     def _scanned(self, runs: list[Run]) -> None:
-        run_list = self.query_one(RunList)
-        self.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
+        screen = self.screen
+        run_list = screen.query_one(RunList)
+        screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
         run_list.set_runs(runs, clock=self.workspace.clock)
         if not runs:
-            self.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
+            screen.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
         elif self.initial is not None and self.initial in self.workspace.runs:
             run_list.select_path(self.initial)
-        elif run_list.chosen == getattr(self, "_auto_choice", None):
+        elif run_list.chosen == self._auto_choice:
             # Before runs were read their order came from run ids; now it is by what they
             # say. A choice made for the user follows the newest; one they made stays.
             run_list.select_path(runs[0].path)
-        if not getattr(self, "_activated", False):
+        if not self._activated:
             # One run: watch its trace. Several: start in the run list. A rescan keeps the focus.
             self._activated = True
-            self.activate(1 if len(runs) == 1 else 0)
+            screen.activate(1 if len(runs) == 1 else 0)
         if self.live:
             self._start_live()
             if self.workspace.sources:
                 self._poll_sources()
+        if not runs:
+            return
+        if self.initial is None or self.initial not in self.workspace.runs:
+            # Open on the running run (the newest running one) unless the user chose another.
+            running = next((r for r in runs if r.status is RunStatus.RUNNING), None)
+            if running is not None and run_list.chosen != running.path and run_list.chosen == self._auto_choice:
+                run_list.select_path(running.path)
+        screen.runs_read()
 
+    # -- full reads ------------------------------------------------------------------------------------
+    def open_in_full(self, path: Path) -> None:
+        """Read a summarised run in full (bindings, agents, imports) in a thread worker and show it.
+
+        A run opened before the start-up read reached it gets its summary (the trace) first."""
+        self.screen.run_worker(partial(self._open_in_full, path), name="open_in_full", group="detail", exclusive=True,
+                               thread=True)
+
+    def _open_in_full(self, path: Path) -> None:
+        try:
+            if path not in self.workspace.runs:
+                summary = self.workspace.summary(path)
+                if summary is not None:
+                    self._from_thread(self._detailed, summary)
+            run = self.workspace.detail(path)
+            if run is not None:
+                self._from_thread(self._detailed, run)
+        except _ScreenGone:
+            return
+
+    def _detailed(self, run: Run) -> None:
+        current = self.screen.current_run
+        if current is not None and current.path == run.path:
+            self.screen.show_run(run)
+            self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+
+    # -- live -----------------------------------------------------------------------------------------
     def _start_live(self) -> None:
         """Start the live pipeline once (after the first scan)."""
-        pipeline = getattr(self, "pipeline", None)
+        pipeline = self.pipeline
         if pipeline is None:
+            screen = self.screen
+
             def to_ui(delta: Delta) -> None:
-                self.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
+                screen.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
 
             def problem(text: str) -> None:
-                self.post_message(LiveProblem(text))
+                screen.post_message(LiveProblem(text))
 
             def runs(applied: Applied) -> None:
-                self.post_message(RunsChanged(applied))
+                screen.post_message(RunsChanged(applied))
 
             sinks: list[Callable[[Delta], None]] = [to_ui]
             if self.journal is not None:
@@ -244,7 +255,7 @@ class LiveUpdates(_Explorer):
         self._update_watcher_state()
 
     def _update_watcher_state(self) -> None:
-        pipeline = getattr(self, "pipeline", None)
+        pipeline = self.pipeline
         if pipeline is None:
             return
         roots = pipeline.watching
@@ -254,63 +265,59 @@ class LiveUpdates(_Explorer):
             self.watcher_state = "no runs folder on disk"
         else:
             self.watcher_state = "no runs folder yet (waiting for one)"
-        self._update_status()
+        self.screen._update_status()
 
-    def on_delta_applied(self, message: DeltaApplied) -> None:
+    def delta_applied(self, delta: Delta) -> None:
+        """A ``DeltaApplied`` message: show it; one bad delta must not end watching."""
         try:
-            self.apply_delta(message.delta)
+            self.delta(delta)
         except NoMatches:
             pass  # the screen is closing
-        except Exception as exc:  # one bad delta must not end watching: say so, go on
-            self.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
+        except Exception as exc:  # say so, go on
+            self.screen.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
 
-    def on_runs_changed(self, message: RunsChanged) -> None:
-        applied = message.applied
-        run_list = self.query_one(RunList)
+    def runs_changed(self, applied: Applied) -> None:
+        """Runs appeared or disappeared: the run list again; the shown run may be gone."""
+        screen = self.screen
+        run_list = screen.query_one(RunList)
         run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
-        self.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
-        if self.current_run is not None and self.current_run.path in applied.runs_removed:
-            self.notify(f"run {self.current_run.id} was removed from disk", severity="warning", markup=False)
-            self.show_run(None)
-        elif self.current_run is None and applied.runs_added:
+        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        current = screen.current_run
+        if current is not None and current.path in applied.runs_removed:
+            screen.notify(f"run {current.id} was removed from disk", severity="warning", markup=False)
+            screen.show_run(None)
+        elif current is None and applied.runs_added:
             run_list.select_path(self.workspace.sorted_runs()[0].path)  # selects; the focus stays where it is
         self._update_watcher_state()
 
-    def on_live_problem(self, message: LiveProblem) -> None:
-        if message.text.startswith("could not journal"):
+    def problem(self, text: str) -> None:
+        if text.startswith("could not journal"):
             self.journal = None
-        self.notify(message.text, severity="warning", markup=False)
+        self.screen.notify(text, severity="warning", markup=False)
 
-    def apply_delta(self, delta: Delta) -> None:
+    def delta(self, delta: Delta) -> None:
         """Show what one delta changed: the run's row, and the panes when it is the run shown."""
+        screen = self.screen
         run = delta.run
-        self.query_one(RunList).update_run(run, clock=self.workspace.clock)
-        current = self.current_run
+        screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+        current = screen.current_run
         if current is None or run.path != current.path:
             return
         if delta.paths or run is not current:
-            self.show_run(run, changed=set(delta.paths))
+            screen.show_run(run, changed=set(delta.paths))
         else:
-            self._show_head(run)  # a status tick: nothing on disk changed
-        trace = self.query_one(TraceView)
-        if self.nav.live and trace.lines is run.trace and (delta.trace_lines is None or delta.trace_lines):
+            screen._show_head(run)  # a status tick: nothing on disk changed
+        trace = screen.query_one(TraceView)
+        if screen.nav.live and trace.lines is run.trace and (delta.trace_lines is None or delta.trace_lines):
             trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
         # The history (timeline) catches up just after: show_run schedules it, and it is
         # extended by the delta's events, not rebuilt (prose_tui.history.stream).
 
-    def apply_changes(self, paths: set[Path]) -> Applied:
-        """Apply changed paths now, on the calling thread (tests, a manual refresh)."""
-        applied = self.workspace.apply(paths)
-        if applied.runs_added or applied.runs_removed:
-            self.on_runs_changed(RunsChanged(applied))
-        for delta in applied.deltas.values():
-            self.apply_delta(delta)
-            if self.journal is not None:
-                journal_sink(self.journal, self.workspace.clock)(delta)
-        return applied
-
-    @work(thread=True, exclusive=True, group="poll")
+    # -- sources off disk, and the tick -----------------------------------------------------------------
     def _poll_sources(self) -> None:
+        self.screen.run_worker(self._poll, name="_poll_sources", group="poll", exclusive=True, thread=True)
+
+    def _poll(self) -> None:
         """Runs off disk (a PostgreSQL database) are polled, not watched: every
         ``poll_interval`` seconds (or at once on a LISTEN notification). The source lists new
         and removed runs and polls the runs read in full (the pipeline leaves them to it)."""
@@ -333,34 +340,33 @@ class LiveUpdates(_Explorer):
             if wait is not None:
                 wait(pause)
             else:
-                time.sleep(pause)
+                self._stop.wait(pause)
 
     def _polled(self, applied: Applied) -> None:
-        self._update_status()  # a source's state (connected, reconnecting) may have changed
+        self.screen._update_status()  # a source's state (connected, reconnecting) may have changed
         if applied.runs_added or applied.runs_removed:
-            self.on_runs_changed(RunsChanged(applied))
+            self.runs_changed(applied)
         for path, change in applied.changed.items():
-            self.query_one(RunList).update_run(change.run, clock=self.workspace.clock)
-            if self.current_run is not None and path == self.current_run.path:
-                self.show_run(change.run, changed=change.paths)
+            self.screen.query_one(RunList).update_run(change.run, clock=self.workspace.clock)
+            current = self.screen.current_run
+            if current is not None and path == current.path:
+                self.screen.show_run(change.run, changed=change.paths)
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
+        """Every ``poll_interval``: the watcher's state when live, else statuses re-inferred."""
         if self.live:
             self._update_watcher_state()  # statuses are re-inferred by the live worker
             return
         for run in self.workspace.refresh_statuses():
-            self.query_one(RunList).update_run(run, clock=self.workspace.clock)
-            if self.current_run is not None and run.path == self.current_run.path:
-                self._show_head(run)
-        self._update_status()
+            self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+            current = self.screen.current_run
+            if current is not None and run.path == current.path:
+                self.screen._show_head(run)
+        self.screen._update_status()
 
-
-    def action_rescan(self) -> None:
-        self._scan()
-
-    def on_unmount(self) -> None:
+    def stop(self) -> None:
+        """The screen is going: stop polling and watching."""
         self._stop.set()
-        pipeline = getattr(self, "pipeline", None)
-        if pipeline is not None:
-            pipeline.stop()
+        if self.pipeline is not None:
+            self.pipeline.stop()
             self.pipeline = None
