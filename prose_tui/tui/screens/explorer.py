@@ -23,43 +23,36 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from prose_tui.backends.common.status import age
-from prose_tui.backends.filesystem.folder import fallback_trace
-from prose_tui.history import FailureContext, Journal
-from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Run, RunFormat, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, failure_line, newest_binding, when_text
+from prose_tui.history import Journal
+from prose_tui.live.workspace import Workspace
+from prose_tui.model import Run, RunFormat
+from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
-from prose_tui.tui.program_trace import mark_failures
-from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS, failure_markdown
 from prose_tui.tui.screens.explorer_feed import DeltaApplied, LiveProblem, RunFeed, RunsChanged
+from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, Panes
+from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
-from prose_tui.tui.widgets.run_header import RunHeader, header_text
+from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
 from prose_tui.tui.widgets.search_bar import SearchBar
 from prose_tui.tui.widgets.status_line import StatusLine
-from prose_tui.tui.widgets.timeline import Timeline, elapsed
+from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 28
-PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
-         ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
-TRACE, STACK, VALUE = 1, 2, 4
 STATUS_TICK = 5.0
-HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
 
 
 class ExplorerScreen(Screen[None]):
@@ -101,14 +94,8 @@ class ExplorerScreen(Screen[None]):
         self.search_term = ""
         self.loaded_run: Path | None = None
         self.first_read_done = False  # every run listed and the layout settled after the first read
-        self._history_timer: Timer | None = None
-        self._fallback_key: tuple | None = None
-        self._fallback_value: tuple[list[TraceLine], str | None] = ([], None)
-        self.head_text = Text()  # the run header as shown
-        self._banner: str | None = None
+        self.panes = Panes(self, self.model, workspace)
         self._started = False
-        self.raw_log = False  # event-log runs: the raw log instead of the annotated program
-        self._line_of: dict[int, int] = {}  # log line -> program line while the program is shown
 
     # -- the model's state, under the names the live path uses ------------------------------------
     @property
@@ -130,6 +117,16 @@ class ExplorerScreen(Screen[None]):
     @viewer_follows_writes.setter
     def viewer_follows_writes(self, value: bool) -> None:
         self.model.viewer_follows_writes = value
+
+    @property
+    def head_text(self) -> Text:
+        """The run header as shown."""
+        return self.panes.head_text
+
+    @property
+    def history_pending(self) -> bool:
+        """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
+        return self.panes.history_pending
 
     # -- the feed's state ---------------------------------------------------------------------------
     @property
@@ -184,7 +181,7 @@ class ExplorerScreen(Screen[None]):
             self.query_one(f"#{pane_id}").border_title = title
         self._started = True
         self._layout()
-        self._update_status()
+        self.panes.status()
         self.feed.scan()
         self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self.feed.tick)
 
@@ -219,7 +216,7 @@ class ExplorerScreen(Screen[None]):
         was = strip.display
         strip.display = compact and not zoomed and active == TRACE
         if strip.display and not was:
-            self._update_strip()
+            self.panes.strip()
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if not compact and not zoomed:
             width = self.size.width
@@ -278,6 +275,14 @@ class ExplorerScreen(Screen[None]):
         if path not in self.workspace.detailed:
             self.feed.open_in_full(path)
 
+    def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
+        """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
+        self.panes.show_run(run, changed=changed)
+
+    def refresh_view(self, *, only_bindings: bool = False) -> None:
+        """Render the current run as of the history cursor (the run itself when live)."""
+        self.panes.refresh(only_bindings=only_bindings)
+
     def open_import(self, parent: Path, handle: str) -> bool:
         """Show the import ``handle`` of the run at ``parent`` as a run of its own."""
         run = self.workspace.runs.get(parent)
@@ -290,229 +295,35 @@ class ExplorerScreen(Screen[None]):
         self.activate(TRACE)
         return True
 
-    def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
-        """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
-        binding_only = run is not None and changed is not None and all(
-            self.workspace.part_of(run.path, p) is Part.BINDING for p in changed)
-        touch = self.model.touch(run, changed, binding_only)
-        if run is None or not touch.same:
-            self.loaded_run = None
-        if touch.live:
-            # The panes show the run (or keep their frozen moment); the history and its count of
-            # new events catch up just after, off the hot path.
-            self._history_later()
-        else:
-            self.model.load_history()
-        viewer = self.query_one(ValueViewer)
-        if run is None:
-            self.refresh_view()
-            viewer.show_target(None)
-            return
-        if touch.follow is not None:
-            self.query_one(TraceView).set_following(touch.follow)
-        self.refresh_view(only_bindings=touch.only_bindings)
-        if touch.failed:
-            trace = self.query_one(TraceView)
-            trace.move_cursor(failure_line(trace.lines))
-        if not touch.same:
-            newest = newest_binding(run)
-            viewer.show_target(binding_target(newest, run) if newest else None)
-        elif self.nav.live:
-            newest = newest_binding(run, changed) if self.viewer_follows_writes else None
-            if newest is not None and (viewer.target is None or viewer.target.path != newest.path):
-                viewer.show_target(binding_target(newest, run))
-            elif viewer.target is not None and viewer.target.path is not None and changed and viewer.target.path in changed:
-                fresh = next((b for b in run.bindings if b.path == viewer.target.path), None)
-                # The header may have changed length: read the value with the new binding's offset.
-                viewer.reload(target=binding_target(fresh, run) if fresh is not None and viewer.target.binding else None)
-        if self._is_full_read(run):
-            self._open_on_failure()
-            self.loaded_run = run.path
 
-    def _is_full_read(self, run: Run) -> bool:
-        """``run`` is the workspace's full read of its path (a summary or placeholder is another object)."""
-        return run.path in self.workspace.detailed and self.workspace.runs.get(run.path) is run
 
-    def _open_on_failure(self) -> None:
-        """A failed run seen for the first time opens on its first failure, once its full read
-        and its history are both there (the history may arrive after the read)."""
-        run = self.current_run
-        if run is not None and self._is_full_read(run):
-            ctx = self.model.failure_to_open_on()
-            if ctx is not None and not self._show_failure(ctx, bring_up=False):
-                self.model.opened_on_failure = None  # its statement is not in the trace yet: again later
 
-    @property
-    def history_pending(self) -> bool:
-        """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
-        return self._history_timer is not None
 
-    def _history_later(self) -> None:
-        if self._history_timer is None:
-            self._history_timer = self.set_timer(HISTORY_DELAY, self._history_now)
 
-    def _history_now(self) -> None:
-        self._history_timer = None
-        self.model.load_history()
-        self.refresh_view(only_bindings=True)
-        self._open_on_failure()
 
-    def refresh_view(self, *, only_bindings: bool = False) -> None:
-        """Render the current run as of the history cursor (the run itself when live)."""
-        run = self.current_run
-        trace = self.query_one(TraceView)
-        if run is None:
-            trace.set_lines([])
-            self.query_one(CallStackView).set_frames([])
-            self.query_one(BindingTree).set_run(None)
-            self.query_one(Timeline).set_events([], 0)
-            self.query_one(ContextStrip).show(None, None, None)
-            self._show_head(None)
-            return
-        view = self.model.view() or run
-        if not only_bindings:
-            lines, self._banner = (view.trace, None) if view.trace else self._fallback(run)
-            self._line_of = {}
-            if view.trace and not self.raw_log and (annotated := self.model.program_view(view)) is not None:
-                lines, self._line_of = annotated.lines, annotated.line_of
-            lines = mark_failures(lines, view)
-            if lines != trace.lines:
-                trace.set_lines(lines)
-            self._show_stack(view)
-        tree = self.query_one(BindingTree)
-        if tree.shape_of(view) != tree.shape:
-            tree.set_run(view)
-        timeline = self.query_one(Timeline)
-        if timeline.events is not self.nav.events or timeline.cursor != self.nav.position:
-            timeline.set_events(self.nav.events, self.nav.position)
-        self._show_time_summary()
-        self._show_head(run)
 
-    def _show_stack(self, view: Run) -> None:
-        stack, nodes, constructs = self.query_one(CallStackView), self.query_one(NodeTable), self.query_one("#constructs", Static)
-        has_nodes = bool(view.nodes)
-        nodes.display, stack.display = has_nodes, not has_nodes
-        if has_nodes:
-            nodes.set_nodes(view.nodes)
-        elif view.call_stack != stack.frames or not stack.frames:
-            stack.set_frames(view.call_stack)
-        text = Text()
-        for c in view.constructs:
-            text.append(("\n" if text.plain else "") + f"∥ {c.title}", "bold blue")
-            for item in c.items:
-                text.append(f"\n  {item.strip()}", "dim")
-        constructs.display = bool(view.constructs)
-        constructs.update(text)
-        pane = self.query_one("#stack-pane")
-        pane.border_title = f"Nodes ({len(view.nodes)})" if has_nodes else (
-            f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else ""))
 
-    def _show_time_summary(self) -> None:
-        times = [t for t in self.model.statement_times() if t.seconds > 0]
-        text = Text(no_wrap=True, overflow="ellipsis")
-        if times:
-            text.append("time: ", "dim")
-            for i, t in enumerate(times[:6]):
-                text.append(("  " if i else "") + t.name, "bold" if i == 0 else "")
-                text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
-        box = self.query_one("#time-summary", Static)
-        box.display = bool(times)
-        box.update(text)
 
     def action_toggle_log(self) -> None:
         run = self.current_run
         if run is None or run.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or run.program_path is None:
             self.notify("This run has no event log beside a program file", markup=False)
             return
-        self.raw_log = not self.raw_log
-        self.refresh_view()
-        self.notify("The raw event log" if self.raw_log else "The program, annotated from the log", markup=False)
+        self.panes.raw_log = not self.panes.raw_log
+        self.panes.refresh()
+        self.notify("The raw event log" if self.panes.raw_log else "The program, annotated from the log", markup=False)
 
-    def _fallback(self, run: Run) -> tuple[list[TraceLine], str | None]:
-        """The raw state file (or program) of a run with no parsed trace, read once per change."""
-        key = (run.path, run.state_mtime, run.encrypted)
-        if self._fallback_key != key:
-            self._fallback_key, self._fallback_value = key, fallback_trace(run)
-        return self._fallback_value
 
     def show_target(self, target: Target | None) -> None:
         self.query_one(ValueViewer).show_target(target)
 
-    def show_trace_line(self, line: int) -> bool:
-        """Put the trace cursor on trace line ``line`` (stops following); False when the trace
-        does not show that line (yet)."""
-        trace = self.query_one(TraceView)
-        line = self._line_of.get(line, line)
-        for i, t in enumerate(trace.lines):
-            if t.line == line:
-                trace.set_following(False)
-                trace.move_cursor(i)
-                # New lines get their size on the next refresh: scroll to the line once they have.
-                self.call_after_refresh(trace.scroll_to_cursor, center=True)
-                return True
-        return False
 
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
         self._moved(self.model.to(event.index))
 
-    def _show_head(self, run: Run | None) -> None:
-        view = (self.model.view() if run is not None and not self.nav.live else run) or run
-        moment = self.model.moment()
-        label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
-        header = self.query_one(RunHeader)
-        header.show(header_text(run, view, moment=label, compact=self.compact, banner=self._banner))
-        self.head_text = header.shown
-        self._update_titles()
-        self._update_status()
-        self._update_strip()
 
-    def _update_strip(self) -> None:
-        strip = self.query_one(ContextStrip)
-        if not strip.display:
-            return
-        run = self.current_run
-        view = self.model.view() if run is not None else None
-        moment = self.model.moment()
-        label = None
-        if moment is not None and not moment.live:
-            event = self.nav.events[moment.index]
-            when = f" · {when_text(event.time, self.workspace.clock())}" if event.time else ""
-            label = f"at event {moment.index}{when}: {event.text.strip()}"
-        strip.show(view, self.model.newest_binding_now(), label)
 
-    def _update_titles(self) -> None:
-        trace = self.query_one(TraceView)
-        pane = self.query_one("#trace-pane")
-        nav = self.nav
-        moment = self.model.moment()
-        if moment is not None and not moment.live:
-            pane.border_title = f"Trace · {moment.label(self.workspace.clock())}"
-            pane.border_subtitle = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
-        else:
-            pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
-            pane.border_subtitle = "z zoom" if self.compact else None
-        if self._line_of:
-            pane.border_title = f"{pane.border_title} · program from the log (L: raw)"
-        elif self.raw_log:
-            pane.border_title = f"{pane.border_title} · raw log (L: program)"
-        history = self.query_one("#history-pane")
-        note = f" · {nav.history.origin}" if nav.history and nav.events else ""
-        history.border_title = f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen")
-        history.border_subtitle = nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None
 
-    def _update_status(self) -> None:
-        run = self.current_run
-        changed = "—"
-        if run is not None:
-            observed = self.workspace.observed.get(run.path)
-            changed = age(observed or run.updated, self.workspace.clock())
-        moment = self.model.moment() if run is not None else None
-        view = self.model.view() if moment is not None and not moment.live else run
-        as_of = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
-        watcher = " · ".join([self.watcher_state, *self.workspace.source_states()])
-        self.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
-                                        following=self.query_one(TraceView).following, pending=self.nav.pending,
-                                        as_of=as_of, compact=self.compact)
 
     # -- trace, stack and value ----------------------------------------------------------------------
     def on_trace_view_binding_requested(self, event: TraceView.BindingRequested) -> None:
@@ -529,8 +340,8 @@ class ExplorerScreen(Screen[None]):
         self.bring_up(VALUE)
 
     def on_trace_view_follow_changed(self, event: TraceView.FollowChanged) -> None:
-        self._update_titles()
-        self._update_status()
+        self.panes.titles()
+        self.panes.status()
 
     def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
         if self.query_one(BindingTree).has_focus:
@@ -558,7 +369,7 @@ class ExplorerScreen(Screen[None]):
             self.show_target(binding_target(newest, view))
         block = next((t for t in view.trace if t.text.strip().startswith(f"block {event.frame.block}")), None)
         if block is not None:
-            self.show_trace_line(block.line)
+            self.panes.show_trace_line(block.line)
         if not scoped and block is None:
             self.notify(f"frame {eid}: no bindings and no block line found", markup=False)
             return
@@ -616,8 +427,8 @@ class ExplorerScreen(Screen[None]):
         if not moved.moved:
             self.notify(moved.message, severity="information", markup=False)
             return
-        self.refresh_view()
-        self._show_failure_if_any()
+        self.panes.refresh()
+        self.panes.failure_if_any()
 
     def action_history_step(self, delta: int) -> None:
         self._moved(self.model.step(delta))
@@ -627,7 +438,7 @@ class ExplorerScreen(Screen[None]):
 
     def action_history_live(self) -> None:
         self.model.live()
-        self.refresh_view()
+        self.panes.refresh()
 
     def action_history_problem(self, forward: bool) -> None:
         self._moved(self.model.problem(forward))
@@ -635,24 +446,7 @@ class ExplorerScreen(Screen[None]):
     def action_history_first_failure(self) -> None:
         self._moved(self.model.first_failure())
 
-    def _show_failure_if_any(self, *, bring_up: bool = True) -> None:
-        """On a failure event: its report in the value pane (brought up where hidden) and its
-        statement under the trace cursor."""
-        ctx = self.model.failure_here()
-        if ctx is not None:
-            self._show_failure(ctx, bring_up=bring_up)
 
-    def _show_failure(self, ctx: FailureContext, *, bring_up: bool) -> bool:
-        """The failure report in the value pane and its statement under the trace cursor;
-        False when the trace does not show the statement (yet)."""
-        self.viewer_follows_writes = False
-        view = self.model.view()
-        failures = [f"{b.name}: {b.failure}" for b in (view.bindings if view else []) if b.failure]
-        self.show_target(Target("section", f"Failure at event {ctx.event.seq}", text=failure_markdown(ctx, failures)))
-        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line)
-        if bring_up:
-            self.bring_up(VALUE)
-        return shown
 
     # -- the feed: reads and live changes ------------------------------------------------------------
     def runs_read(self) -> None:

@@ -265,7 +265,7 @@ class RunFeed:
             self.watcher_state = "no runs folder on disk"
         else:
             self.watcher_state = "no runs folder yet (waiting for one)"
-        self.screen._update_status()
+        self.screen.panes.status()
 
     def delta_applied(self, delta: Delta) -> None:
         """A ``DeltaApplied`` message: show it; one bad delta must not end watching."""
@@ -306,7 +306,7 @@ class RunFeed:
         if delta.paths or run is not current:
             screen.show_run(run, changed=set(delta.paths))
         else:
-            screen._show_head(run)  # a status tick: nothing on disk changed
+            screen.panes.head(run)  # a status tick: nothing on disk changed
         trace = screen.query_one(TraceView)
         if screen.nav.live and trace.lines is run.trace and (delta.trace_lines is None or delta.trace_lines):
             trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
@@ -343,7 +343,7 @@ class RunFeed:
                 self._stop.wait(pause)
 
     def _polled(self, applied: Applied) -> None:
-        self.screen._update_status()  # a source's state (connected, reconnecting) may have changed
+        self.screen.panes.status()  # a source's state (connected, reconnecting) may have changed
         if applied.runs_added or applied.runs_removed:
             self.runs_changed(applied)
         for path, change in applied.changed.items():
@@ -361,8 +361,8 @@ class RunFeed:
             self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
             current = self.screen.current_run
             if current is not None and run.path == current.path:
-                self.screen._show_head(run)
-        self.screen._update_status()
+                self.screen.panes.head(run)
+        self.screen.panes.status()
 
     def stop(self) -> None:
         """The screen is going: stop polling and watching."""
