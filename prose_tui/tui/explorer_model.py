@@ -9,7 +9,12 @@ decides is here so it can be tested without an app:
   and the status line render this, so a frozen cursor shows that moment everywhere.
 * ``moment()``: where the cursor is (event index, 0-based like ``Event.seq`` and
   ``prose-tui show --at N``), its time and the status as of then.
-* ``touch(run, changed)``: what a live change means for the panes (``Touch``).
+* ``touch(run, changed)``: what showing a run (or a change to it) means for the panes,
+  and the follow policy (``Touch``); ``value_after`` what the value pane does then;
+  ``delta_touch``/``repaint_in_place`` what a live delta touches.
+* ``trace_lines()``: the lines the trace shows (program from the log or ``raw_log``, the
+  raw state file as a fallback, failures marked); ``trace_index`` finds a line in them.
+* ``loaded_run``: the run whose full read is on screen (a ready signal).
 * the history moves (``step``, ``start``, ``live``, ``problem``, ``first_failure``) return
   a ``Moved`` saying whether the cursor moved and what to tell the user when it did not.
 * ``statement_times()``: where the time went, per statement, slowest first.
@@ -23,10 +28,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import Literal
+
+from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
-from prose_tui.model import Binding, EventKind, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.live.workspace import Part, Workspace
+from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
 from prose_tui.tui.navigator import HistoryNavigator
-from prose_tui.tui.program_trace import ProgramTrace, program_trace
+from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 
@@ -44,6 +53,25 @@ class Touch:
     only_bindings: bool
     follow: bool | None = None
     failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ValueChange:
+    """What the value pane does after a change: ``show`` ``binding`` (``None``: nothing),
+    ``reload`` the file it shows (``binding``: that file's new read, for its offsets), or
+    ``keep`` what it shows."""
+
+    action: Literal["show", "reload", "keep"]
+    binding: Binding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaTouch:
+    """What one live delta touches: ``shown``, the run on screen; ``show``, its files changed
+    (or it was read anew), so the panes show it again; else only its header (a status tick)."""
+
+    shown: bool
+    show: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,26 +143,42 @@ def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None
 
 
 class ExplorerModel:
-    """The explorer's state. ``journal`` feeds history replay of snapshot runs."""
+    """The explorer's state. ``journal`` feeds history replay of snapshot runs; ``workspace``
+    (optional for tests) says which part of a run a changed file is and which reads are full."""
 
-    def __init__(self, journal: Journal | None = None, *, follow_on_start: bool = True) -> None:
+    def __init__(self, journal: Journal | None = None, *, workspace: Workspace | None = None,
+                 follow_on_start: bool = True) -> None:
         self.nav = HistoryNavigator(journal)
+        self.workspace = workspace
         self.follow_on_start = follow_on_start  # the config's: a run opens following its executing statement
         self.run: Run | None = None
+        self.loaded_run: Path | None = None  # the run whose full read (not a summary) is on screen
         self.viewer_follows_writes = True  # until the user picks something to read
         self.opened_on_failure: Path | None = None
+        self.raw_log = False  # event-log runs: the raw log instead of the annotated program
+        self.line_of: dict[int, int] = {}  # log line -> program line while the program is shown
+        self.banner: str | None = None  # why the trace is the raw state file, when it is
         self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
+        self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
 
     # -- the run ------------------------------------------------------------------------------
-    def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool = False) -> Touch:
-        """Take ``run`` as the shown run; say what the change touches. A different run
-        resets the follow policy and the cursor (it starts live).
+    def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
+        """Take ``run`` as the shown run; say what the change touches (``changed``: the files
+        a live change wrote; ``binding_only``: only binding files, found from the workspace
+        when not given). A different run resets the follow policy and the cursor (it starts
+        live) and is not loaded until its full read is shown (``shown``).
 
         The follow policy (the one place it is decided): a run opens following its executing
         statement (``follow_on_start``), except a failed run, which opens on its failure; a
         shown run seen failed for the first time (the read after its placeholder, or a live
         run that just failed) stops following, so nothing moves the cursor off the failure."""
+        if binding_only is None:
+            workspace = self.workspace
+            binding_only = run is not None and changed is not None and workspace is not None and all(
+                workspace.part_of(run.path, p) is Part.BINDING for p in changed)
         same = run is not None and self.run is not None and run.path == self.run.path
+        if run is None or not same:
+            self.loaded_run = None
         was_failed = same and self.run is not None and self.run.status is RunStatus.FAILED
         self.run = run
         follow: bool | None = None
@@ -146,6 +190,40 @@ class ExplorerModel:
             follow = False
         return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only,
                      follow=follow, failed=failed)
+
+    def is_full_read(self, run: Run) -> bool:
+        """``run`` is the workspace's full read of its path (a summary or placeholder is another object)."""
+        workspace = self.workspace
+        return workspace is not None and run.path in workspace.detailed and workspace.runs.get(run.path) is run
+
+    def value_after(self, touch: Touch, changed: set[Path] | None, shown: Path | None) -> ValueChange:
+        """The value pane after ``touch`` (``shown``: the file it shows): a newly shown run
+        shows its newest binding; live, a binding just written replaces the one shown while
+        the viewer follows writes, and the file shown is read again when it changed."""
+        run = self.run
+        if run is None or not touch.same:
+            return ValueChange("show", newest_binding(run) if run is not None else None)
+        if not self.nav.live:
+            return ValueChange("keep")
+        newest = newest_binding(run, changed) if self.viewer_follows_writes else None
+        if newest is not None and newest.path != shown:
+            return ValueChange("show", newest)
+        if shown is not None and changed and shown in changed:
+            return ValueChange("reload", next((b for b in run.bindings if b.path == shown), None))
+        return ValueChange("keep")
+
+    def delta_touch(self, delta: Delta) -> DeltaTouch:
+        """What a live delta touches (see ``DeltaTouch``)."""
+        current = self.run
+        if current is None or delta.run.path != current.path:
+            return DeltaTouch(shown=False)
+        return DeltaTouch(shown=True, show=bool(delta.paths) or delta.run is not current)
+
+    def repaint_in_place(self, delta: Delta, shown: list[TraceLine]) -> bool:
+        """After ``delta`` is shown: whether the trace repaints ``delta.trace_lines`` in place.
+        Only live, and while it shows the run's own trace list, which the live worker grew or
+        re-stated (a frozen moment or the program view is a new list from ``trace_lines``)."""
+        return self.nav.live and shown is delta.run.trace and (delta.trace_lines is None or bool(delta.trace_lines))
 
     def load_history(self) -> None:
         self.nav.load(self.run)
@@ -196,6 +274,54 @@ class ExplorerModel:
                 if b.exists and (event.name in (b.name, stem) or (stem and stem in event.text)):
                     return b
         return None
+
+    # -- the trace ---------------------------------------------------------------------------------
+    def trace_lines(self) -> list[TraceLine]:
+        """The trace as of the cursor: the run's lines, or an event-log run's program annotated
+        from its log (unless ``raw_log``), or the raw state file when nothing parsed (``banner``
+        says why); lines whose binding records a failure are marked. Sets ``line_of``."""
+        run = self.run
+        if run is None:
+            return []
+        view = self.view() or run
+        lines, self.banner = (view.trace, None) if view.trace else self._fallback_trace(run)
+        self.line_of = {}
+        if view.trace and not self.raw_log and (annotated := self.program_view(view)) is not None:
+            lines, self.line_of = annotated.lines, annotated.line_of
+        return mark_failures(lines, view)
+
+    def trace_index(self, line: int, lines: list[TraceLine]) -> int | None:
+        """The index in ``lines`` (as shown) of trace line ``line``; a log line number while
+        the program is shown means the program line it annotates. ``None``: not shown (yet)."""
+        line = self.line_of.get(line, line)
+        return next((i for i, t in enumerate(lines) if t.line == line), None)
+
+    def toggle_raw_log(self) -> bool:
+        """Switch an event-log (or contract) run with a program file between the program
+        annotated from the log and the raw log; False (nothing changes) for other runs."""
+        run = self.run
+        if run is None or run.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or run.program_path is None:
+            return False
+        self.raw_log = not self.raw_log
+        return True
+
+    def _fallback_trace(self, run: Run) -> tuple[list[TraceLine], str | None]:
+        """The raw state file (or program) of a run with no parsed trace, read once per change."""
+        key = (run.path, run.state_mtime, run.encrypted)
+        if self._fallback[0] != key:
+            self._fallback = (key, fallback_trace(run))
+        return self._fallback[1]
+
+    def frame_target(self, frame: Frame) -> tuple[Binding | None, TraceLine | None] | None:
+        """Enter on a call-stack frame: the newest binding in its scope and its block's line in
+        the trace as of the cursor (each ``None`` where there is none); ``None`` without a run."""
+        view = self.view()
+        if view is None:
+            return None
+        scoped = [b for b in view.bindings if b.execution_id == frame.execution_id and b.exists]
+        newest = max(scoped, key=lambda b: (b.mtime or 0.0, b.name)) if scoped else None
+        block = next((t for t in view.trace if t.text.strip().startswith(f"block {frame.block}")), None)
+        return newest, block
 
     def program_view(self, view: Run) -> ProgramTrace | None:
         """An event-log or contract run's program annotated from its log, when the program

@@ -1,4 +1,6 @@
-"""The explorer screen: lays out the panes and maps keys; ``ExplorerModel`` decides.
+"""The explorer screen: lays out the panes and maps keys. ``ExplorerModel`` decides (the
+run, the cursor, the follow policy, what a change touches), ``Panes`` renders it on the
+widgets, ``RunFeed`` reads and watches the runs.
 
 Two layouts, both keeping the trace on screen (lazygit keeps every panel visible):
 
@@ -29,14 +31,14 @@ from textual.worker import Worker, WorkerState
 
 from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
-from prose_tui.model import Run, RunFormat
+from prose_tui.model import Run
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.screens.explorer_feed import DeltaApplied, LiveProblem, RunFeed, RunsChanged
 from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
-from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
+from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
@@ -87,36 +89,27 @@ class ExplorerScreen(Screen[None]):
         super().__init__()
         self.workspace = workspace
         self.feed = RunFeed(self, workspace, live=watch, journal=journal, initial=initial)
-        self.model = ExplorerModel(journal)  # its follow_on_start is the app's, set on mount
+        self.model = ExplorerModel(journal, workspace=workspace)  # its follow_on_start is the app's, set on mount
         self.active = TRACE
         self.zoomed = False
         self.reads_done = 0
         self.search_term = ""
-        self.loaded_run: Path | None = None
         self.first_read_done = False  # every run listed and the layout settled after the first read
         self.panes = Panes(self, self.model, workspace)
         self._started = False
 
-    # -- the model's state, under the names the live path uses ------------------------------------
+    # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
     def current_run(self) -> Run | None:
         return self.model.run
 
-    @current_run.setter
-    def current_run(self, run: Run | None) -> None:
-        self.model.run = run
+    @property
+    def loaded_run(self) -> Path | None:
+        return self.model.loaded_run
 
     @property
     def nav(self) -> HistoryNavigator:
         return self.model.nav
-
-    @property
-    def viewer_follows_writes(self) -> bool:
-        return self.model.viewer_follows_writes
-
-    @viewer_follows_writes.setter
-    def viewer_follows_writes(self, value: bool) -> None:
-        self.model.viewer_follows_writes = value
 
     @property
     def head_text(self) -> Text:
@@ -175,13 +168,9 @@ class ExplorerScreen(Screen[None]):
         self.call_after_refresh(self._start)
 
     def _start(self) -> None:
-        titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents",
-                  "value-pane": "Value", "history-pane": "History"}
-        for pane_id, title in titles.items():
-            self.query_one(f"#{pane_id}").border_title = title
         self._started = True
+        self.panes.start()
         self._layout()
-        self.panes.status()
         self.feed.scan()
         self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self.feed.tick)
 
@@ -268,12 +257,7 @@ class ExplorerScreen(Screen[None]):
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
-        run = self.workspace.runs.get(path) or next((r for r in self.query_one(RunList).runs if r.path == path), None)
-        if self.loaded_run != path:
-            self.loaded_run = None
-        self.show_run(run)
-        if path not in self.workspace.detailed:
-            self.feed.open_in_full(path)
+        self.feed.open(path)
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
@@ -284,60 +268,28 @@ class ExplorerScreen(Screen[None]):
         self.panes.refresh(only_bindings=only_bindings)
 
     def open_import(self, parent: Path, handle: str) -> bool:
-        """Show the import ``handle`` of the run at ``parent`` as a run of its own."""
-        run = self.workspace.runs.get(parent)
-        child = next((i for i in (run.imports if run else []) if (i.import_handle or i.id) == handle), None)
-        if child is None:
+        """Show the import ``handle`` of the run at ``parent`` as a run of its own, in the trace."""
+        if not self.feed.open_import(parent, handle):
             return False
-        self.loaded_run = None
-        self.show_run(child)
-        self.loaded_run = child.path
         self.activate(TRACE)
         return True
 
-
-
-
-
-
-
-
-
-
     def action_toggle_log(self) -> None:
-        run = self.current_run
-        if run is None or run.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or run.program_path is None:
+        if not self.model.toggle_raw_log():
             self.notify("This run has no event log beside a program file", markup=False)
             return
-        self.panes.raw_log = not self.panes.raw_log
         self.panes.refresh()
-        self.notify("The raw event log" if self.panes.raw_log else "The program, annotated from the log", markup=False)
-
+        self.notify("The raw event log" if self.model.raw_log else "The program, annotated from the log", markup=False)
 
     def show_target(self, target: Target | None) -> None:
         self.query_one(ValueViewer).show_target(target)
 
-
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
         self._moved(self.model.to(event.index))
 
-
-
-
-
     # -- trace, stack and value ----------------------------------------------------------------------
     def on_trace_view_binding_requested(self, event: TraceView.BindingRequested) -> None:
-        if self.current_run is None:
-            return
-        binding = resolve_trace_binding(self.model.view() or self.current_run, event.path, event.line.text)
-        if binding is None:
-            what = f"'{event.line.note}' names no binding file" if event.line.note else f"line {event.line.line} wrote no binding"
-            self.notify(what, severity="information", markup=False)
-            return
-        self.viewer_follows_writes = False
-        self.query_one(BindingTree).select_binding_path(binding.path)
-        self.query_one(ValueViewer).show_target(binding_target(binding, self.current_run))
-        self.bring_up(VALUE)
+        self.panes.open_trace_binding(event.line, event.path)
 
     def on_trace_view_follow_changed(self, event: TraceView.FollowChanged) -> None:
         self.panes.titles()
@@ -345,7 +297,7 @@ class ExplorerScreen(Screen[None]):
 
     def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
         if self.query_one(BindingTree).has_focus:
-            self.viewer_follows_writes = False  # the user picked it; stop switching to new writes
+            self.model.viewer_follows_writes = False  # the user picked it; stop switching to new writes
         self.query_one(ValueViewer).show_target(event.target)
         if event.opened:
             self.bring_up(VALUE)
@@ -356,24 +308,7 @@ class ExplorerScreen(Screen[None]):
             self.notify(f"import {event.handle} cannot be opened as a run", severity="warning", markup=False)
 
     def on_call_stack_view_frame_chosen(self, event: CallStackView.FrameChosen) -> None:
-        """Enter on a frame: its newest binding in the value pane, its block in the trace."""
-        view = self.model.view()
-        if view is None:
-            return
-        eid = event.frame.execution_id
-        scoped = [b for b in view.bindings if b.execution_id == eid and b.exists]
-        if scoped:
-            newest = max(scoped, key=lambda b: (b.mtime or 0.0, b.name))
-            self.viewer_follows_writes = False
-            self.query_one(BindingTree).select_binding_path(newest.path)
-            self.show_target(binding_target(newest, view))
-        block = next((t for t in view.trace if t.text.strip().startswith(f"block {event.frame.block}")), None)
-        if block is not None:
-            self.panes.show_trace_line(block.line)
-        if not scoped and block is None:
-            self.notify(f"frame {eid}: no bindings and no block line found", markup=False)
-            return
-        self.bring_up(VALUE if scoped else TRACE)
+        self.panes.open_frame(event.frame)
 
     # -- actions ----------------------------------------------------------------------------------------
     def action_cycle_pane(self, step: int) -> None:
@@ -445,8 +380,6 @@ class ExplorerScreen(Screen[None]):
 
     def action_history_first_failure(self) -> None:
         self._moved(self.model.first_failure())
-
-
 
     # -- the feed: reads and live changes ------------------------------------------------------------
     def runs_read(self) -> None:

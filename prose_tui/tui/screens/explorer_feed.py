@@ -203,7 +203,27 @@ class RunFeed:
                 run_list.select_path(running.path)
         screen.runs_read()
 
-    # -- full reads ------------------------------------------------------------------------------------
+    # -- opening a run, full reads --------------------------------------------------------------------
+    def open(self, path: Path) -> None:
+        """Show the run at ``path``: its summary at once, then all of it once read."""
+        run = self.workspace.runs.get(path) or next((r for r in self.screen.query_one(RunList).runs if r.path == path), None)
+        self.screen.show_run(run)
+        if path not in self.workspace.detailed:
+            self.open_in_full(path)
+
+    def open_import(self, parent: Path, handle: str) -> bool:
+        """Show the import ``handle`` of the run at ``parent`` as a run of its own (read in
+        full with its parent); False when the parent has no such import."""
+        run = self.workspace.runs.get(parent)
+        child = next((i for i in (run.imports if run else []) if (i.import_handle or i.id) == handle), None)
+        if child is None:
+            return False
+        model = self.screen.model
+        model.loaded_run = None
+        self.screen.show_run(child)
+        model.loaded_run = child.path
+        return True
+
     def open_in_full(self, path: Path) -> None:
         """Read a summarised run in full (bindings, agents, imports) in a thread worker and show it.
 
@@ -300,15 +320,15 @@ class RunFeed:
         screen = self.screen
         run = delta.run
         screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
-        current = screen.current_run
-        if current is None or run.path != current.path:
+        touch = screen.model.delta_touch(delta)
+        if not touch.shown:
             return
-        if delta.paths or run is not current:
+        if touch.show:
             screen.show_run(run, changed=set(delta.paths))
         else:
             screen.panes.head(run)  # a status tick: nothing on disk changed
         trace = screen.query_one(TraceView)
-        if screen.nav.live and trace.lines is run.trace and (delta.trace_lines is None or delta.trace_lines):
+        if screen.model.repaint_in_place(delta, trace.lines):
             trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
         # The history (timeline) catches up just after: show_run schedules it, and it is
         # extended by the delta's events, not rebuilt (prose_tui.history.stream).

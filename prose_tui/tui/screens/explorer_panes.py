@@ -18,14 +18,12 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from prose_tui.backends.common.status import age
-from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext
-from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Run, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, failure_line, newest_binding, when_text
-from prose_tui.tui.program_trace import mark_failures
+from prose_tui.live.workspace import Workspace
+from prose_tui.model import Binding, Frame, Run, TraceLine
+from prose_tui.tui.explorer_model import ExplorerModel, failure_line, when_text
 from prose_tui.tui.screens.history_keys import failure_markdown
-from prose_tui.tui.targets import Target, binding_target
+from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
@@ -54,61 +52,55 @@ class Panes:
         self.model = model
         self.workspace = workspace
         self.head_text = Text()  # the run header as shown
-        self.banner: str | None = None
-        self.raw_log = False  # event-log runs: the raw log instead of the annotated program
-        self.line_of: dict[int, int] = {}  # log line -> program line while the program is shown
         self._history_timer: Timer | None = None
-        self._fallback_key: tuple | None = None
-        self._fallback_value: tuple[list[TraceLine], str | None] = ([], None)
+
+    def start(self) -> None:
+        """The panes' titles and the status line before anything is read."""
+        titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents",
+                  "value-pane": "Value", "history-pane": "History"}
+        for pane_id, title in titles.items():
+            self.screen.query_one(f"#{pane_id}").border_title = title
+        self.status()
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
-        """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
-        binding_only = run is not None and changed is not None and all(
-            self.workspace.part_of(run.path, p) is Part.BINDING for p in changed)
-        touch = self.model.touch(run, changed, binding_only)
-        if run is None or not touch.same:
-            self.screen.loaded_run = None
+        """Show ``run`` in every pane; ``changed`` are the files that changed (live update).
+        The model says what that touches; its full read, once shown, is ``loaded_run``."""
+        model = self.model
+        touch = model.touch(run, changed)
         if touch.live:
             # The panes show the run (or keep their frozen moment); the history and its count of
             # new events catch up just after, off the hot path.
             self._history_later()
         else:
-            self.model.load_history()
+            model.load_history()
         viewer = self.screen.query_one(ValueViewer)
         if run is None:
             self.refresh()
             viewer.show_target(None)
             return
+        trace = self.screen.query_one(TraceView)
         if touch.follow is not None:
-            self.screen.query_one(TraceView).set_following(touch.follow)
+            trace.set_following(touch.follow)
         self.refresh(only_bindings=touch.only_bindings)
         if touch.failed:
-            trace = self.screen.query_one(TraceView)
             trace.move_cursor(failure_line(trace.lines))
-        if not touch.same:
-            newest = newest_binding(run)
-            viewer.show_target(binding_target(newest, run) if newest else None)
-        elif self.model.nav.live:
-            newest = newest_binding(run, changed) if self.model.viewer_follows_writes else None
-            if newest is not None and (viewer.target is None or viewer.target.path != newest.path):
-                viewer.show_target(binding_target(newest, run))
-            elif viewer.target is not None and viewer.target.path is not None and changed and viewer.target.path in changed:
-                fresh = next((b for b in run.bindings if b.path == viewer.target.path), None)
-                # The header may have changed length: read the value with the new binding's offset.
-                viewer.reload(target=binding_target(fresh, run) if fresh is not None and viewer.target.binding else None)
-        if self._is_full_read(run):
+        target = viewer.target
+        change = model.value_after(touch, changed, target.path if target is not None else None)
+        if change.action == "show":
+            viewer.show_target(binding_target(change.binding, run) if change.binding is not None else None)
+        elif change.action == "reload":
+            # The header may have changed length: read the value with the new binding's offset.
+            fresh = change.binding if change.binding is not None and target is not None and target.binding else None
+            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None)
+        if model.is_full_read(run):
             self.open_on_failure()
-            self.screen.loaded_run = run.path
-
-    def _is_full_read(self, run: Run) -> bool:
-        """``run`` is the workspace's full read of its path (a summary or placeholder is another object)."""
-        return run.path in self.workspace.detailed and self.workspace.runs.get(run.path) is run
+            model.loaded_run = run.path
 
     def open_on_failure(self) -> None:
         """A failed run seen for the first time opens on its first failure, once its full read
         and its history are both there (the history may arrive after the read)."""
         run = self.model.run
-        if run is not None and self._is_full_read(run):
+        if run is not None and self.model.is_full_read(run):
             ctx = self.model.failure_to_open_on()
             if ctx is not None and not self.failure(ctx, bring_up=False):
                 self.model.opened_on_failure = None  # its statement is not in the trace yet: again later
@@ -142,11 +134,7 @@ class Panes:
             return
         view = self.model.view() or run
         if not only_bindings:
-            lines, self.banner = (view.trace, None) if view.trace else self._fallback(run)
-            self.line_of = {}
-            if view.trace and not self.raw_log and (annotated := self.model.program_view(view)) is not None:
-                lines, self.line_of = annotated.lines, annotated.line_of
-            lines = mark_failures(lines, view)
+            lines = self.model.trace_lines()
             if lines != trace.lines:
                 trace.set_lines(lines)
             self._stack(view)
@@ -190,33 +178,25 @@ class Panes:
         box.display = bool(times)
         box.update(text)
 
-    def _fallback(self, run: Run) -> tuple[list[TraceLine], str | None]:
-        """The raw state file (or program) of a run with no parsed trace, read once per change."""
-        key = (run.path, run.state_mtime, run.encrypted)
-        if self._fallback_key != key:
-            self._fallback_key, self._fallback_value = key, fallback_trace(run)
-        return self._fallback_value
-
     def show_trace_line(self, line: int) -> bool:
         """Put the trace cursor on trace line ``line`` (stops following); False when the trace
         does not show that line (yet)."""
         trace = self.screen.query_one(TraceView)
-        line = self.line_of.get(line, line)
-        for i, t in enumerate(trace.lines):
-            if t.line == line:
-                trace.set_following(False)
-                trace.move_cursor(i)
-                # New lines get their size on the next refresh: scroll to the line once they have.
-                self.screen.call_after_refresh(trace.scroll_to_cursor, center=True)
-                return True
-        return False
+        index = self.model.trace_index(line, trace.lines)
+        if index is None:
+            return False
+        trace.set_following(False)
+        trace.move_cursor(index)
+        # New lines get their size on the next refresh: scroll to the line once they have.
+        self.screen.call_after_refresh(trace.scroll_to_cursor, center=True)
+        return True
 
     def head(self, run: Run | None) -> None:
         view = (self.model.view() if run is not None and not self.model.nav.live else run) or run
         moment = self.model.moment()
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         header = self.screen.query_one(RunHeader)
-        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.banner))
+        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner))
         self.head_text = header.shown
         self.titles()
         self.status()
@@ -247,9 +227,9 @@ class Panes:
         else:
             pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
             pane.border_subtitle = "z zoom" if self.screen.compact else None
-        if self.line_of:
+        if self.model.line_of:
             pane.border_title = f"{pane.border_title} · program from the log (L: raw)"
-        elif self.raw_log:
+        elif self.model.raw_log:
             pane.border_title = f"{pane.border_title} · raw log (L: program)"
         history = self.screen.query_one("#history-pane")
         note = f" · {nav.history.origin}" if nav.history and nav.events else ""
@@ -269,6 +249,42 @@ class Panes:
         self.screen.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
                                         following=self.screen.query_one(TraceView).following, pending=self.model.nav.pending,
                                         as_of=as_of, compact=self.screen.compact)
+
+    def open_trace_binding(self, line: TraceLine, path: str | None) -> None:
+        """Enter on a trace line: the binding it wrote (``path``: run-relative, from its
+        annotation) in the value pane, brought up; a note when it wrote none."""
+        run = self.model.run
+        if run is None:
+            return
+        binding = resolve_trace_binding(self.model.view() or run, path, line.text)
+        if binding is None:
+            what = f"'{line.note}' names no binding file" if line.note else f"line {line.line} wrote no binding"
+            self.screen.notify(what, severity="information", markup=False)
+            return
+        self.show_binding(binding, run)
+        self.screen.bring_up(VALUE)
+
+    def open_frame(self, frame: Frame) -> None:
+        """Enter on a call-stack frame: its newest binding in the value pane, its block in the trace."""
+        found, view = self.model.frame_target(frame), self.model.view()
+        if found is None or view is None:
+            return
+        newest, block = found
+        if newest is not None:
+            self.show_binding(newest, view)
+        if block is not None:
+            self.show_trace_line(block.line)
+        if newest is None and block is None:
+            self.screen.notify(f"frame {frame.execution_id}: no bindings and no block line found", markup=False)
+            return
+        self.screen.bring_up(VALUE if newest is not None else TRACE)
+
+    def show_binding(self, binding: Binding, run: Run) -> None:
+        """The user chose ``binding`` (of ``run``): selected in the tree, its value in the
+        value pane; the viewer stops switching to newer writes."""
+        self.model.viewer_follows_writes = False
+        self.screen.query_one(BindingTree).select_binding_path(binding.path)
+        self.screen.query_one(ValueViewer).show_target(binding_target(binding, run))
 
     def failure_if_any(self, *, bring_up: bool = True) -> None:
         """On a failure event: its report in the value pane (brought up where hidden) and its
