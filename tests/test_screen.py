@@ -283,6 +283,17 @@ def test_statement_times_slowest_first_and_never_negative():
     assert when_text(t0, today=t0).count(":") == 2 and "2026-03-01" in when_text(t0, today=t0 + timedelta(days=2))
 
 
+def test_statement_times_take_event_times_with_and_without_a_zone():
+    t0 = datetime(2026, 3, 1, 10, 0)  # no zone (as a SQLite timestamp may be), then one with it
+    events = [Event(0, EventKind.STATEMENT_STARTED, "a", time=t0, name="a"),
+              Event(1, EventKind.STATEMENT_STARTED, "b", time=(t0 + timedelta(seconds=30)).replace(tzinfo=timezone.utc), name="b"),
+              Event(2, EventKind.RUN_ENDED, "end", time=t0 + timedelta(seconds=40))]
+    model = ExplorerModel()
+    model.run = Run(id="r", path=Path("/r"))
+    model.nav.history = History(events=events, origin="log", note="")
+    assert [(t.name, t.seconds) for t in model.statement_times()] == [("a", 30.0), ("b", 10.0)]
+
+
 # -- failures where they are ---------------------------------------------------------------------------
 def test_exit_codes_and_error_lines_mark_the_binding_and_reach_json(tmp_path):
     root = tmp_path / "bindings"
@@ -438,7 +449,7 @@ def test_show_json_carries_binding_failures(tmp_path, capsys):
 # -- event-log runs ---------------------------------------------------------------------------------
 def test_an_event_log_annotates_its_program():
     from prose_tui.headless.cli import load_runs
-    from prose_tui.tui.explorer_model import program_trace
+    from prose_tui.tui.program_trace import program_trace
 
     run = load_runs(FAILED_RUN)[0]
     annotated = program_trace(run.trace, run.program_path.read_text())

@@ -9,22 +9,33 @@ decides is here so it can be tested without an app:
   and the status line render this, so a frozen cursor shows that moment everywhere.
 * ``moment()``: where the cursor is (event index, 0-based like ``Event.seq`` and
   ``prose-tui show --at N``), its time and the status as of then.
-* ``touch(run, changed)``: what a live change means for the panes (``Touch``).
+* ``touch(run, changed)``: what showing a run (or a change to it) means for the panes,
+  and the follow policy (``Touch``); ``value_after`` what the value pane does then;
+  ``delta_touch``/``repaint_in_place`` what a live delta touches.
+* ``trace_lines()``: the lines the trace shows (program from the log or ``raw_log``, the
+  raw state file as a fallback, failures marked); ``trace_index`` finds a line in them.
+* ``loaded_run``: the run whose full read is on screen (a ready signal).
 * the history moves (``step``, ``start``, ``live``, ``problem``, ``first_failure``) return
   a ``Moved`` saying whether the cursor moved and what to tell the user when it did not.
 * ``statement_times()``: where the time went, per statement, slowest first.
+
+An event-log run's program annotated from its log is ``tui/program_trace.py``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import Literal
+
+from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
-from prose_tui.model import Binding, EventKind, Run, RunFormat, RunStatus, TraceLine, assigned_name
+from prose_tui.live.workspace import Part, Workspace
+from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
 from prose_tui.tui.navigator import HistoryNavigator
+from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 
@@ -32,11 +43,35 @@ _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 @dataclass(frozen=True, slots=True)
 class Touch:
     """What one change to the shown run touches: ``same`` run as before, ``live`` change
-    (``changed`` files given), ``only_bindings`` when nothing but binding files changed."""
+    (``changed`` files given), ``only_bindings`` when nothing but binding files changed;
+    ``follow``: whether the trace follows the executing statement from now on (``None``:
+    as it was, the user's ``f`` stands); ``failed``: the run is seen failed for the first
+    time, so the cursor goes to its failure (``failure_line``, then its failure event)."""
 
     same: bool
     live: bool
     only_bindings: bool
+    follow: bool | None = None
+    failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ValueChange:
+    """What the value pane does after a change: ``show`` ``binding`` (``None``: nothing),
+    ``reload`` the file it shows (``binding``: that file's new read, for its offsets), or
+    ``keep`` what it shows."""
+
+    action: Literal["show", "reload", "keep"]
+    binding: Binding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaTouch:
+    """What one live delta touches: ``shown``, the run on screen; ``show``, its files changed
+    (or it was read anew), so the panes show it again; else only its header (a status tick)."""
+
+    shown: bool
+    show: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +125,18 @@ def when_text(time: datetime, today: datetime | None = None, *, approximate: boo
     return f"{mark}{t:%Y-%m-%d %H:%M:%S}"
 
 
+def _utc(time: datetime) -> datetime:
+    """``time`` comparable with any other event time: one without a zone is taken as UTC
+    (a backend may give both, e.g. SQLite timestamps stored with and without an offset)."""
+    return time if time.tzinfo is not None else time.replace(tzinfo=timezone.utc)
+
+
+def failure_line(lines: list[TraceLine]) -> int:
+    """The index a failed run's trace cursor rests on until (or without) its failure event
+    in the history: the first line marked failed, else the last line (0 for no lines)."""
+    return next((i for i, t in enumerate(lines) if t.state is StatementState.FAILED), max(0, len(lines) - 1))
+
+
 def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None:
     """The most recently written readable binding (among ``changed`` when given)."""
     candidates = [b for b in run.bindings if b.exists and not b.encrypted and b.mtime is not None
@@ -100,24 +147,87 @@ def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None
 
 
 class ExplorerModel:
-    """The explorer's state. ``journal`` feeds history replay of snapshot runs."""
+    """The explorer's state. ``journal`` feeds history replay of snapshot runs; ``workspace``
+    (optional for tests) says which part of a run a changed file is and which reads are full."""
 
-    def __init__(self, journal: Journal | None = None) -> None:
+    def __init__(self, journal: Journal | None = None, *, workspace: Workspace | None = None,
+                 follow_on_start: bool = True) -> None:
         self.nav = HistoryNavigator(journal)
+        self.workspace = workspace
+        self.follow_on_start = follow_on_start  # the config's: a run opens following its executing statement
         self.run: Run | None = None
+        self.loaded_run: Path | None = None  # the run whose full read (not a summary) is on screen
         self.viewer_follows_writes = True  # until the user picks something to read
         self.opened_on_failure: Path | None = None
+        self.raw_log = False  # event-log runs: the raw log instead of the annotated program
+        self.line_of: dict[int, int] = {}  # log line -> program line while the program is shown
+        self.banner: str | None = None  # why the trace is the raw state file, when it is
         self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
+        self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
 
     # -- the run ------------------------------------------------------------------------------
-    def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool = False) -> Touch:
-        """Take ``run`` as the shown run; say what the change touches. A different run
-        resets the follow policy and the cursor (it starts live)."""
+    def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
+        """Take ``run`` as the shown run; say what the change touches (``changed``: the files
+        a live change wrote; ``binding_only``: only binding files, found from the workspace
+        when not given). A different run resets the follow policy and the cursor (it starts
+        live) and is not loaded until its full read is shown (``shown``).
+
+        The follow policy (the one place it is decided): a run opens following its executing
+        statement (``follow_on_start``), except a failed run, which opens on its failure; a
+        shown run seen failed for the first time (the read after its placeholder, or a live
+        run that just failed) stops following, so nothing moves the cursor off the failure."""
+        if binding_only is None:
+            workspace = self.workspace
+            binding_only = run is not None and changed is not None and workspace is not None and all(
+                workspace.part_of(run.path, p) is Part.BINDING for p in changed)
         same = run is not None and self.run is not None and run.path == self.run.path
+        if run is None or not same:
+            self.loaded_run = None
+        was_failed = same and self.run is not None and self.run.status is RunStatus.FAILED
         self.run = run
+        follow: bool | None = None
         if not same:
             self.viewer_follows_writes = True
-        return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only)
+            follow = self.follow_on_start
+        failed = run is not None and run.status is RunStatus.FAILED and not was_failed
+        if failed:
+            follow = False
+        return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only,
+                     follow=follow, failed=failed)
+
+    def is_full_read(self, run: Run) -> bool:
+        """``run`` is the workspace's full read of its path (a summary or placeholder is another object)."""
+        workspace = self.workspace
+        return workspace is not None and run.path in workspace.detailed and workspace.runs.get(run.path) is run
+
+    def value_after(self, touch: Touch, changed: set[Path] | None, shown: Path | None) -> ValueChange:
+        """The value pane after ``touch`` (``shown``: the file it shows): a newly shown run
+        shows its newest binding; live, a binding just written replaces the one shown while
+        the viewer follows writes, and the file shown is read again when it changed."""
+        run = self.run
+        if run is None or not touch.same:
+            return ValueChange("show", newest_binding(run) if run is not None else None)
+        if not self.nav.live:
+            return ValueChange("keep")
+        newest = newest_binding(run, changed) if self.viewer_follows_writes else None
+        if newest is not None and newest.path != shown:
+            return ValueChange("show", newest)
+        if shown is not None and changed and shown in changed:
+            return ValueChange("reload", next((b for b in run.bindings if b.path == shown), None))
+        return ValueChange("keep")
+
+    def delta_touch(self, delta: Delta) -> DeltaTouch:
+        """What a live delta touches (see ``DeltaTouch``)."""
+        current = self.run
+        if current is None or delta.run.path != current.path:
+            return DeltaTouch(shown=False)
+        return DeltaTouch(shown=True, show=bool(delta.paths) or delta.run is not current)
+
+    def repaint_in_place(self, delta: Delta, shown: list[TraceLine]) -> bool:
+        """After ``delta`` is shown: whether the trace repaints ``delta.trace_lines`` in place.
+        Only live, and while it shows the run's own trace list, which the live worker grew or
+        re-stated (a frozen moment or the program view is a new list from ``trace_lines``)."""
+        return self.nav.live and shown is delta.run.trace and (delta.trace_lines is None or bool(delta.trace_lines))
 
     def load_history(self) -> None:
         self.nav.load(self.run)
@@ -170,6 +280,54 @@ class ExplorerModel:
                     return b
         return None
 
+    # -- the trace ---------------------------------------------------------------------------------
+    def trace_lines(self) -> list[TraceLine]:
+        """The trace as of the cursor: the run's lines, or an event-log run's program annotated
+        from its log (unless ``raw_log``), or the raw state file when nothing parsed (``banner``
+        says why); lines whose binding records a failure are marked. Sets ``line_of``."""
+        run = self.run
+        if run is None:
+            return []
+        view = self.view() or run
+        lines, self.banner = (view.trace, None) if view.trace else self._fallback_trace(run)
+        self.line_of = {}
+        if view.trace and not self.raw_log and (annotated := self.program_view(view)) is not None:
+            lines, self.line_of = annotated.lines, annotated.line_of
+        return mark_failures(lines, view)
+
+    def trace_index(self, line: int, lines: list[TraceLine]) -> int | None:
+        """The index in ``lines`` (as shown) of trace line ``line``; a log line number while
+        the program is shown means the program line it annotates. ``None``: not shown (yet)."""
+        line = self.line_of.get(line, line)
+        return next((i for i, t in enumerate(lines) if t.line == line), None)
+
+    def toggle_raw_log(self) -> bool:
+        """Switch an event-log (or contract) run with a program file between the program
+        annotated from the log and the raw log; False (nothing changes) for other runs."""
+        run = self.run
+        if run is None or run.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or run.program_path is None:
+            return False
+        self.raw_log = not self.raw_log
+        return True
+
+    def _fallback_trace(self, run: Run) -> tuple[list[TraceLine], str | None]:
+        """The raw state file (or program) of a run with no parsed trace, read once per change."""
+        key = (run.path, run.state_mtime, run.encrypted)
+        if self._fallback[0] != key:
+            self._fallback = (key, fallback_trace(run))
+        return self._fallback[1]
+
+    def frame_target(self, frame: Frame) -> tuple[Binding | None, TraceLine | None] | None:
+        """Enter on a call-stack frame: the newest binding in its scope and its block's line in
+        the trace as of the cursor (each ``None`` where there is none); ``None`` without a run."""
+        view = self.view()
+        if view is None:
+            return None
+        scoped = [b for b in view.bindings if b.execution_id == frame.execution_id and b.exists]
+        newest = max(scoped, key=lambda b: (b.mtime or 0.0, b.name)) if scoped else None
+        block = next((t for t in view.trace if t.text.strip().startswith(f"block {frame.block}")), None)
+        return newest, block
+
     def program_view(self, view: Run) -> ProgramTrace | None:
         """An event-log or contract run's program annotated from its log, when the program
         file is there (read again only when the file changes)."""
@@ -221,107 +379,9 @@ class ExplorerModel:
                 continue
             name = event.name or event.step or event.text.strip()[:40]
             nxt = next((e.time for e in events[i + 1:end] if e.time is not None), None)
-            seconds = (nxt - event.time).total_seconds() if nxt is not None else 0.0
+            seconds = (_utc(nxt) - _utc(event.time)).total_seconds() if nxt is not None else 0.0
             entry = totals.setdefault(name, [0.0, 0])
             entry[0] += max(0.0, seconds)
             entry[1] += 1
         out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in totals.items()]
         return sorted(out, key=lambda s: (-s.seconds, s.name))
-
-
-# -- event-log runs: the program annotated from the log ------------------------------------------------
-_LOG_STEP = re.compile(r"^\s*(?P<step>\d+[a-z]?)\s*→\s*(?P<body>.*)$")
-_LOG_NAME = re.compile(r"^(?:block:)?(?P<name>[A-Za-z_][\w-]*)")
-
-
-@dataclass(frozen=True, slots=True)
-class ProgramTrace:
-    """The program's lines annotated from an event log. ``line_of`` maps a log line number
-    to the program line it annotates (for jumps: a failure, a search hit in the log)."""
-
-    lines: list[TraceLine]
-    line_of: dict[int, int]
-
-
-def program_trace(log: list[TraceLine], program: str) -> ProgramTrace | None:
-    """Annotate ``program`` (the run's program text) from ``log`` (an event log's trace
-    lines, FORMATS.md compact event log: ``4→ draft ✗ timeout``, ``2→ ∥start a,b``,
-    ``3→ block:review#7``, ``3→ #7 done``).
-
-    Each log step is matched to the program line that assigns its name (one
-    ``assigned_name`` rule), ``do name(...)`` for a block call, or the next ``parallel``
-    for ``∥start``/``∥done``; the line takes the state of the latest step on it and the
-    step's text as its note. ``None`` when no step matches a line (the program is not the
-    one the log ran)."""
-    source = program.splitlines()
-    out = [TraceLine(line=i + 1, text=text) for i, text in enumerate(source)]
-    line_of: dict[int, int] = {}
-    calls: dict[str, int] = {}
-    parallel_at: int | None = None
-    last = -1
-    for t in log:
-        m = _LOG_STEP.match(t.text)
-        if not m:
-            continue
-        body = m.group("body").strip()
-        target: int | None = None
-        if body.startswith(("∥", "‖", "||")):
-            if "start" in body or parallel_at is None:
-                parallel_at = next((i for i in range(max(0, last), len(source)) if source[i].strip().startswith("parallel")),
-                                   next((i for i, s in enumerate(source) if s.strip().startswith("parallel")), None))
-            target = parallel_at
-        elif body.startswith("#"):  # "#7 done": the block call returned
-            eid = body[1:].split()[0]
-            target = calls.get(eid)
-        elif body.startswith("retry:"):
-            previous = line_of.get(_previous_line(log, t.line))
-            target = previous - 1 if previous is not None else None
-        elif body.startswith("gate:"):  # a gate is the next condition after the last step
-            target = next((i for i in range(max(0, last), len(source)) if source[i].strip().startswith(("if ", "if**"))), None)
-        elif nm := _LOG_NAME.match(body):
-            name = nm.group("name")
-            if body.startswith("block:"):
-                target = next((i for i, s in enumerate(source) if s.strip().startswith(f"do {name}")), None)
-                if target is not None and "#" in body:
-                    calls[body.rsplit("#", 1)[1].split()[0]] = target
-            else:
-                target = next((i for i, s in enumerate(source) if assigned_name(s) == name), None)
-        if target is None:
-            continue
-        last = target
-        line_of[t.line] = target + 1
-        old = out[target]
-        out[target] = TraceLine(line=old.line, text=old.text, state=t.state or old.state, note=t.text.strip(),
-                                binding=t.binding or old.binding, attempt=t.attempt or old.attempt,
-                                max_attempts=t.max_attempts or old.max_attempts, step=m.group("step"))
-    if not line_of:
-        return None
-    return ProgramTrace(out, line_of)
-
-
-def _previous_line(log: list[TraceLine], line: int) -> int:
-    before = [t.line for t in log if t.line < line and _LOG_STEP.match(t.text) and "retry:" not in t.text]
-    return before[-1] if before else -1
-
-
-def mark_failures(lines: list[TraceLine], view: Run) -> list[TraceLine]:
-    """Trace lines whose binding records a failure (exit code, error line) get it in
-    ``failure`` and at the end of their note, so the trace shows where it failed."""
-    failed = {b.path: b for b in view.bindings if b.failure}
-    if not failed:
-        return lines
-    by_name = {b.name: b for b in failed.values()}
-    out = []
-    for t in lines:
-        b = None
-        if t.binding:
-            b = failed.get((view.path / t.binding).resolve()) or failed.get(view.path / t.binding)
-        if b is None and (name := assigned_name(t.text)):
-            b = by_name.get(name)
-        if b is not None and b.failure:
-            mark = f"✗ {b.failure}"
-            note = f"{t.note}  {mark}" if t.note else f"# {mark}"
-            t = TraceLine(line=t.line, text=t.text, state=t.state, note=note, binding=t.binding, attempt=t.attempt,
-                          max_attempts=t.max_attempts, step=t.step, failure=b.failure)
-        out.append(t)
-    return out

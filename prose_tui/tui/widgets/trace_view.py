@@ -458,7 +458,7 @@ class TraceView(ScrollView, can_focus=True):
         self._ensure_layout()
         self._cache.clear()
         if self.following:
-            self.call_after_refresh(self._to_executing)
+            self.call_after_refresh(self._follow_now)
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
         # Textual drops a scroll while the scrollbar is not (yet) shown: new lines longer than
@@ -468,5 +468,12 @@ class TraceView(ScrollView, can_focus=True):
 
     def on_show(self) -> None:
         if self.following:
-            self.call_after_refresh(self._to_executing)
+            self.call_after_refresh(self._follow_now)
+
+    def _follow_now(self) -> None:
+        """A follow move deferred to after a refresh (a resize, the pane shown). Following is
+        checked again when it runs: the cursor may have been put elsewhere in between (a
+        failed run opened on its failure), and a stale move would take it to the last line."""
+        if self.following:
+            self._to_executing()
 

@@ -1,0 +1,392 @@
+"""The explorer's runs: the first read, full reads, the live pipeline, polled sources, the tick.
+
+``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
+in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
+run list, and hands every run to show to ``ExplorerScreen.show_run``. Live changes come
+from the process's live pipeline (``prose_tui.live.pipeline``): watching, routing and
+applying happen on its worker thread; the screen receives one ``DeltaApplied`` message per
+changed run and passes it to ``RunFeed.delta``, which updates the run list and the panes
+(the trace repaints the lines the delta names). The UI thread reads no disk for a live
+change and never waits on the workspace lock while the worker reads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from prose_tui.history import Journal
+from prose_tui.live.pipeline import LivePipeline, journal_sink
+from prose_tui.live.workspace import Applied, Workspace, placeholder
+from prose_tui.model import Delta, Run, RunStatus
+from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.trace_view import TraceView
+
+if TYPE_CHECKING:
+    from prose_tui.tui.screens.explorer import ExplorerScreen
+
+
+class DeltaApplied(Message):
+    """The live pipeline applied a change to one run (posted from its worker thread)."""
+
+    def __init__(self, delta: Delta) -> None:
+        super().__init__()
+        self.delta = delta
+
+
+class RunsChanged(Message):
+    """Runs appeared or disappeared (posted from the live worker)."""
+
+    def __init__(self, applied: Applied) -> None:
+        super().__init__()
+        self.applied = applied
+
+
+class LiveProblem(Message):
+    """The live worker could not apply a change or journal it; watching goes on."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class _ScreenGone(Exception):
+    """The explorer went away while a worker thread was still reading."""
+
+
+PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
+
+
+class RunFeed:
+    """Reads and watches ``workspace`` for ``screen``. ``live``: watch (else the tick re-infers
+    statuses); ``journal``: where live changes are journaled (``None`` after it fails);
+    ``initial``: the run to open on. ``watcher_state`` is the status line's watcher text."""
+
+    def __init__(self, screen: ExplorerScreen, workspace: Workspace, *, live: bool, journal: Journal | None,
+                 initial: Path | None) -> None:
+        self.screen = screen
+        self.workspace = workspace
+        self.live = live
+        self.journal = journal
+        self.initial = initial
+        self.pipeline: LivePipeline | None = None
+        self.watcher_state = "watch off" if not live else "starting watcher"
+        self._stop = threading.Event()
+        self._activated = False
+        self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
+
+    # -- the first read ------------------------------------------------------------------------------
+    def scan(self) -> None:
+        """(Re)read every run in a thread worker (group ``scan``; a new scan replaces one running)."""
+        self.screen.run_worker(self._scan, name="_scan", group="scan", exclusive=True, thread=True)
+
+    def _scan(self) -> None:
+        runs_pane = self.screen.query_one("#runs-pane")
+        last = [0.0]
+
+        def progress(done: int, total: int, unit: str) -> None:
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_EVERY and done < total:
+                return  # a blocking hop to the UI per run would cost more than the reading
+            last[0] = now
+            text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
+            self._from_thread(setattr, runs_pane, "border_title", text)
+
+        def partial_run(run: Run) -> None:
+            self._from_thread(self._partial, run)
+
+        read: list[Run] = []
+
+        def on_run(run: Run) -> None:
+            read.append(run)
+            if len(read) == 1 or time.monotonic() - last[0] >= PROGRESS_EVERY:
+                batch = read[:]
+                read.clear()
+                self._from_thread(self._rows_read, batch)
+
+        try:
+            self._read_all(progress, partial_run, on_run)
+        except _ScreenGone:
+            return
+
+    def _read_all(self, progress, partial_run, on_run) -> None:
+        try:
+            refs = self.workspace.discover()
+            # Every run is listed at once, newest first; rows fill in as runs are read.
+            self._from_thread(self._listed, [placeholder(r) for r in refs])
+            runs = self.workspace.scan(progress, partial=partial_run, first=self.initial, on_run=on_run, refs=refs)
+        except OSError as exc:
+            self._from_thread(self.screen.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
+            runs = []
+        self._from_thread(self._scanned, runs)
+
+    def _from_thread(self, callback, *args, **kwargs) -> None:
+        """Run ``callback`` on the UI loop from a worker thread; stop the worker if the screen
+        is gone (the user quit while runs were still being read)."""
+        worker = get_current_worker()
+        if worker.is_cancelled or not self.screen.is_attached:
+            raise _ScreenGone
+        try:
+            self.screen.app.call_from_thread(self._if_attached, callback, *args, **kwargs)
+        except RuntimeError as exc:  # the app stopped between the check and the call
+            raise _ScreenGone from exc
+
+    def _if_attached(self, callback, *args, **kwargs) -> None:
+        if self.screen.is_attached:
+            try:
+                callback(*args, **kwargs)
+            except NoMatches:  # the screen's widgets are already gone: it is closing
+                pass
+
+    def _listed(self, runs: list[Run]) -> None:
+        if runs:
+            self._auto_choice = runs[0].path
+        run_list = self.screen.query_one(RunList)
+        if runs and not run_list.runs:
+            run_list.set_runs(runs, clock=self.workspace.clock)
+            self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
+
+    def _rows_read(self, runs: list[Run]) -> None:
+        run_list = self.screen.query_one(RunList)
+        current = self.screen.current_run
+        for run in runs:
+            run_list.update_run(run, clock=self.workspace.clock)
+            if run.path in self.workspace.detailed and (current is None or run.path == current.path):
+                self.screen.show_run(run)
+                current = self.screen.current_run
+
+    def _partial(self, run: Run) -> None:
+        """A first screen of a large narration file while the rest is still being read."""
+        run_list = self.screen.query_one(RunList)
+        if not run_list.runs:
+            run_list.set_runs([run], clock=self.workspace.clock)
+            self.screen.activate(1)
+        self.screen.show_run(run)
+
+    def _scanned(self, runs: list[Run]) -> None:
+        screen = self.screen
+        run_list = screen.query_one(RunList)
+        screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
+        run_list.set_runs(runs, clock=self.workspace.clock)
+        if not runs:
+            screen.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
+        elif self.initial is not None and self.initial in self.workspace.runs:
+            run_list.select_path(self.initial)
+        elif run_list.chosen == self._auto_choice:
+            # Before runs were read their order came from run ids; now it is by what they
+            # say. A choice made for the user follows the newest; one they made stays.
+            run_list.select_path(runs[0].path)
+        if not self._activated:
+            # One run: watch its trace. Several: start in the run list. A rescan keeps the focus.
+            self._activated = True
+            screen.activate(1 if len(runs) == 1 else 0)
+        if self.live:
+            self._start_live()
+            if self.workspace.sources:
+                self._poll_sources()
+        if not runs:
+            return
+        if self.initial is None or self.initial not in self.workspace.runs:
+            # Open on the running run (the newest running one) unless the user chose another.
+            running = next((r for r in runs if r.status is RunStatus.RUNNING), None)
+            if running is not None and run_list.chosen != running.path and run_list.chosen == self._auto_choice:
+                run_list.select_path(running.path)
+        screen.runs_read()
+
+    # -- opening a run, full reads --------------------------------------------------------------------
+    def open(self, path: Path) -> None:
+        """Show the run at ``path``: its summary at once, then all of it once read."""
+        run = self.workspace.runs.get(path) or next((r for r in self.screen.query_one(RunList).runs if r.path == path), None)
+        self.screen.show_run(run)
+        if path not in self.workspace.detailed:
+            self.open_in_full(path)
+
+    def open_import(self, parent: Path, handle: str) -> bool:
+        """Show the import ``handle`` of the run at ``parent`` as a run of its own (read in
+        full with its parent); False when the parent has no such import."""
+        run = self.workspace.runs.get(parent)
+        child = next((i for i in (run.imports if run else []) if (i.import_handle or i.id) == handle), None)
+        if child is None:
+            return False
+        model = self.screen.model
+        model.loaded_run = None
+        self.screen.show_run(child)
+        model.loaded_run = child.path
+        return True
+
+    def open_in_full(self, path: Path) -> None:
+        """Read a summarised run in full (bindings, agents, imports) in a thread worker and show it.
+
+        A run opened before the start-up read reached it gets its summary (the trace) first."""
+        self.screen.run_worker(partial(self._open_in_full, path), name="open_in_full", group="detail", exclusive=True,
+                               thread=True)
+
+    def _open_in_full(self, path: Path) -> None:
+        try:
+            if path not in self.workspace.runs:
+                summary = self.workspace.summary(path)
+                if summary is not None:
+                    self._from_thread(self._detailed, summary)
+            run = self.workspace.detail(path)
+            if run is not None:
+                self._from_thread(self._detailed, run)
+        except _ScreenGone:
+            return
+
+    def _detailed(self, run: Run) -> None:
+        current = self.screen.current_run
+        if current is not None and current.path == run.path:
+            self.screen.show_run(run)
+            self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+
+    # -- live -----------------------------------------------------------------------------------------
+    def _start_live(self) -> None:
+        """Start the live pipeline once (after the first scan)."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            screen = self.screen
+
+            def to_ui(delta: Delta) -> None:
+                screen.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
+
+            def problem(text: str) -> None:
+                screen.post_message(LiveProblem(text))
+
+            def runs(applied: Applied) -> None:
+                screen.post_message(RunsChanged(applied))
+
+            sinks: list[Callable[[Delta], None]] = [to_ui]
+            if self.journal is not None:
+                sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
+            pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
+            pipeline.start()
+        else:
+            pipeline.refresh_roots()  # a rescan may have found runs folders
+        self._update_watcher_state()
+
+    def _update_watcher_state(self) -> None:
+        pipeline = self.pipeline
+        if pipeline is None:
+            return
+        roots = pipeline.watching
+        if roots:
+            self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
+        elif self.workspace.sources:
+            self.watcher_state = "no runs folder on disk"
+        else:
+            self.watcher_state = "no runs folder yet (waiting for one)"
+        self.screen.panes.status()
+
+    def delta_applied(self, delta: Delta) -> None:
+        """A ``DeltaApplied`` message: show it; one bad delta must not end watching."""
+        try:
+            self.delta(delta)
+        except NoMatches:
+            pass  # the screen is closing
+        except Exception as exc:  # say so, go on
+            self.screen.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
+
+    def runs_changed(self, applied: Applied) -> None:
+        """Runs appeared or disappeared: the run list again; the shown run may be gone."""
+        screen = self.screen
+        run_list = screen.query_one(RunList)
+        run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
+        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        current = screen.current_run
+        if current is not None and current.path in applied.runs_removed:
+            screen.notify(f"run {current.id} was removed from disk", severity="warning", markup=False)
+            screen.show_run(None)
+        elif current is None and applied.runs_added:
+            run_list.select_path(self.workspace.sorted_runs()[0].path)  # selects; the focus stays where it is
+        self._update_watcher_state()
+
+    def problem(self, text: str) -> None:
+        if text.startswith("could not journal"):
+            self.journal = None
+        self.screen.notify(text, severity="warning", markup=False)
+
+    def delta(self, delta: Delta) -> None:
+        """Show what one delta changed: the run's row, and the panes when it is the run shown."""
+        screen = self.screen
+        run = delta.run
+        screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+        touch = screen.model.delta_touch(delta)
+        if not touch.shown:
+            return
+        if touch.show:
+            screen.show_run(run, changed=set(delta.paths))
+        else:
+            screen.panes.head(run)  # a status tick: nothing on disk changed
+        trace = screen.query_one(TraceView)
+        if screen.model.repaint_in_place(delta, trace.lines):
+            trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
+        # The history (timeline) catches up just after: show_run schedules it, and it is
+        # extended by the delta's events, not rebuilt (prose_tui.history.stream).
+
+    # -- sources off disk, and the tick -----------------------------------------------------------------
+    def _poll_sources(self) -> None:
+        self.screen.run_worker(self._poll, name="_poll_sources", group="poll", exclusive=True, thread=True)
+
+    def _poll(self) -> None:
+        """Runs off disk (a PostgreSQL database) are polled, not watched: every
+        ``poll_interval`` seconds (or at once on a LISTEN notification). The source lists new
+        and removed runs and polls the runs read in full (the pipeline leaves them to it)."""
+        worker = get_current_worker()
+        sources = self.workspace.sources
+        interval = min(s.poll_interval for s in sources)
+        wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
+        shown: list[str] | None = None
+        while not worker.is_cancelled and not self._stop.is_set():
+            started = time.monotonic()
+            applied = self.workspace.poll_sources()
+            states = self.workspace.source_states()
+            if not applied.empty or states != shown:  # no hop to the UI for a quiet poll
+                shown = states
+                try:
+                    self._from_thread(self._polled, applied)
+                except _ScreenGone:
+                    return
+            pause = max(0.0, interval - (time.monotonic() - started))
+            if wait is not None:
+                wait(pause)
+            else:
+                self._stop.wait(pause)
+
+    def _polled(self, applied: Applied) -> None:
+        self.screen.panes.status()  # a source's state (connected, reconnecting) may have changed
+        if applied.runs_added or applied.runs_removed:
+            self.runs_changed(applied)
+        for path, change in applied.changed.items():
+            self.screen.query_one(RunList).update_run(change.run, clock=self.workspace.clock)
+            current = self.screen.current_run
+            if current is not None and path == current.path:
+                self.screen.show_run(change.run, changed=change.paths)
+
+    def tick(self) -> None:
+        """Every ``poll_interval``: the watcher's state when live, else statuses re-inferred."""
+        if self.live:
+            self._update_watcher_state()  # statuses are re-inferred by the live worker
+            return
+        for run in self.workspace.refresh_statuses():
+            self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+            current = self.screen.current_run
+            if current is not None and run.path == current.path:
+                self.screen.panes.head(run)
+        self.screen.panes.status()
+
+    def stop(self) -> None:
+        """The screen is going: stop polling and watching."""
+        self._stop.set()
+        if self.pipeline is not None:
+            self.pipeline.stop()
+            self.pipeline = None

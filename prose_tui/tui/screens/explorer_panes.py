@@ -1,0 +1,306 @@
+"""The explorer's panes: what the model says, put on the widgets.
+
+``Panes`` is owned by ``ExplorerScreen`` (which lays the panes out and maps keys): it shows
+a run (``show_run``: the model's ``touch`` says what a change touches), renders every pane
+as of the history cursor (``refresh``), keeps the header, titles, strip and status line
+(``head``, ``titles``, ``strip``, ``status``), lets the history catch up just after a live
+change (``history_pending`` is the ready signal), and puts a failure's report and statement
+on screen (``failure``). ``PANES`` names the panes in key order (``1``..``6``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.timer import Timer
+from textual.widgets import Static
+
+from prose_tui.backends.common.status import age
+from prose_tui.history import FailureContext
+from prose_tui.live.workspace import Workspace
+from prose_tui.model import Binding, Frame, Run, TraceLine
+from prose_tui.tui.explorer_model import ExplorerModel, failure_line, when_text
+from prose_tui.tui.screens.history_keys import failure_markdown
+from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
+from prose_tui.tui.widgets.binding_tree import BindingTree
+from prose_tui.tui.widgets.call_stack import CallStackView
+from prose_tui.tui.widgets.context_strip import ContextStrip
+from prose_tui.tui.widgets.node_table import NodeTable
+from prose_tui.tui.widgets.run_header import RunHeader, header_text
+from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.status_line import StatusLine
+from prose_tui.tui.widgets.timeline import Timeline, elapsed
+from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+if TYPE_CHECKING:
+    from prose_tui.tui.screens.explorer import ExplorerScreen
+
+PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
+         ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
+TRACE, STACK, VALUE = 1, 2, 4
+HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
+
+
+class Panes:
+    """Renders ``model`` on ``screen``'s widgets; ``workspace`` gives clocks, ages and file parts."""
+
+    def __init__(self, screen: ExplorerScreen, model: ExplorerModel, workspace: Workspace) -> None:
+        self.screen = screen
+        self.model = model
+        self.workspace = workspace
+        self.head_text = Text()  # the run header as shown
+        self._history_timer: Timer | None = None
+
+    def start(self) -> None:
+        """The panes' titles and the status line before anything is read."""
+        titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents",
+                  "value-pane": "Value", "history-pane": "History"}
+        for pane_id, title in titles.items():
+            self.screen.query_one(f"#{pane_id}").border_title = title
+        self.status()
+
+    def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
+        """Show ``run`` in every pane; ``changed`` are the files that changed (live update).
+        The model says what that touches; its full read, once shown, is ``loaded_run``."""
+        model = self.model
+        touch = model.touch(run, changed)
+        if touch.live:
+            # The panes show the run (or keep their frozen moment); the history and its count of
+            # new events catch up just after, off the hot path.
+            self._history_later()
+        else:
+            model.load_history()
+        viewer = self.screen.query_one(ValueViewer)
+        if run is None:
+            self.refresh()
+            viewer.show_target(None)
+            return
+        trace = self.screen.query_one(TraceView)
+        if touch.follow is not None:
+            trace.set_following(touch.follow)
+        self.refresh(only_bindings=touch.only_bindings)
+        if touch.failed:
+            trace.move_cursor(failure_line(trace.lines))
+        target = viewer.target
+        change = model.value_after(touch, changed, target.path if target is not None else None)
+        if change.action == "show":
+            viewer.show_target(binding_target(change.binding, run) if change.binding is not None else None)
+        elif change.action == "reload":
+            # The header may have changed length: read the value with the new binding's offset.
+            fresh = change.binding if change.binding is not None and target is not None and target.binding else None
+            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None)
+        if model.is_full_read(run):
+            self.open_on_failure()
+            model.loaded_run = run.path
+
+    def open_on_failure(self) -> None:
+        """A failed run seen for the first time opens on its first failure, once its full read
+        and its history are both there (the history may arrive after the read)."""
+        run = self.model.run
+        if run is not None and self.model.is_full_read(run):
+            ctx = self.model.failure_to_open_on()
+            if ctx is not None and not self.failure(ctx, bring_up=False):
+                self.model.opened_on_failure = None  # its statement is not in the trace yet: again later
+
+    @property
+    def history_pending(self) -> bool:
+        """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
+        return self._history_timer is not None
+
+    def _history_later(self) -> None:
+        if self._history_timer is None:
+            self._history_timer = self.screen.set_timer(HISTORY_DELAY, self._history_now)
+
+    def _history_now(self) -> None:
+        self._history_timer = None
+        self.model.load_history()
+        self.refresh(only_bindings=True)
+        self.open_on_failure()
+
+    def refresh(self, *, only_bindings: bool = False) -> None:
+        """Render the current run as of the history cursor (the run itself when live)."""
+        run = self.model.run
+        trace = self.screen.query_one(TraceView)
+        if run is None:
+            trace.set_lines([])
+            self.screen.query_one(CallStackView).set_frames([])
+            self.screen.query_one(BindingTree).set_run(None)
+            self.screen.query_one(Timeline).set_events([], 0)
+            self.screen.query_one(ContextStrip).show(None, None, None)
+            self.head(None)
+            return
+        view = self.model.view() or run
+        if not only_bindings:
+            lines = self.model.trace_lines()
+            if lines != trace.lines:
+                trace.set_lines(lines)
+            self._stack(view)
+        tree = self.screen.query_one(BindingTree)
+        if tree.shape_of(view) != tree.shape:
+            tree.set_run(view)
+        timeline = self.screen.query_one(Timeline)
+        if timeline.events is not self.model.nav.events or timeline.cursor != self.model.nav.position:
+            timeline.set_events(self.model.nav.events, self.model.nav.position)
+        self._time_summary()
+        self.head(run)
+
+    def _stack(self, view: Run) -> None:
+        stack, nodes, constructs = self.screen.query_one(CallStackView), self.screen.query_one(NodeTable), self.screen.query_one("#constructs", Static)
+        has_nodes = bool(view.nodes)
+        nodes.display, stack.display = has_nodes, not has_nodes
+        if has_nodes:
+            nodes.set_nodes(view.nodes)
+        elif view.call_stack != stack.frames or not stack.frames:
+            stack.set_frames(view.call_stack)
+        text = Text()
+        for c in view.constructs:
+            text.append(("\n" if text.plain else "") + f"∥ {c.title}", "bold blue")
+            for item in c.items:
+                text.append(f"\n  {item.strip()}", "dim")
+        constructs.display = bool(view.constructs)
+        constructs.update(text)
+        pane = self.screen.query_one("#stack-pane")
+        pane.border_title = f"Nodes ({len(view.nodes)})" if has_nodes else (
+            f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else ""))
+
+    def _time_summary(self) -> None:
+        times = [t for t in self.model.statement_times() if t.seconds > 0]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if times:
+            text.append("time: ", "dim")
+            for i, t in enumerate(times[:6]):
+                text.append(("  " if i else "") + t.name, "bold" if i == 0 else "")
+                text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
+        box = self.screen.query_one("#time-summary", Static)
+        box.display = bool(times)
+        box.update(text)
+
+    def show_trace_line(self, line: int) -> bool:
+        """Put the trace cursor on trace line ``line`` (stops following); False when the trace
+        does not show that line (yet)."""
+        trace = self.screen.query_one(TraceView)
+        index = self.model.trace_index(line, trace.lines)
+        if index is None:
+            return False
+        trace.set_following(False)
+        trace.move_cursor(index)
+        # New lines get their size on the next refresh: scroll to the line once they have.
+        self.screen.call_after_refresh(trace.scroll_to_cursor, center=True)
+        return True
+
+    def head(self, run: Run | None) -> None:
+        view = (self.model.view() if run is not None and not self.model.nav.live else run) or run
+        moment = self.model.moment()
+        label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
+        header = self.screen.query_one(RunHeader)
+        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner))
+        self.head_text = header.shown
+        self.titles()
+        self.status()
+        self.strip()
+
+    def strip(self) -> None:
+        strip = self.screen.query_one(ContextStrip)
+        if not strip.display:
+            return
+        run = self.model.run
+        view = self.model.view() if run is not None else None
+        moment = self.model.moment()
+        label = None
+        if moment is not None and not moment.live:
+            event = self.model.nav.events[moment.index]
+            when = f" · {when_text(event.time, self.workspace.clock(), approximate=event.approximate)}" if event.time else ""
+            label = f"at event {moment.index}{when}: {event.text.strip()}"
+        strip.show(view, self.model.newest_binding_now(), label)
+
+    def titles(self) -> None:
+        trace = self.screen.query_one(TraceView)
+        pane = self.screen.query_one("#trace-pane")
+        nav = self.model.nav
+        moment = self.model.moment()
+        if moment is not None and not moment.live:
+            pane.border_title = f"Trace · {moment.label(self.workspace.clock())}"
+            pane.border_subtitle = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
+        else:
+            pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
+            pane.border_subtitle = "z zoom" if self.screen.compact else None
+        if self.model.line_of:
+            pane.border_title = f"{pane.border_title} · program from the log (L: raw)"
+        elif self.model.raw_log:
+            pane.border_title = f"{pane.border_title} · raw log (L: program)"
+        history = self.screen.query_one("#history-pane")
+        note = f" · {nav.history.origin}" if nav.history and nav.events else ""
+        history.border_title = f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen")
+        history.border_subtitle = nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None
+
+    def status(self) -> None:
+        run = self.model.run
+        changed = "—"
+        if run is not None:
+            observed = self.workspace.observed.get(run.path)
+            changed = age(observed or run.updated, self.workspace.clock())
+        moment = self.model.moment() if run is not None else None
+        view = self.model.view() if moment is not None and not moment.live else run
+        as_of = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
+        watcher = " · ".join([self.screen.watcher_state, *self.workspace.source_states()])
+        self.screen.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
+                                        following=self.screen.query_one(TraceView).following, pending=self.model.nav.pending,
+                                        as_of=as_of, compact=self.screen.query_one(ContextStrip).display)
+
+    def open_trace_binding(self, line: TraceLine, path: str | None) -> None:
+        """Enter on a trace line: the binding it wrote (``path``: run-relative, from its
+        annotation) in the value pane, brought up; a note when it wrote none."""
+        run = self.model.run
+        if run is None:
+            return
+        binding = resolve_trace_binding(self.model.view() or run, path, line.text)
+        if binding is None:
+            what = f"'{line.note}' names no binding file" if line.note else f"line {line.line} wrote no binding"
+            self.screen.notify(what, severity="information", markup=False)
+            return
+        self.show_binding(binding, run)
+        self.screen.bring_up(VALUE)
+
+    def open_frame(self, frame: Frame) -> None:
+        """Enter on a call-stack frame: its newest binding in the value pane, its block in the trace."""
+        found, view = self.model.frame_target(frame), self.model.view()
+        if found is None or view is None:
+            return
+        newest, block = found
+        if newest is not None:
+            self.show_binding(newest, view)
+        if block is not None:
+            self.show_trace_line(block.line)
+        if newest is None and block is None:
+            self.screen.notify(f"frame {frame.execution_id}: no bindings and no block line found", markup=False)
+            return
+        self.screen.bring_up(VALUE if newest is not None else TRACE)
+
+    def show_binding(self, binding: Binding, run: Run) -> None:
+        """The user chose ``binding`` (of ``run``): selected in the tree, its value in the
+        value pane; the viewer stops switching to newer writes."""
+        self.model.viewer_follows_writes = False
+        self.screen.query_one(BindingTree).select_binding_path(binding.path)
+        self.screen.query_one(ValueViewer).show_target(binding_target(binding, run))
+
+    def failure_if_any(self, *, bring_up: bool = True) -> None:
+        """On a failure event: its report in the value pane (brought up where hidden) and its
+        statement under the trace cursor."""
+        ctx = self.model.failure_here()
+        if ctx is not None:
+            self.failure(ctx, bring_up=bring_up)
+
+    def failure(self, ctx: FailureContext, *, bring_up: bool) -> bool:
+        """The failure report in the value pane and its statement under the trace cursor;
+        False when the trace does not show the statement (yet)."""
+        self.model.viewer_follows_writes = False
+        view = self.model.view()
+        failures = [f"{b.name}: {b.failure}" for b in (view.bindings if view else []) if b.failure]
+        self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}", text=failure_markdown(ctx, failures)))
+        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line)
+        if bring_up:
+            self.screen.bring_up(VALUE)
+        return shown
