@@ -18,6 +18,10 @@ decides is here so it can be tested without an app:
 * the history moves (``step``, ``start``, ``live``, ``problem``, ``first_failure``) return
   a ``Moved`` saying whether the cursor moved and what to tell the user when it did not.
 * ``statement_times()``: where the time went, per statement, slowest first.
+* ``moment_focus()``: where the trace cursor and the value pane go at a frozen moment (the
+  event's statement; the binding it wrote, or the event's own details); ``remember_live``/
+  ``take_live_place`` keep the live view (trace cursor, follow, value) to restore on ``}``.
+* ``shown_line(line)``: a trace line number as the trace shows it (one numbering).
 
 An event-log run's program annotated from its log is ``tui/program_trace.py``.
 """
@@ -28,16 +32,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from typing import Literal
+from typing import Any, Literal
 
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.model import Binding, Delta, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
+_WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +119,31 @@ class StatementTime:
     attempts: int
 
 
+@dataclass(frozen=True, slots=True)
+class MomentFocus:
+    """Where the panes go at a frozen moment. ``line``: the trace line (``TraceLine.line`` of
+    the run's own trace; ``ExplorerModel.trace_index`` finds it as shown) of the statement the
+    event concerns, else of the nearest earlier event that has one (``None``: none has);
+    ``binding``: the binding the event wrote, when its file still holds that write (no later
+    event wrote it again); else ``title`` and ``details`` (Markdown): the event itself."""
+
+    line: int | None
+    binding: Binding | None
+    title: str
+    details: str
+
+
+@dataclass(frozen=True, slots=True)
+class LivePlace:
+    """The live view left when the history cursor froze: the trace's ``following`` and
+    ``cursor`` (an index into the lines shown then), and the value pane's ``value`` (a
+    ``tui.targets.Target``, opaque here; ``None``: it showed nothing)."""
+
+    following: bool
+    cursor: int
+    value: Any = None
+
+
 def when_text(time: datetime, today: datetime | None = None, *, approximate: bool = False) -> str:
     """``14:02:11`` for today (UTC), ``2026-11-21 14:02:11`` for another day; ``≈`` before
     it when ``approximate`` (an ``Event.approximate`` time, reconstructed from file times)."""
@@ -164,6 +194,7 @@ class ExplorerModel:
         self.banner: str | None = None  # why the trace is the raw state file, when it is
         self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
+        self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
 
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
@@ -188,6 +219,7 @@ class ExplorerModel:
         follow: bool | None = None
         if not same:
             self.viewer_follows_writes = True
+            self.live_place = None
             follow = self.follow_on_start
         failed = run is not None and run.status is RunStatus.FAILED and not was_failed
         if failed:
@@ -295,6 +327,11 @@ class ExplorerModel:
             lines, self.line_of = annotated.lines, annotated.line_of
         return mark_failures(lines, view)
 
+    def shown_line(self, line: int) -> int:
+        """Trace line ``line`` numbered as the trace shows it: the program line a log line
+        annotates while the program is shown, else ``line`` (one numbering everywhere)."""
+        return self.line_of.get(line, line)
+
     def trace_index(self, line: int, lines: list[TraceLine]) -> int | None:
         """The index in ``lines`` (as shown) of trace line ``line``; a log line number while
         the program is shown means the program line it annotates. ``None``: not shown (yet)."""
@@ -342,6 +379,61 @@ class ExplorerModel:
             return None
         text = self._program[2]
         return program_trace(view.trace, text) if text else None
+
+    # -- the moment under a frozen cursor -----------------------------------------------------------
+    def moment_focus(self) -> MomentFocus | None:
+        """Where the trace cursor and the value pane go at the frozen moment (see
+        ``MomentFocus``); ``None`` when live or without events. Never content from a later
+        event: a binding written again after the cursor is shown as the event's details."""
+        run, history = self.run, self.nav.history
+        if run is None or history is None or self.nav.live or not self.nav.events:
+            return None
+        events, index = self.nav.events, self.nav.position
+        event = events[index]
+        line = next((history.refs[i].trace_line for i in range(index, -1, -1)
+                     if i < len(history.refs) and history.refs[i].trace_line is not None), None)
+        view = self.view() or run
+        binding = None
+        rewritten: int | None = None
+        if event.kind in _WRITES and event.name:
+            binding = next((b for b in view.bindings if b.exists and not b.encrypted
+                            and event.name in (b.name, b.path.stem)), None)
+            rewritten = next((e.seq for e in events[index + 1:] if e.kind in _WRITES and e.name == event.name), None)
+            if rewritten is not None:
+                binding = None  # its file holds the later write
+        title = f"Event {index} · {event.kind.value.replace('_', ' ')}"
+        return MomentFocus(line=line, binding=binding, title=title,
+                           details=self._event_details(event, line, rewritten))
+
+
+    def _event_details(self, event: Event, line: int | None, rewritten: int | None) -> str:
+        """One event as Markdown: what it was, when, the line it logged, its statement."""
+        clock = self.workspace.clock if self.workspace is not None else None
+        when = (when_text(event.time, clock() if clock else None, approximate=event.approximate)
+                if event.time is not None else "time unknown")
+        out = [f"# Event {event.seq}: {event.kind.value.replace('_', ' ')}", "", f"{when}", "",
+               f"    {event.text.strip()}", ""]
+        facts = [(k, v) for k, v in (("step", event.step), ("name", event.name), ("outcome", event.status)) if v]
+        out += [f"- {k}: `{v}`" for k, v in facts]
+        if line is not None:
+            out.append(f"- statement: trace line {self.shown_line(line)}")
+        if rewritten is not None:
+            out += ["", f"`{event.name}` was written again at event {rewritten}: its file holds that later "
+                    f"value, so it is not shown as of event {event.seq}."]
+        return "\n".join(out)
+
+    def remember_live(self, place: LivePlace) -> None:
+        """Keep ``place`` (the live view) when the cursor is about to leave live; a cursor
+        already frozen keeps the place it left."""
+        if self.nav.live:
+            self.live_place = place
+
+    def take_live_place(self) -> LivePlace | None:
+        """The live view to restore, once, when the cursor is live again (``None`` otherwise)."""
+        if not self.nav.live:
+            return None
+        place, self.live_place = self.live_place, None
+        return place
 
     # -- history moves -----------------------------------------------------------------------------
     def step(self, delta: int) -> Moved:
