@@ -32,14 +32,18 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from typing import Any, Literal
+from typing import Literal
 
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Binding, Delta, Event, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
+
+__all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
+           "ValueChange", "failure_line", "newest_binding", "when_text"]
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
@@ -117,42 +121,6 @@ class StatementTime:
     name: str
     seconds: float
     attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class MomentFocus:
-    """Where the panes go at a frozen moment. ``line``: the trace line (``TraceLine.line`` of
-    the run's own trace; ``ExplorerModel.trace_index`` finds it as shown) of the statement the
-    event concerns, else of the nearest earlier event that has one (``None``: none has);
-    ``binding``: the binding the event wrote, when its file still holds that write (no later
-    event wrote it again); else ``title`` and ``details`` (Markdown): the event itself."""
-
-    line: int | None
-    binding: Binding | None
-    title: str
-    details: str
-
-
-@dataclass(frozen=True, slots=True)
-class LivePlace:
-    """The live view left when the history cursor froze: the trace's ``following`` and
-    ``cursor`` (an index into the lines shown then), and the value pane's ``value`` (a
-    ``tui.targets.Target``, opaque here; ``None``: it showed nothing)."""
-
-    following: bool
-    cursor: int
-    value: Any = None
-
-
-def when_text(time: datetime, today: datetime | None = None, *, approximate: bool = False) -> str:
-    """``14:02:11`` for today (UTC), ``2026-11-21 14:02:11`` for another day; ``≈`` before
-    it when ``approximate`` (an ``Event.approximate`` time, reconstructed from file times)."""
-    t = time.astimezone(timezone.utc) if time.tzinfo else time
-    today = today or datetime.now(timezone.utc)
-    mark = "≈" if approximate else ""
-    if t.date() == today.date():
-        return f"{mark}{t:%H:%M:%S}"
-    return f"{mark}{t:%Y-%m-%d %H:%M:%S}"
 
 
 def _utc(time: datetime) -> datetime:
@@ -403,24 +371,9 @@ class ExplorerModel:
                 binding = None  # its file holds the later write
         title = f"Event {index} · {event.kind.value.replace('_', ' ')}"
         return MomentFocus(line=line, binding=binding, title=title,
-                           details=self._event_details(event, line, rewritten))
+                           details=event_details(event, self.shown_line(line) if line is not None else None, rewritten,
+                                                 self.workspace.clock() if self.workspace is not None else None))
 
-
-    def _event_details(self, event: Event, line: int | None, rewritten: int | None) -> str:
-        """One event as Markdown: what it was, when, the line it logged, its statement."""
-        clock = self.workspace.clock if self.workspace is not None else None
-        when = (when_text(event.time, clock() if clock else None, approximate=event.approximate)
-                if event.time is not None else "time unknown")
-        out = [f"# Event {event.seq}: {event.kind.value.replace('_', ' ')}", "", f"{when}", "",
-               f"    {event.text.strip()}", ""]
-        facts = [(k, v) for k, v in (("step", event.step), ("name", event.name), ("outcome", event.status)) if v]
-        out += [f"- {k}: `{v}`" for k, v in facts]
-        if line is not None:
-            out.append(f"- statement: trace line {self.shown_line(line)}")
-        if rewritten is not None:
-            out += ["", f"`{event.name}` was written again at event {rewritten}: its file holds that later "
-                    f"value, so it is not shown as of event {event.seq}."]
-        return "\n".join(out)
 
     def remember_live(self, place: LivePlace) -> None:
         """Keep ``place`` (the live view) when the cursor is about to leave live; a cursor

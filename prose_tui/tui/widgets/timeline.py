@@ -243,7 +243,10 @@ class Timeline(ScrollView, can_focus=True):
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(index)
-        return strip.crop_extend(0, width, self.rich_style)
+        style = self.rich_style
+        if index == self.cursor:  # the cursor row spans the pane
+            style = style + self.get_component_rich_style("timeline--cursor")
+        return strip.crop_extend(0, width, style)
 
     def _row(self, index: int, width: int) -> Strip:
         event = self.events[index]
@@ -265,7 +268,6 @@ class Timeline(ScrollView, can_focus=True):
             text.append(" " * (BAR_WIDTH - filled) + " ")
         text.append(f"{glyph} ", style)
         text.append(visible_name(event.text.strip().expandtabs(4)))  # one row: controls as pictures
-        text.truncate(max(1, width), overflow="ellipsis", pad=True)  # the cursor row spans the pane
         base = self.rich_style
         if index == self.cursor:
             base = base + self.get_component_rich_style("timeline--cursor")
