@@ -18,6 +18,10 @@ decides is here so it can be tested without an app:
 * the history moves (``step``, ``start``, ``live``, ``problem``, ``first_failure``) return
   a ``Moved`` saying whether the cursor moved and what to tell the user when it did not.
 * ``statement_times()``: where the time went, per statement, slowest first.
+* ``moment_focus()``: where the trace cursor and the value pane go at a frozen moment (the
+  event's statement; the binding it wrote, or the event's own details); ``remember_live``/
+  ``take_live_place`` keep the live view (trace cursor, follow, value) to restore on ``}``.
+* ``shown_line(line)``: a trace line number as the trace shows it (one numbering).
 
 An event-log run's program annotated from its log is ``tui/program_trace.py``.
 """
@@ -34,10 +38,15 @@ from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
 
+__all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
+           "ValueChange", "failure_line", "newest_binding", "when_text"]
+
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
+_WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +123,6 @@ class StatementTime:
     attempts: int
 
 
-def when_text(time: datetime, today: datetime | None = None, *, approximate: bool = False) -> str:
-    """``14:02:11`` for today (UTC), ``2026-11-21 14:02:11`` for another day; ``≈`` before
-    it when ``approximate`` (an ``Event.approximate`` time, reconstructed from file times)."""
-    t = time.astimezone(timezone.utc) if time.tzinfo else time
-    today = today or datetime.now(timezone.utc)
-    mark = "≈" if approximate else ""
-    if t.date() == today.date():
-        return f"{mark}{t:%H:%M:%S}"
-    return f"{mark}{t:%Y-%m-%d %H:%M:%S}"
-
-
 def _utc(time: datetime) -> datetime:
     """``time`` comparable with any other event time: one without a zone is taken as UTC
     (a backend may give both, e.g. SQLite timestamps stored with and without an offset)."""
@@ -164,6 +162,7 @@ class ExplorerModel:
         self.banner: str | None = None  # why the trace is the raw state file, when it is
         self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
+        self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
 
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
@@ -188,6 +187,7 @@ class ExplorerModel:
         follow: bool | None = None
         if not same:
             self.viewer_follows_writes = True
+            self.live_place = None
             follow = self.follow_on_start
         failed = run is not None and run.status is RunStatus.FAILED and not was_failed
         if failed:
@@ -295,6 +295,11 @@ class ExplorerModel:
             lines, self.line_of = annotated.lines, annotated.line_of
         return mark_failures(lines, view)
 
+    def shown_line(self, line: int) -> int:
+        """Trace line ``line`` numbered as the trace shows it: the program line a log line
+        annotates while the program is shown, else ``line`` (one numbering everywhere)."""
+        return self.line_of.get(line, line)
+
     def trace_index(self, line: int, lines: list[TraceLine]) -> int | None:
         """The index in ``lines`` (as shown) of trace line ``line``; a log line number while
         the program is shown means the program line it annotates. ``None``: not shown (yet)."""
@@ -342,6 +347,46 @@ class ExplorerModel:
             return None
         text = self._program[2]
         return program_trace(view.trace, text) if text else None
+
+    # -- the moment under a frozen cursor -----------------------------------------------------------
+    def moment_focus(self) -> MomentFocus | None:
+        """Where the trace cursor and the value pane go at the frozen moment (see
+        ``MomentFocus``); ``None`` when live or without events. Never content from a later
+        event: a binding written again after the cursor is shown as the event's details."""
+        run, history = self.run, self.nav.history
+        if run is None or history is None or self.nav.live or not self.nav.events:
+            return None
+        events, index = self.nav.events, self.nav.position
+        event = events[index]
+        line = next((history.refs[i].trace_line for i in range(index, -1, -1)
+                     if i < len(history.refs) and history.refs[i].trace_line is not None), None)
+        view = self.view() or run
+        binding = None
+        rewritten: int | None = None
+        if event.kind in _WRITES and event.name:
+            binding = next((b for b in view.bindings if b.exists and not b.encrypted
+                            and event.name in (b.name, b.path.stem)), None)
+            rewritten = next((e.seq for e in events[index + 1:] if e.kind in _WRITES and e.name == event.name), None)
+            if rewritten is not None:
+                binding = None  # its file holds the later write
+        title = f"Event {index} · {event.kind.value.replace('_', ' ')}"
+        return MomentFocus(line=line, binding=binding, title=title,
+                           details=event_details(event, self.shown_line(line) if line is not None else None, rewritten,
+                                                 self.workspace.clock() if self.workspace is not None else None))
+
+
+    def remember_live(self, place: LivePlace) -> None:
+        """Keep ``place`` (the live view) when the cursor is about to leave live; a cursor
+        already frozen keeps the place it left."""
+        if self.nav.live:
+            self.live_place = place
+
+    def take_live_place(self) -> LivePlace | None:
+        """The live view to restore, once, when the cursor is live again (``None`` otherwise)."""
+        if not self.nav.live:
+            return None
+        place, self.live_place = self.live_place, None
+        return place
 
     # -- history moves -----------------------------------------------------------------------------
     def step(self, delta: int) -> Moved:

@@ -18,6 +18,7 @@ header and the status line show the moment under the history cursor.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -287,6 +288,7 @@ class ExplorerScreen(Screen[None]):
         self.query_one(ValueViewer).show_target(target)
 
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
+        self.panes.remember_live()
         self._moved(self.model.to(event.index))
 
     # -- trace, stack and value ----------------------------------------------------------------------
@@ -361,27 +363,33 @@ class ExplorerScreen(Screen[None]):
 
     # -- history --------------------------------------------------------------------------------------
     def _moved(self, moved: Moved) -> None:
+        """After a history move: every pane as of the cursor (the live view again when live);
+        a failure's report brought up where the value pane is hidden."""
         if not moved.moved:
             self.notify(moved.message, severity="information", markup=False)
             return
         self.panes.refresh()
-        self.panes.failure_if_any()
+        if self.panes.to_moment():
+            self.bring_up(VALUE)
+
+    def _history(self, move: Callable[[], Moved]) -> None:
+        self.panes.remember_live()  # the live view, kept when this move leaves it
+        self._moved(move())
 
     def action_history_step(self, delta: int) -> None:
-        self._moved(self.model.step(delta))
+        self._history(lambda: self.model.step(delta))
 
     def action_history_start(self) -> None:
-        self._moved(self.model.start())
+        self._history(self.model.start)
 
     def action_history_live(self) -> None:
-        self.model.live()
-        self.panes.refresh()
+        self._history(self.model.live)
 
     def action_history_problem(self, forward: bool) -> None:
-        self._moved(self.model.problem(forward))
+        self._history(lambda: self.model.problem(forward))
 
     def action_history_first_failure(self) -> None:
-        self._moved(self.model.first_failure())
+        self._history(self.model.first_failure)
 
     # -- the feed: reads and live changes ------------------------------------------------------------
     def runs_read(self) -> None:

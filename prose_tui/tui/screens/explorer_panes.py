@@ -3,7 +3,9 @@
 ``Panes`` is owned by ``ExplorerScreen`` (which lays the panes out and maps keys): it shows
 a run (``show_run``: the model's ``touch`` says what a change touches), renders every pane
 as of the history cursor (``refresh``), keeps the header, titles, strip and status line
-(``head``, ``titles``, ``strip``, ``status``), lets the history catch up just after a live
+(``head``, ``titles``, ``strip``, ``status``), puts the trace cursor and the value pane on
+the moment under the history cursor and restores the live view on return (``remember_live``,
+``to_moment``), lets the history catch up just after a live
 change (``history_pending`` is the ready signal), and puts a failure's report and statement
 on screen (``failure``). ``PANES`` names the panes in key order (``1``..``6``).
 """
@@ -21,7 +23,7 @@ from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Binding, Frame, Run, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, failure_line, when_text
+from prose_tui.tui.explorer_model import ExplorerModel, LivePlace, failure_line, when_text
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -178,6 +180,40 @@ class Panes:
         box.display = bool(times)
         box.update(text)
 
+    def remember_live(self) -> None:
+        """Before a history move: keep the live view (trace cursor, follow, value) to restore."""
+        trace, viewer = self.screen.query_one(TraceView), self.screen.query_one(ValueViewer)
+        self.model.remember_live(LivePlace(following=trace.following, cursor=trace.cursor, value=viewer.target))
+
+    def to_moment(self) -> bool:
+        """After a history move (panes refreshed): at a past event, the trace cursor on its
+        statement and the value pane on what that event wrote (or the event itself), its
+        failure report at a failure; live again, the live view as it was left. True when a
+        failure report was put in the value pane."""
+        model = self.model
+        trace, viewer = self.screen.query_one(TraceView), self.screen.query_one(ValueViewer)
+        if model.nav.live:
+            place = model.take_live_place()
+            if place is None:
+                return False
+            trace.set_following(place.following)
+            if not place.following and trace.lines:
+                trace.move_cursor(min(place.cursor, len(trace.lines) - 1))
+                self.screen.call_after_refresh(trace.scroll_to_cursor, center=True)
+            viewer.show_target(place.value)
+            return False
+        focus = model.moment_focus()
+        if focus is None:
+            return False
+        if focus.line is not None:
+            self.show_trace_line(focus.line)
+        view = model.view()
+        if focus.binding is not None and view is not None:
+            viewer.show_target(binding_target(focus.binding, view))
+        else:
+            viewer.show_target(Target("section", focus.title, text=focus.details))
+        return self.failure_if_any(bring_up=False)
+
     def show_trace_line(self, line: int) -> bool:
         """Put the trace cursor on trace line ``line`` (stops following); False when the trace
         does not show that line (yet)."""
@@ -286,12 +322,13 @@ class Panes:
         self.screen.query_one(BindingTree).select_binding_path(binding.path)
         self.screen.query_one(ValueViewer).show_target(binding_target(binding, run))
 
-    def failure_if_any(self, *, bring_up: bool = True) -> None:
+    def failure_if_any(self, *, bring_up: bool = True) -> bool:
         """On a failure event: its report in the value pane (brought up where hidden) and its
-        statement under the trace cursor."""
+        statement under the trace cursor; False when the cursor is on no failure."""
         ctx = self.model.failure_here()
         if ctx is not None:
             self.failure(ctx, bring_up=bring_up)
+        return ctx is not None
 
     def failure(self, ctx: FailureContext, *, bring_up: bool) -> bool:
         """The failure report in the value pane and its statement under the trace cursor;
@@ -299,7 +336,15 @@ class Panes:
         self.model.viewer_follows_writes = False
         view = self.model.view()
         failures = [f"{b.name}: {b.failure}" for b in (view.bindings if view else []) if b.failure]
-        self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}", text=failure_markdown(ctx, failures)))
+        statement = None
+        if ctx.statement is not None:  # numbered and worded as the trace shows it
+            shown = self.model.shown_line(ctx.statement.line)
+            lines = self.screen.query_one(TraceView).lines
+            index = self.model.trace_index(ctx.statement.line, lines)
+            text = lines[index].text.strip() if index is not None else ctx.statement.text.strip()
+            statement = (shown, text)
+        self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}",
+                                       text=failure_markdown(ctx, failures, statement=statement)))
         shown = ctx.statement is None or self.show_trace_line(ctx.statement.line)
         if bring_up:
             self.screen.bring_up(VALUE)

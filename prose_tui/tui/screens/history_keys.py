@@ -20,14 +20,20 @@ HISTORY_BINDINGS = keyed([
 ])
 
 
-def failure_markdown(ctx: FailureContext, failures: list[str] | None = None) -> str:
+def failure_markdown(ctx: FailureContext, failures: list[str] | None = None,
+                     statement: tuple[int, str] | None = None) -> str:
     """The failure view (Markdown): statement, the error quoted as recorded, the retries
     before it (never the failing attempt itself), what bindings record as failed
-    (``failures``: ``name: exit 1 · make: *** Error 1``), the bindings it had as context."""
+    (``failures``: ``name: exit 1 · make: *** Error 1``), the bindings it had as context.
+    ``statement``: the statement's (line, text) as the trace shows it (an event-log run's
+    program line, not its log line); the log line it failed on is quoted below it."""
     when = f" at {ctx.event.time:%Y-%m-%d %H:%M:%S}" if ctx.event.time else ""
     lines = [f"# Failure: event {ctx.event.seq}{when}", ""]
     if ctx.statement is not None:
-        lines += [f"**Statement** (trace line {ctx.statement.line}):", "", f"    {ctx.statement.text.strip()}", ""]
+        line, text = statement or (ctx.statement.line, ctx.statement.text.strip())
+        lines += [f"**Statement** (trace line {line}):", "", f"    {text}", ""]
+        if text != ctx.statement.text.strip():
+            lines += [f"logged as `{ctx.statement.text.strip()}`", ""]
     error = ctx.error
     bare = error is None or error.strip().lower() in ("rejected", "failed", "error", "fail", "✗")
     if bare and ctx.event.text.strip():

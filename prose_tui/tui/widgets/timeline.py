@@ -5,7 +5,9 @@ the event's own row; the bar is scaled to the longest step, so where the time we
 visible at a glance. Times are UTC as everywhere on screen (``explorer_model.when_text``):
 the clock time for today, with the date (``03-01 14:02:11``; ``2025-03-01 14:02`` in
 another year) where not today, in a column as wide as the list needs. A time reconstructed
-from file times (``Event.approximate``) is marked ``≈``.
+from file times (``Event.approximate``) is marked ``≈``. Columns come from content: no time
+column when no event has a time, no duration and bar columns when no step has a duration,
+so the event text gets the width.
 
 The highlighted row is the history cursor: the other views show the run as of that event.
 At the last row the explorer is live. Rows are rendered lazily (Line API) into a bounded
@@ -44,11 +46,12 @@ def _aware(time: datetime) -> datetime:
     return time if time.tzinfo else time.replace(tzinfo=timezone.utc)
 
 
-def stamp(time: datetime | None, today: datetime, dated: str) -> str:
-    """An event's time as the timeline shows it, ``dated`` cells wide (``time_width``):
+def stamp(time: datetime | None, today: datetime, dated: str, *, approximate: bool = False) -> str:
+    """An event's time as the timeline shows it, ``dated`` cells wide (``time_width``) plus
+    one for the ``≈`` an ``approximate`` time is marked with (the caller writes it):
     ``14:02:11`` today, ``03-01 14:02:11`` another day this year, ``2025-03-01 14:02``
     another year; ``--:--:--`` unknown."""
-    width = TIME_WIDTH[dated]
+    width = TIME_WIDTH[dated] + (0 if approximate else 1)
     if not isinstance(time, datetime):
         return f"{'--:--:--':>{width}}"
     t, day = _utc(time), _utc(today).date()
@@ -120,6 +123,8 @@ class Timeline(ScrollView, can_focus=True):
         self._longest = 0.0
         self._cache: OrderedDict[int, Strip] = OrderedDict()
         self._dated = "time"
+        self._timed = False  # some event on screen has a time: the time column is shown
+        self._visible: tuple[int, int] | None = None  # the rows (top, height) the columns fit
         self._now = datetime.now(timezone.utc)  # "today" for the rows, as of the last set_events
         self.search_term = ""
 
@@ -150,10 +155,7 @@ class Timeline(ScrollView, can_focus=True):
             self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
             self._cache.clear()
         self._now = self._today()
-        dated = time_width(events, self._now)
-        if dated != self._dated:
-            self._dated = dated
-            self._cache.clear()
+        self._visible = None  # the time column is fitted to the rows on screen again
         self.virtual_size = Size(self.size.width, len(events))
         self.set_cursor(cursor)
 
@@ -213,9 +215,24 @@ class Timeline(ScrollView, can_focus=True):
     def on_show(self) -> None:
         self.call_after_refresh(self._scroll_to_cursor)
 
+    def _fit_columns(self, top: int, height: int) -> None:
+        """Fit the time column to the rows on screen (``top``, ``height``): shown only when
+        one of them has a time, with the date only when one of them is not today."""
+        if self._visible == (top, height):
+            return
+        self._visible = (top, height)
+        rows = self.events[top:top + height]
+        timed = any(isinstance(e.time, datetime) for e in rows)
+        dated = time_width([e for e in rows if isinstance(e.time, datetime)], self._now) if timed else "time"
+        if (timed, dated) != (self._timed, self._dated):
+            self._timed, self._dated = timed, dated
+            self._cache.clear()
+            self.refresh()
+
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
+        self._fit_columns(self.scroll_offset.y, self.scrollable_content_region.height)
         if index >= len(self.events):
             return Strip.blank(width, self.rich_style)
         strip = self._cache.get(index)
@@ -226,23 +243,30 @@ class Timeline(ScrollView, can_focus=True):
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(index)
-        return strip.crop_extend(0, width, self.rich_style)
+        style = self.rich_style
+        if index == self.cursor:  # the cursor row spans the pane
+            style = style + self.get_component_rich_style("timeline--cursor")
+        return strip.crop_extend(0, width, style)
 
     def _row(self, index: int, width: int) -> Strip:
         event = self.events[index]
         glyph, style = KIND_GLYPH.get(event.kind, ("·", "dim"))
         gap = self._gaps[index]  # how long this step took: until the next event
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append(f"{event.seq:>4} ", "dim")
-        approximate = event.approximate and isinstance(event.time, datetime)
-        text.append("≈" if approximate else " ", "bold" if approximate else "dim")
-        text.append(stamp(event.time, self._now, self._dated), "dim")
-        text.append(f" {elapsed(gap):>6} ", "dim")
-        filled = round(BAR_WIDTH * gap / self._longest) if gap and gap > 0 and self._longest > 0 else 0
-        filled = max(0, min(BAR_WIDTH, filled))
-        text.append("█" * filled, "blue")
-        text.append(" " * (BAR_WIDTH - filled))
-        text.append(f" {glyph} ", style)
+        digits = max(2, len(str(len(self.events) - 1)))
+        text.append(f"{event.seq:>{digits}} ", "dim")
+        if self._timed:
+            approximate = event.approximate and isinstance(event.time, datetime)
+            text.append("≈" if approximate else "", "bold")
+            text.append(stamp(event.time, self._now, self._dated, approximate=approximate), "dim")
+            text.append(" ")
+        if self._longest > 0:
+            text.append(f"{elapsed(gap):>5} ", "dim")
+            filled = round(BAR_WIDTH * gap / self._longest) if gap and gap > 0 else 0
+            filled = max(0, min(BAR_WIDTH, filled))
+            text.append("█" * filled, "blue")
+            text.append(" " * (BAR_WIDTH - filled) + " ")
+        text.append(f"{glyph} ", style)
         text.append(visible_name(event.text.strip().expandtabs(4)))  # one row: controls as pictures
         base = self.rich_style
         if index == self.cursor:
