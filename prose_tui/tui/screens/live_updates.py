@@ -4,8 +4,8 @@ A mixin for ``ExplorerScreen``: it expects ``self.workspace``, ``self.live``, ``
 ``self.current_run``, ``self._stop`` (an ``asyncio.Event``), ``show_run`` and ``activate``.
 The scan runs in a thread worker with progress. Live changes come from the process's live
 pipeline (``prose_tui.live.pipeline``): watching, routing and applying happen on its worker
-thread; this screen receives one ``DeltaApplied`` message per changed run and updates the
-widgets from the delta (the trace repaints the lines it names). The UI thread reads no
+thread; this screen receives deltas through a coalescing mailbox (``LiveInbox``: one message per
+run while its merged delta waits) and updates the widgets from the delta (the trace repaints the lines it names). The UI thread reads no
 disk for a live change and never waits on the workspace lock while the worker reads.
 """
 
@@ -26,16 +26,9 @@ from textual.worker import get_current_worker
 from prose_tui.live.pipeline import LivePipeline, journal_sink
 from prose_tui.live.workspace import Applied, placeholder
 from prose_tui.model import Delta, Run
+from prose_tui.tui.live_inbox import DeltasWaiting, LiveInbox
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
-
-
-class DeltaApplied(Message):
-    """The live pipeline applied a change to one run (posted from its worker thread)."""
-
-    def __init__(self, delta: Delta) -> None:
-        super().__init__()
-        self.delta = delta
 
 
 class RunsChanged(Message):
@@ -225,16 +218,16 @@ class LiveUpdates(_Explorer):
         """Start the live pipeline once (after the first scan)."""
         pipeline = getattr(self, "pipeline", None)
         if pipeline is None:
-            def to_ui(delta: Delta) -> None:
-                self.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
-
+            # Deltas reach the UI through a coalescing mailbox (at most one message per run
+            # waiting; later deltas merge into it), shown paced (prose_tui.tui.live_inbox).
+            inbox = self.live_inbox = LiveInbox(self, self._show_delta)
             def problem(text: str) -> None:
                 self.post_message(LiveProblem(text))
 
             def runs(applied: Applied) -> None:
                 self.post_message(RunsChanged(applied))
 
-            sinks: list[Callable[[Delta], None]] = [to_ui]
+            sinks: list[Callable[[Delta], None]] = [inbox.put]
             if self.journal is not None:
                 sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
             pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
@@ -256,9 +249,14 @@ class LiveUpdates(_Explorer):
             self.watcher_state = "no runs folder yet (waiting for one)"
         self._update_status()
 
-    def on_delta_applied(self, message: DeltaApplied) -> None:
+    def on_deltas_waiting(self, message: DeltasWaiting) -> None:
+        inbox = getattr(self, "live_inbox", None)
+        if inbox is not None:
+            inbox.deliver(message.path)
+
+    def _show_delta(self, delta: Delta) -> None:
         try:
-            self.apply_delta(message.delta)
+            self.apply_delta(delta)
         except NoMatches:
             pass  # the screen is closing
         except Exception as exc:  # one bad delta must not end watching: say so, go on
