@@ -13,6 +13,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from prose_tui.tui.widgets.repaint import set_virtual_size
+
 
 class LineView(ScrollView, can_focus=False):
     """Shows one renderable. ``set_renderable`` keeps the scroll position unless told otherwise."""
@@ -54,7 +56,7 @@ class LineView(ScrollView, can_focus=False):
         options = console.options.update_width(width)
         lines = console.render_lines(self._renderable, options, style=self.rich_style, pad=False)
         self._strips = [Strip(line).simplify() for line in lines]
-        self.virtual_size = Size(width, len(self._strips))
+        set_virtual_size(self, Size(width, len(self._strips)))  # no screen-wide layout (repaint.py)
 
     def on_resize(self) -> None:
         self._render_lines()

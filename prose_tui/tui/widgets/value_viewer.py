@@ -24,6 +24,7 @@ from prose_tui.tui.highlight import highlight_lines
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.line_view import LineView
+from prose_tui.tui.widgets.repaint import show_text
 
 WINDOW = 32 * 1024  # the first window into a value: a few screens, quick to render
 MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
@@ -307,14 +308,12 @@ class ValueViewer(Vertical, can_focus=True):
     def _render_all(self, *, scroll: str = "keep") -> None:
         if not self.is_mounted:
             return
-        head = self._head()
-        if head != getattr(self, "_shown_head", None):
-            self._shown_head = head
-            self.query_one("#value-head", Static).update(head)
+        # The head is one row: a new text repaints it alone (no screen-wide layout).
+        show_text(self.query_one("#value-head", Static), self._head())
         warning = self._warning()
         if warning != getattr(self, "_shown_warning", None):
             self._shown_warning = warning
             box = self.query_one("#value-warning", Static)
-            box.update(Text(warning or ""))
             box.set_class(bool(warning), "-shown")
+            show_text(box, Text(warning or ""))
         self.body.set_renderable(self._body(), scroll=scroll)
