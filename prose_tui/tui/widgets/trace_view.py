@@ -27,6 +27,7 @@ from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
+from prose_tui.tui.widgets.repaint import set_virtual_size
 
 
 def _shown(text: str) -> str:
@@ -173,7 +174,8 @@ class TraceView(ScrollView, can_focus=True):
         if self._gutter != self._gutter_was:
             self._gutter_was = self._gutter
             self._cache.clear()
-        self.virtual_size = Size(self._gutter + self._width + 4, len(lines))
+        # A longer trace: new scroll bounds and scrollbar, no screen-wide layout (repaint.py).
+        set_virtual_size(self, Size(self._gutter + self._width + 4, len(lines)))
         if self.following:
             self._to_executing()
         else:
