@@ -26,6 +26,7 @@ from prose_tui.backends.common.text import visible_name
 from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
+from prose_tui.tui.widgets.repaint import set_virtual_size
 
 BAR_WIDTH = 8
 CACHE_ROWS = 1024
@@ -97,7 +98,7 @@ class Timeline(ScrollView, can_focus=True):
             self._gaps = [_gap(events, i) for i in range(len(events))]
             self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
             self._cache.clear()
-        self.virtual_size = Size(self.size.width, len(events))
+        set_virtual_size(self, Size(self.size.width, len(events)))  # no screen-wide layout (repaint.py)
         self.set_cursor(cursor)
 
     def set_cursor(self, index: int) -> None:
