@@ -45,6 +45,7 @@ from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
+from prose_tui.tui.widgets.repaint import set_border, show_text
 from prose_tui.tui.widgets.run_header import RunHeader, header_text
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
 from prose_tui.tui.widgets.search_bar import SearchBar
@@ -393,10 +394,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
             for item in c.items:
                 text.append(f"\n  {item.strip()}", "dim")
         constructs.display = bool(view.constructs)
-        constructs.update(text)
+        show_text(constructs, text)
         pane = self.query_one("#stack-pane")
-        pane.border_title = f"Nodes ({len(view.nodes)})" if has_nodes else (
-            f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else ""))
+        set_border(pane, title=f"Nodes ({len(view.nodes)})" if has_nodes else (
+            f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else "")))
 
     def _show_time_summary(self) -> None:
         times = [t for t in self.model.statement_times() if t.seconds > 0]
@@ -408,7 +409,7 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
                 text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
         box = self.query_one("#time-summary", Static)
         box.display = bool(times)
-        box.update(text)
+        show_text(box, text)
 
     def action_toggle_log(self) -> None:
         run = self.current_run
@@ -477,19 +478,20 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         nav = self.nav
         moment = self.model.moment()
         if moment is not None and not moment.live:
-            pane.border_title = f"Trace · {moment.label(self.workspace.clock())}"
-            pane.border_subtitle = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
+            title = f"Trace · {moment.label(self.workspace.clock())}"
+            subtitle: str | None = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
         else:
-            pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
-            pane.border_subtitle = "z zoom" if self.compact else None
+            title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
+            subtitle = "z zoom" if self.compact else None
         if self._line_of:
-            pane.border_title = f"{pane.border_title} · program from the log (L: raw)"
+            title = f"{title} · program from the log (L: raw)"
         elif self.raw_log:
-            pane.border_title = f"{pane.border_title} · raw log (L: program)"
+            title = f"{title} · raw log (L: program)"
+        set_border(pane, title=title, subtitle=subtitle)  # unchanged titles: no repaint of the pane
         history = self.query_one("#history-pane")
         note = f" · {nav.history.origin}" if nav.history and nav.events else ""
-        history.border_title = f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen")
-        history.border_subtitle = nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None
+        set_border(history, title=f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen"),
+                   subtitle=nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None)
 
     def _update_status(self) -> None:
         run = self.current_run
