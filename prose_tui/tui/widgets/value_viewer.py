@@ -319,10 +319,11 @@ class ValueViewer(Vertical, can_focus=True):
         search hits reversed."""
         if self.target is not None and self.target.kind == "program":
             return [*highlight_lines((old + new).splitlines()), ""]
-        out: list[Line] = list(old.split("\n"))
+        rows = old.split("\n")
+        out: list[Line] = list(rows)
         if new:
-            tail = out.pop()
-            current = Text(tail)
+            out.pop()
+            current = Text(rows[-1])  # the row the appended text continues
             for chunk in new.splitlines(keepends=True):
                 current.append("▌", "bold green")
                 pieces = chunk.split("\n")
