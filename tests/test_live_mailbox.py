@@ -76,7 +76,7 @@ def test_puts_from_many_threads_lose_nothing(tmp_path):
 
 def test_pace_waits_as_long_as_the_last_change_took_within_a_bound():
     now = [0.0]
-    pace = Pace(max_wait=0.5, clock=lambda: now[0])
+    pace = Pace(max_wait=0.5, interval=0.0, clock=lambda: now[0])
     assert pace.wait() == 0.0
     turn = pace.begin()
     now[0] = 0.1
@@ -92,3 +92,43 @@ def test_pace_waits_as_long_as_the_last_change_took_within_a_bound():
     assert pace.wait() == 0.5
     pace.end(turn - 1)  # an older turn's paint does not count
     assert pace.wait() == 0.5
+
+
+def test_pace_shows_a_burst_at_once_then_a_stream_at_the_frame_rate():
+    now = [0.0]
+    pace = Pace(ratio=0.0, interval=0.3, busy_interval=0.3, burst=3, clock=lambda: now[0])
+    shown = []
+    for i in range(40):  # a change every 50 ms, shown as soon as the pace allows
+        now[0] = i * 0.05
+        if pace.wait() == 0.0:
+            pace.end(pace.begin())
+            shown.append(now[0])
+    assert shown[:3] == [0.0, 0.05, 0.1]  # the burst
+    gaps = [b - a for a, b in zip(shown[3:], shown[4:])]
+    assert gaps and all(g >= 0.3 - 1e-9 for g in gaps)  # then one frame per interval
+    now[0] = 100.0  # after a quiet moment: at once again
+    assert pace.wait() == 0.0
+
+
+def test_pace_slows_to_the_busy_interval_only_under_sustained_pressure():
+    now = [0.0]
+    pace = Pace(ratio=0.0, interval=0.3, busy_interval=0.5, burst=3, clock=lambda: now[0])
+
+    def frames(period: float, merged: int, until: float) -> tuple[list[float], int]:
+        shown, arrived = [], 0
+        while now[0] < until:
+            arrived += 1
+            if pace.wait() == 0.0:
+                pace.end(pace.begin(merged))
+                shown.append(now[0])
+            now[0] = round(now[0] + period, 6)
+        return shown, arrived
+
+    # One change every 0.34 s, each alone: every one shown when it arrives, however long it goes on.
+    lone, arrived = frames(0.34, 1, 20.0)
+    assert len(lone) == arrived
+    # A stream whose frames each carry several changes: two frames a second.
+    now[0] = 40.0
+    stream, _ = frames(0.01, 5, 50.0)
+    steady = [b - a for a, b in zip(stream[5:], stream[6:])]
+    assert steady and all(abs(g - 0.5) < 0.02 for g in steady)

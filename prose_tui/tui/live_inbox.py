@@ -56,10 +56,10 @@ class LiveInbox:
             self._show_now(path)
 
     def _show_now(self, path: Path) -> None:
-        delta = self.mailbox.take(path)
+        delta, merged = self.mailbox.take_counted(path)
         if delta is None:
             return
-        turn = self.pace.begin()
+        turn = self.pace.begin(merged)
         try:
             self.show(delta)
         finally:
