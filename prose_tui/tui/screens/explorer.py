@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerState
 from prose_tui.backends.common.status import age
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal
+from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Run, RunFormat, RunStatus, TraceLine
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, mark_failures, newest_binding, when_text
@@ -291,9 +292,10 @@ class ExplorerScreen(LiveUpdates, Screen[None]):
         touch = self.model.touch(run, changed, binding_only)
         if run is None or not touch.same:
             self.loaded_run = None
-        if touch.live:
+        if touch.live and not extends_cheaply(run):
             # The panes show the run (or keep their frozen moment); the history and its count of
-            # new events catch up just after, off the hot path.
+            # new events catch up just after, off the hot path. A log's history grows by its new
+            # events (a few ms): in the same paint, not in a second one.
             self._history_later()
         else:
             self.model.load_history()
