@@ -119,8 +119,12 @@ class RunList(OptionList):
                 self._redraw(run, now)
 
     def _redraw(self, run: Run, now: datetime) -> None:
+        prompt = run_prompt(run, now, self._widths)
+        key = str(run.path)
         try:
-            self.replace_option_prompt(str(run.path), run_prompt(run, now, self._widths))
+            if self.get_option(key).prompt == prompt:
+                return  # the same row: no repaint of the list (a live change often leaves it as it was)
+            self.replace_option_prompt(key, prompt)
         except Exception:  # the row is filtered out
             pass
 
