@@ -11,6 +11,8 @@ same list (a live run) cost only themselves (``set_events`` sees the list grew).
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import OrderedDict
 from datetime import datetime
 
@@ -73,7 +75,9 @@ class Timeline(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.events: list[Event] = []
         self.cursor = 0
-        self._gaps: list[float | None] = []
+        # Seconds from each event to the next, NaN where unknown: 8 bytes per event (a list of
+        # floats held 32).
+        self._gaps = array("d")
         self._longest = 0.0
         self._cache: OrderedDict[int, Strip] = OrderedDict()
         self.search_term = ""
@@ -84,8 +88,8 @@ class Timeline(ScrollView, can_focus=True):
             # The same list, grown (or its last events replaced): only the end is new.
             start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
             del self._gaps[start:]
-            self._gaps.extend(_gap(events, i) for i in range(start, len(events)))
-            fresh = [g for g in self._gaps[start:] if g and g > 0]
+            self._gaps.extend(_stored(_gap(events, i)) for i in range(start, len(events)))
+            fresh = [g for g in self._gaps[start:] if g > 0]
             longest = max([self._longest, *fresh]) if fresh else self._longest
             if longest != self._longest:
                 self._longest = longest
@@ -95,8 +99,8 @@ class Timeline(ScrollView, can_focus=True):
                     del self._cache[index]
         else:
             self.events = events
-            self._gaps = [_gap(events, i) for i in range(len(events))]
-            self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
+            self._gaps = array("d", (_stored(_gap(events, i)) for i in range(len(events))))
+            self._longest = max((g for g in self._gaps if g > 0), default=0.0)
             self._cache.clear()
         set_virtual_size(self, Size(self.size.width, len(events)))  # no screen-wide layout (repaint.py)
         self.set_cursor(cursor)
@@ -175,8 +179,8 @@ class Timeline(ScrollView, can_focus=True):
     def _row(self, index: int, width: int) -> Strip:
         event = self.events[index]
         glyph, style = KIND_GLYPH.get(event.kind, ("·", "dim"))
-        gap = self._gaps[index]  # how long this step took: until the next event
-        since = self._gaps[index - 1] if index > 0 else None
+        gap = _loaded(self._gaps[index])  # how long this step took: until the next event
+        since = _loaded(self._gaps[index - 1]) if index > 0 else None
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append(f"{event.seq:>4} ", "dim")
         text.append(f"{event.time:%H:%M:%S}" if isinstance(event.time, datetime) else "--:--:--", "dim")
@@ -192,6 +196,14 @@ class Timeline(ScrollView, can_focus=True):
             base = base + self.get_component_rich_style("timeline--cursor")
         segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
         return Strip(segments).simplify()
+
+
+def _stored(gap: float | None) -> float:
+    return math.nan if gap is None else gap
+
+
+def _loaded(gap: float) -> float | None:
+    return None if math.isnan(gap) else gap
 
 
 def _gap(events: list[Event], index: int) -> float | None:
