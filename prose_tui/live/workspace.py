@@ -456,6 +456,28 @@ class Workspace:
         return None if delta.empty else delta
 
 
+    def page_back(self, path: Path, limit: int) -> int:
+        """Put up to ``limit`` older trace lines at the start of the run's trace, for
+        backends whose runs show a window of a longer table (SQLite: ``older``); returns how
+        many (0 when there are none or the backend does not page). Under the run's lock, so
+        a live apply never sees the trace half-paged."""
+        with self.lock:
+            run = self.runs.get(path)
+        if run is None:
+            return 0
+        try:
+            backend = backend_of(run)
+        except LookupError:
+            return 0
+        older = getattr(backend, "older", None)
+        if older is None:
+            return 0
+        with self.run_lock(path):
+            with self.lock:
+                if self.runs.get(path) is not run:
+                    return 0
+            return int(older(run, limit))
+
     # -- runs off disk (sources such as a PostgreSQL database) ---------------------------------
     # Kept apart from the file-system routing above: a source lists its runs, reads one in
     # full, and is polled (no file events). Its runs share ``runs``/``detailed`` with the rest.
