@@ -81,6 +81,9 @@ class TraceView(ScrollView, can_focus=True):
             self.line = line
             self.path = path
 
+    class AtStart(Message):
+        """The cursor reached the first line shown (a paged trace may load older lines)."""
+
     class FollowChanged(Message):
         """Following the executing statement was turned on or off."""
 
@@ -314,6 +317,8 @@ class TraceView(ScrollView, can_focus=True):
         self._cache.pop(("line", old), None)
         self._cache.pop(("line", new), None)
         self.refresh()
+        if new == 0 and old != 0 and self.lines and not self.following:  # the reader went up to it
+            self.post_message(self.AtStart())
 
     # -- rendering ------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
