@@ -52,6 +52,7 @@ class _ScreenGone(Exception):
 
 
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
+PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
 
 
 if TYPE_CHECKING:  # what the mixin expects of the screen it is mixed into
@@ -80,6 +81,7 @@ if TYPE_CHECKING:  # what the mixin expects of the screen it is mixed into
         def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None: ...
         def activate(self, index: int, *, focus: bool = True) -> None: ...
         def _show_head(self, run: Run | None) -> None: ...
+        def refresh_view(self, *, only_bindings: bool = False) -> None: ...
         def _update_status(self) -> None: ...
 else:
     _Explorer = object
@@ -261,6 +263,34 @@ class LiveUpdates(_Explorer):
             pass  # the screen is closing
         except Exception as exc:  # one bad delta must not end watching: say so, go on
             self.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
+
+    def on_trace_view_at_start(self, event: TraceView.AtStart) -> None:
+        """The reader went up to the first trace line: a run showing a window of a longer
+        table (SQLite) loads the rows before it (``Workspace.page_back``), off the UI thread."""
+        run = self.current_run
+        if run is not None and run.trace and run.trace[0].line > 1:
+            self._page_back(run.path, run.trace[0].line)
+
+    @work(thread=True, exclusive=True, group="page")
+    def _page_back(self, path: Path, first_line: int) -> None:
+        try:
+            if self.workspace.page_back(path, PAGE_ROWS):
+                self._from_thread(self._paged, path, first_line)
+        except _ScreenGone:
+            return
+
+    def _paged(self, path: Path, first_line: int) -> None:
+        """Older lines were put before trace line ``first_line``: redraw, cursor just above it."""
+        run = self.current_run
+        if run is None or run.path != path:
+            return
+        trace = self.query_one(TraceView)
+        if trace.lines is run.trace:
+            trace.lines_changed(None)
+        else:
+            self.refresh_view()
+        index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)
+        trace.move_cursor(max(0, index - 1))
 
     def on_runs_changed(self, message: RunsChanged) -> None:
         applied = message.applied
