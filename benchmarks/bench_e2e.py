@@ -221,7 +221,10 @@ def tmux_memory() -> dict[int, float]:
 
 
 # -- headless --------------------------------------------------------------------------------------
-async def headless_case(name: str, rounds: int) -> list[float]:
+UI_CPU: dict[str, list[float]] = {}  # case -> UI thread CPU ms per change (headless driver)
+
+
+async def headless_case(name: str, rounds: int, profile: str | None = None) -> list[float]:
     from prose_tui.tui.app import ProseTUI
     from prose_tui.tui.widgets.trace_view import TraceView
     from prose_tui.tui.widgets.value_viewer import ValueViewer
@@ -259,6 +262,13 @@ async def headless_case(name: str, rounds: int) -> list[float]:
                 return any(marker in trace.lines[j].text for j in range(lo, hi))
 
             samples = []
+            cpu = UI_CPU.setdefault(name, [])
+            profiler = None
+            if profile:
+                import cProfile
+
+                profiler = cProfile.Profile()  # the UI thread only: the app's loop runs here
+                profiler.enable()
             for i in range(rounds):
                 t0 = time.perf_counter()
                 marker = case.write(i)
@@ -269,6 +279,16 @@ async def headless_case(name: str, rounds: int) -> list[float]:
                 else:
                     samples.append(10_000.0)
                 await asyncio.sleep(PERIOD)
+            # UI CPU per change, without the polling above (it runs on this thread too): a
+            # write, then PERIOD seconds of the app alone (the change, its paint, timers).
+            for i in range(rounds, 2 * rounds):
+                c0 = time.thread_time()
+                case.write(i)
+                await asyncio.sleep(PERIOD)
+                cpu.append((time.thread_time() - c0) * 1000)
+            if profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(f"{profile}.{name}.prof")
             return samples
 
 
@@ -280,6 +300,8 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="headless: cProfile the UI thread over the rounds into PREFIX.CASE.prof")
     args = parser.parse_args()
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
     drivers = ["headless", "tmux"] if args.driver == "both" else [args.driver]
@@ -290,11 +312,19 @@ def main() -> int:
     if not args.no_latency:
         for name in cases:
             for driver in drivers:
-                samples = tmux_case(name, args.rounds) if driver == "tmux" else asyncio.run(headless_case(name, args.rounds))
+                samples = (tmux_case(name, args.rounds) if driver == "tmux"
+                           else asyncio.run(headless_case(name, args.rounds, args.profile)))
                 p50, p95, top = stats(samples)
                 target = TARGET.get(name, 50)
                 print(f"| {name} | {driver} | {p50:.0f} | {p95:.0f} | {top:.0f} | <= {target} | "
                       f"{'pass' if p95 <= target else 'MISS'} |", flush=True)
+    if UI_CPU:
+        print("\nUI thread CPU per change (headless; a write every 0.3 s without polling: the change, its "
+              "paint, the app's timers): less sensitive to the machine's load than latency.\n")
+        print("| case | p50 ms | p95 ms |\n|---|---|---|")
+        for name, values in UI_CPU.items():
+            c50, c95, _ = stats(values)
+            print(f"| {name} | {c50:.1f} | {c95:.1f} |")
     if args.cpu:
         idle, busy = tmux_cpu()
         print(f"| CPU idle, 20,000-event run (30 s) | tmux | {idle:.1f} % | | | <= 1 % | {'pass' if idle <= 1 else 'MISS'} |")

@@ -1,16 +1,20 @@
-"""Soak: a writer process does 30,000 file operations (up to 1,000 a second) while the explorer
+"""Soak: a writer process does 12,000 file operations (up to 1,000 a second) while the explorer
 watches; afterwards the screen matches the files, nothing raised, keys still work, and the UI's
 event loop never stalled: between two ticks of a 20 ms timer in the app, the UI thread's own
 work (CPU time, so the machine's load does not count) stays under a bound at the 99th percentile.
 
 The writer behaves like a busy VM in its own process: it rewrites ``state.md`` atomically (``os.replace``) with
 the ``<-- EXECUTING`` marker one statement further each time, appends to binding files and
-creates agent segments. ``PROSE_TUI_SOAK_SECONDS`` shortens or lengthens the run (operations =
-1,000 x seconds). The writer's pace is the machine's business: a slower machine takes longer,
-nothing asserts its throughput. The bound is generous (about 3x the 0.3 s a 2-core machine at
-load 9 shows when each agent folder is read once per batch) and meaningful: a UI thread held a
-second of CPU at a time is a frozen screen, and re-reading every segment per new segment
-(quadratic as the run ages) took 1.8 s at the 99th percentile and froze it for 7 s.
+creates agent segments. ``PROSE_TUI_SOAK_SECONDS`` (default 12) shortens or lengthens the
+run (operations = 1,000 x seconds). The writer's pace is the machine's business: a slower
+machine takes longer, nothing asserts its throughput.
+
+The bound (0.6 s) is about 3x what a 2-core machine shows at load 5-7, also with one core
+kept busy by another process (0.17-0.31 s: one merged delta shown plus one screen refresh
+per turn), and meaningful: a UI thread held for more than half a second at a time is a
+frozen screen. Deltas posted one message each, without the coalescing mailbox, held it
+1.4 s at the 99th percentile on this soak (10.6 s with a core busy); re-reading every
+segment per new segment (quadratic as the run ages) held it 1.8 s and froze it for 7 s.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from prose_tui.backends import open_run
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.trace_view import TraceView
 
-SECONDS = float(os.environ.get("PROSE_TUI_SOAK_SECONDS", "30"))
+SECONDS = float(os.environ.get("PROSE_TUI_SOAK_SECONDS", "12"))
 RATE = 1000  # file operations per second
 RUN_ID = "20260301-100000-soak00"
 STATEMENTS = 40
@@ -37,7 +41,7 @@ SEGMENT_EVERY = 25  # one new segment per this many operations
 TICK = 0.02  # seconds between the app's lag-probe timer ticks
 # Seconds of UI-thread CPU between two ticks, 99th percentile, while the writer runs: the
 # event-loop lag the app causes itself, which another process's load does not change.
-BUSY_P99 = 1.0
+BUSY_P99 = 0.6
 
 
 def state_md(executing: int, round_: int) -> str:
@@ -132,7 +136,7 @@ def p99(values: list[float]) -> float:
 
 
 @pytest.mark.slow
-async def test_30000_file_ops_at_up_to_1000_a_second_while_watching(tmp_path):
+async def test_file_ops_at_up_to_1000_a_second_while_watching(tmp_path):
     run_dir = make_soak_run(tmp_path)
     app = make_app(tmp_path, watch=True)
     ctx = multiprocessing.get_context("spawn")

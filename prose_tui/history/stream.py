@@ -146,6 +146,13 @@ class History:
                    for j in range(index + 1, len(self.events)))
 
 
+def extends_cheaply(run: Run | None) -> bool:
+    """True when ``history_of(run)`` after a live change costs what the change appended (a
+    log's new events copied onto the kept history), so a UI can do it at once; a journal
+    replay or a reconstruction may cost more."""
+    return run is not None and (run.format in LOG_FORMATS or bool(run.events))
+
+
 def history_of(run: Run, *, journal: Journal | None = None) -> History:
     """The ordered history of ``run``.
 
@@ -161,7 +168,7 @@ def history_of(run: Run, *, journal: Journal | None = None) -> History:
     kept, and a later call copies only the events added since (a log's new events, the
     journal's new entries), so following a live run costs what it appended.
     """
-    if run.format in LOG_FORMATS or run.events:
+    if extends_cheaply(run):
         return _log_history(run)
     if run.format is RunFormat.ENCRYPTED:
         return History([], "log", "the run's state is SOPS-encrypted; no events to show")

@@ -62,6 +62,7 @@ class Workspace(SourceRuns):
         # runs/detailed/refs/observed happens under this lock, which no one holds during I/O.
         self.lock = threading.RLock()
         self._run_locks: dict[Path, threading.RLock] = {}
+        self._full_reads: dict[Path, threading.Lock] = {}  # one full read of a run at a time
         self.observed: dict[Path, datetime] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
 
@@ -104,8 +105,15 @@ class Workspace(SourceRuns):
         return self.sorted_runs()
 
     def summary(self, path: Path) -> Run | None:
-        """The run at ``path`` as a run list row needs it (state file only), read now."""
-        return self.runs.get(path) if path in self.detailed else self._read(path, summary=True)
+        """The run at ``path`` as a run list row needs it (state file only), read now; when
+        a full read of it is under way, that read's run (the state file is parsed once)."""
+        if path not in self.detailed and self._full_read_lock(path).locked():
+            with self._full_read_lock(path):
+                pass  # the start-up read is reading this run in full: wait for it
+        with self.lock:
+            if path in self.detailed:
+                return self.runs.get(path)
+        return self._read(path, summary=True)
 
     def detail(self, path: Path) -> Run | None:
         """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on."""
@@ -120,6 +128,26 @@ class Workspace(SourceRuns):
         return run
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
+        if summary is False:
+            # One full read of a run at a time: the start-up read and "open in full" often ask
+            # for the same run at once; the second waits and takes the first's result, instead
+            # of parsing the run again (two parses of a 20,000-event log were both kept alive:
+            # one by the run list, one by the screen).
+            with self._full_read_lock(path):
+                with self.lock:
+                    if path in self.detailed and path in self.runs:
+                        return self.runs[path]
+                return self._read_now(path, progress=progress, partial=partial, summary=False)
+        return self._read_now(path, progress=progress, partial=partial, summary=summary)
+
+    def _full_read_lock(self, path: Path) -> threading.Lock:
+        with self.lock:
+            lock = self._full_reads.get(path)
+            if lock is None:
+                lock = self._full_reads[path] = threading.Lock()
+            return lock
+
+    def _read_now(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
         source = self.source_of(path)
         if source is not None:
             return self._read_source(source, path, summary=path not in self.detailed if summary is None else summary)
@@ -399,6 +427,28 @@ class Workspace(SourceRuns):
                 if self.runs.get(path) is run:
                     self.runs[path] = delta.run
         return None if delta.empty else delta
+
+    def page_back(self, path: Path, limit: int) -> int:
+        """Put up to ``limit`` older trace lines at the start of the run's trace, for
+        backends whose runs show a window of a longer table (SQLite: ``older``); returns how
+        many (0 when there are none or the backend does not page). Under the run's lock, so
+        a live apply never sees the trace half-paged."""
+        with self.lock:
+            run = self.runs.get(path)
+        if run is None:
+            return 0
+        try:
+            backend = backend_of(run)
+        except LookupError:
+            return 0
+        older = getattr(backend, "older", None)
+        if older is None:
+            return 0
+        with self.run_lock(path):
+            with self.lock:
+                if self.runs.get(path) is not run:
+                    return 0
+            return int(older(run, limit))
 
 
 def _forget(path: Path) -> None:

@@ -163,6 +163,7 @@ class ExplorerModel:
         self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
         self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
+        self._clock: _Clock | None = None  # statement_times carried forward
 
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
@@ -415,18 +416,59 @@ class ExplorerModel:
     # -- where the time went -----------------------------------------------------------------------
     def statement_times(self, upto: int | None = None) -> list[StatementTime]:
         """Seconds per statement up to the cursor, slowest first: each start (or retry) runs
-        until the next event with a time; times that run backwards count as 0."""
+        until the next event with a time; times that run backwards count as 0.
+
+        Following a live run this costs what was appended since the last call (``_Clock``
+        carries on where it stopped while the history only grew)."""
         events = self.nav.events
         end = (self.nav.position if upto is None else upto) + 1
-        totals: dict[str, list[float]] = {}
-        for i, event in enumerate(events[:end]):
-            if event.kind not in _STARTS or event.time is None:
-                continue
-            name = event.name or event.step or event.text.strip()[:40]
-            nxt = next((e.time for e in events[i + 1:end] if e.time is not None), None)
-            seconds = (_utc(nxt) - _utc(event.time)).total_seconds() if nxt is not None else 0.0
-            entry = totals.setdefault(name, [0.0, 0])
-            entry[0] += max(0.0, seconds)
-            entry[1] += 1
-        out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in totals.items()]
-        return sorted(out, key=lambda s: (-s.seconds, s.name))
+        clock = self._clock
+        if clock is None or not clock.continues(events, end):
+            clock = self._clock = _Clock()
+        return clock.advance(events, end)
+
+
+class _Clock:
+    """``ExplorerModel.statement_times`` carried forward over a growing list of events.
+
+    ``done`` events are counted; ``pending`` are the starts (name, time) still waiting for
+    the next event with a time; ``totals`` maps a name to [seconds, starts]. Times without a
+    zone count as UTC (``_utc``)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.last: object = None  # the last event counted (the list may be a new one that grew)
+        self.pending: list[tuple[str, datetime]] = []
+        self.totals: dict[str, list[float]] = {}
+        self.sorted: list[StatementTime] | None = None
+
+    def continues(self, events: list, end: int) -> bool:
+        """True when ``events[:end]`` extends what was counted (same events, not fewer)."""
+        if end < self.done:
+            return False
+        if self.done == 0:
+            return True
+        return len(events) >= self.done and events[self.done - 1] is self.last
+
+    def advance(self, events: list, end: int) -> list[StatementTime]:
+        end = min(end, len(events))
+        if end > self.done:
+            totals, pending = self.totals, self.pending
+            for event in events[self.done:end]:
+                time = event.time
+                if time is not None and pending:
+                    for name, began in pending:
+                        totals[name][0] += max(0.0, (_utc(time) - _utc(began)).total_seconds())
+                    pending.clear()
+                if event.kind in _STARTS and time is not None:
+                    name = event.name or event.step or event.text.strip()[:40]
+                    entry = totals.setdefault(name, [0.0, 0])
+                    entry[1] += 1
+                    pending.append((name, time))
+            self.done = end
+            self.last = events[end - 1]
+            self.sorted = None
+        if self.sorted is None:
+            out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
+            self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
+        return self.sorted

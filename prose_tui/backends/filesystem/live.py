@@ -30,6 +30,8 @@ from prose_tui.backends.filesystem.folder import (
     load_run,
     reload_state,
 )
+from prose_tui.backends.filesystem.skill import settle_status
+from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
 from prose_tui.backends.filesystem.tail import Change, EventLogTail
 from prose_tui.model import Binding, Delta, Run, RunFormat, TraceLine
 
@@ -69,7 +71,10 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
     """
     run_dir = run.path
     parts = {p: part_of(run_dir, p) for p in paths}
-    kinds = set(parts.values())
+    # A skill run's ledger files are appended to: tailed (skill_live.py), not read again.
+    ledgers = {p for p, part in parts.items() if part == "other" and run.format is RunFormat.SKILL
+               and is_ledger_file(run_dir, p)}
+    kinds = {part for p, part in parts.items() if p not in ledgers}
     if "program" in kinds or ("other" in kinds and not summary) or run.format is RunFormat.ENCRYPTED:
         fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
         delta = Delta.whole(fresh, paths)
@@ -81,6 +86,15 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
         delta = _state_changed(run, paths, tails, delta, now=now, stale_after=stale_after, observed=observed,
                                summary=summary)
         run = delta.run
+    if ledgers and not summary and delta.run is run:  # (a state change read the run again, ledgers too)
+        events = apply_receipts(run, ledgers)
+        if events is None:  # not a run whose ledger is followed: read it again
+            fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
+            whole = Delta.whole(fresh, paths)
+            whole.reread = True
+            return whole
+        delta.events = [*delta.events, *(e for e in events if e not in delta.events)]
+        delta.status = delta.status or bool(events)
     if not summary:
         agents_whole: set[Path] = set()
         for path, part in parts.items():
@@ -97,6 +111,8 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
             _update_agent(run, run_dir, folder / "memory.md")
     run.status, run.status_reason = run_status(run, tails.get(run.path), now=now, stale_after=stale_after,
                                                observed=observed)
+    if run.format is RunFormat.SKILL:
+        settle_status(run)  # receipts and front matter word a skill run's status
     delta.status = delta.status or (run.status, run.status_reason) != before_status
     return delta
 

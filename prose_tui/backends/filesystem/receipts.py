@@ -19,9 +19,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from prose_tui.backends.filesystem.tail import Change, FileTail
 from prose_tui.model import Receipt
 
-__all__ = ["Ledger", "read_ledgers", "receipt_from"]
+__all__ = ["Ledger", "LedgerTail", "read_ledgers", "receipt_from"]
 
 MAX_LEDGER_BYTES = 16 * 1024 * 1024
 _TIME_KEYS = ("at", "time", "timestamp", "ts", "created_at", "committed_at")
@@ -136,11 +137,13 @@ def receipt_from(data: dict[str, Any], node: str, seq: int) -> Receipt:
     )
 
 
-def read_ledgers(run_dir: Path) -> Ledger:
+def read_ledgers(run_dir: Path, files: dict[str, _Place] | None = None) -> Ledger:
     """Every ``receipts/*.jsonl`` of the run at ``run_dir`` (sorted by node name).
 
     Each file is read up to :data:`MAX_LEDGER_BYTES` (a warning says when one was cut).
-    A receipt's ``seq`` is its 0-based place in its node's chain.
+    A receipt's ``seq`` is its 0-based place in its node's chain. ``files``, when given,
+    receives where each ``.jsonl`` file's reading stands (what :class:`LedgerTail`
+    carries on from).
     """
     ledger = Ledger()
     folder = run_dir / "receipts"
@@ -149,38 +152,155 @@ def read_ledgers(run_dir: Path) -> Ledger:
     except OSError:
         return ledger
     for name in names:
-        path = folder / name
-        node = name.rsplit(".", 1)[0]
+        _read_file(ledger, folder, name, files)
+    return ledger
+
+
+@dataclass(slots=True)
+class _Place:
+    """Where a tailed ledger file's reading stands: ``tail`` after its last complete line,
+    ``lines`` complete lines read, ``provisional`` receipts parsed from a last line that has
+    no newline yet (dropped and parsed again when more bytes arrive)."""
+
+    tail: FileTail
+    lines: int = 0
+    provisional: int = 0
+
+
+def _read_file(ledger: Ledger, folder: Path, name: str, files: dict[str, _Place] | None) -> None:
+    """Read ``folder/name`` whole into its node's chain (emptied first)."""
+    path = folder / name
+    node = name.rsplit(".", 1)[0]
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read(MAX_LEDGER_BYTES + 1)
+    except OSError as exc:
+        ledger.warnings.append(f"cannot read receipts/{name}: {exc.strerror or exc}")
+        return
+    cut = len(data) > MAX_LEDGER_BYTES
+    if cut:
+        ledger.warnings.append(f"receipts/{name} is over {MAX_LEDGER_BYTES // 2**20} MiB; only its start was read")
+        data = data[:MAX_LEDGER_BYTES]
+    chain = ledger.by_node.setdefault(node, [])
+    chain.clear()
+    if node not in ledger.order:
+        ledger.order.append(node)
+        ledger.order.sort()
+    if name.endswith(".json") and data.decode("utf-8", errors="replace").lstrip().startswith("["):
+        _read_array(data.decode("utf-8", errors="replace"), name, node, chain, ledger.warnings)  # one array
+        return
+    if files is None or cut or not name.endswith(".jsonl"):
+        _read_lines(data.decode("utf-8", errors="replace"), name, node, chain, ledger.warnings, 1)
+        return
+    place = _Place(FileTail(path))
+    _feed(place, data, st, name, node, chain, ledger.warnings, whole=True)
+    files[name] = place
+
+
+def _feed(place: _Place, data: bytes, st: os.stat_result | None, name: str, node: str, chain: list[Receipt],
+          warnings: list[str], *, whole: bool = False) -> None:
+    """Parse ``data`` (the bytes after ``place``) into ``chain``: complete lines for good, a
+    last line without its newline provisionally (when it is already a JSON object). A
+    half-written last line is warned about on a ``whole`` read (as ``read_ledgers`` does)
+    and read again when its end arrives."""
+    if place.provisional:
+        del chain[len(chain) - place.provisional:]
+        place.provisional = 0
+    end = data.rfind(b"\n") + 1
+    if end:
+        text = data[:end].decode("utf-8", errors="replace")
+        _read_lines(text, name, node, chain, warnings, place.lines + 1)
+        place.lines += text.count("\n")
+        place.tail.advance(end, st)
+    elif st is not None and place.tail.inode is None:
+        place.tail.advance(0, st)
+    rest = data[end:].decode("utf-8", errors="replace").strip()
+    if rest:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_LEDGER_BYTES + 1)
-        except OSError as exc:
-            ledger.warnings.append(f"cannot read receipts/{name}: {exc.strerror or exc}")
+            parsed = json.loads(rest)
+        except ValueError:
+            if whole:
+                warnings.append(f"receipts/{name} line {place.lines + 1}: not a JSON object, skipped")
+            return  # half written: read again when its end arrives
+        if isinstance(parsed, dict):
+            chain.append(receipt_from(parsed, node, len(chain)))
+            place.provisional = 1
+
+
+def _read_lines(text: str, name: str, node: str, chain: list[Receipt], warnings: list[str], first: int) -> None:
+    for number, raw in enumerate(text.splitlines(), start=first):
+        if not raw.strip():
             continue
-        if len(data) > MAX_LEDGER_BYTES:
-            ledger.warnings.append(f"receipts/{name} is over {MAX_LEDGER_BYTES // 2**20} MiB; only its start was read")
-            data = data[:MAX_LEDGER_BYTES]
-        chain = ledger.by_node.setdefault(node, [])
-        if node not in ledger.order:
-            ledger.order.append(node)
-        text = data.decode("utf-8", errors="replace")
-        if name.endswith(".json") and text.lstrip().startswith("["):
-            _read_array(text, name, node, chain, ledger.warnings)  # a VM that wrote one array
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            # the last line may be half written while the VM appends
+            warnings.append(f"receipts/{name} line {number}: not a JSON object, skipped")
             continue
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
+        if not isinstance(parsed, dict):
+            warnings.append(f"receipts/{name} line {number}: not a JSON object, skipped")
+            continue
+        chain.append(receipt_from(parsed, node, len(chain)))
+
+
+@dataclass(slots=True)
+class LedgerTail:
+    """A run's ledger kept current by reading only what was appended to each
+    ``receipts/{node}.jsonl`` (as event logs are tailed): ``files`` say where each file's
+    reading stands; a truncated, replaced or rewritten file (inode, size, the hash of the
+    bytes before the offset: ``FileTail``) is read again whole, a ``.json`` array always."""
+
+    run_dir: Path
+    ledger: Ledger
+    files: dict[str, _Place] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> LedgerTail:
+        files: dict[str, _Place] = {}
+        return cls(run_dir, read_ledgers(run_dir, files), files)
+
+    def update(self, names: set[str]) -> bool:
+        """Bring the ledger up to date with the files ``names`` (``{node}.jsonl`` or
+        ``.json``); True when a chain changed."""
+        folder = self.run_dir / "receipts"
+        changed = False
+        for name in sorted(names):
+            node = name.rsplit(".", 1)[0]
+            place = self.files.get(name)
+            if not (folder / name).exists():
+                changed |= self.ledger.by_node.pop(node, None) is not None
+                if node in self.ledger.order:
+                    self.ledger.order.remove(node)
+                self.files.pop(name, None)
+                continue
+            if place is None:
+                self._whole(folder, name)
+                changed = True
                 continue
             try:
-                parsed = json.loads(raw)
-            except ValueError:
-                # the last line may be half written while the VM appends
-                ledger.warnings.append(f"receipts/{name} line {number}: not a JSON object, skipped")
+                change, st = place.tail.check()
+                if change is Change.SAME:
+                    continue
+                data = place.tail.read_new(MAX_LEDGER_BYTES) if change is Change.GREW else b""
+            except OSError:
                 continue
-            if not isinstance(parsed, dict):
-                ledger.warnings.append(f"receipts/{name} line {number}: not a JSON object, skipped")
+            if change is Change.RESET:
+                self._whole(folder, name)
+                changed = True
                 continue
-            chain.append(receipt_from(parsed, node, len(chain)))
-    return ledger
+            chain = self.ledger.by_node.setdefault(node, [])
+            before = [id(r) for r in chain]
+            _feed(place, data, st, name, node, chain, self.ledger.warnings)
+            changed |= [id(r) for r in chain] != before
+        return changed
+
+    def _whole(self, folder: Path, name: str) -> None:
+        files: dict[str, _Place] = {}
+        _read_file(self.ledger, folder, name, files)
+        self.files.pop(name, None)
+        if name in files:
+            self.files[name] = files[name]
 
 
 def _read_array(text: str, name: str, node: str, chain: list[Receipt], warnings: list[str]) -> None:

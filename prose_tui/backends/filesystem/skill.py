@@ -23,7 +23,8 @@ from pathlib import Path
 import frontmatter
 
 from prose_tui.backends.common.text import visible
-from prose_tui.backends.filesystem.receipts import Ledger, chain_break, read_ledgers
+from prose_tui.backends.filesystem.receipts import Ledger, LedgerTail, chain_break, read_ledgers
+from prose_tui.backends.filesystem.skill_live import SkillState, remember
 from prose_tui.backends.filesystem.world_model import (
     CALLER,
     CompiledIntent,
@@ -98,7 +99,8 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     run.format = RunFormat.SKILL
     if run.program is None and run.header.get("root"):
         run.program = run.header["root"]
-    ledger = read_ledgers(run_dir)
+    tail = None if summary else LedgerTail.read(run_dir)  # a full read follows appends (skill_live.py)
+    ledger = tail.ledger if tail is not None else read_ledgers(run_dir)
     run.warnings.extend(ledger.warnings)
     run.receipts = ledger.receipts
     errors = {node: err for node in error_nodes(run_dir) if (err := read_error(run_dir, node)) is not None}
@@ -108,7 +110,10 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     run.nodes = _nodes(run_dir, ledger, intent, errors)
     _metrics(run)
     _test_verdict(run)
+    base = list(run.events)
     _receipt_events(run, ledger)
+    if tail is not None:
+        remember(SkillState(run, tail, intent, errors, base, len(ledger.warnings)))
     if summary:
         return
     run.bindings = _merge(world_model_bindings(run_dir, run.warnings), run.bindings)

@@ -18,6 +18,7 @@ from prose_tui.backends.sqlite.connect import (
     db_path_for,
     is_sqlite_file,
 )
+from prose_tui.backends.sqlite.live import SqliteTail
 from prose_tui.backends.sqlite.run import is_sqlite_run, load_sqlite_run
 from prose_tui.backends.sqlite.tables import list_extension_tables, metrics_summary
 from prose_tui.backends.sqlite.values import read_sqlite_binding_value
@@ -35,6 +36,9 @@ class SqliteBackend:
         # VM) commits, so a watcher event for the -wal/-shm files of a read, or a commit
         # that has not happened yet, costs one pragma instead of reading the run again.
         self._versions: dict[Path, tuple[sqlite3.Connection, int]] = {}
+        # Per database: what the last read saw, to apply a commit from the rows it changed
+        # (live.py) instead of reading the run again.
+        self._tails: dict[Path, SqliteTail] = {}
         self._lock = threading.Lock()
 
     def _data_version(self, dbp: Path) -> int | None:
@@ -63,6 +67,7 @@ class SqliteBackend:
     def forget(self, path: Path) -> None:
         with self._lock:
             held = self._versions.pop(db_path_for(path), None)
+            self._tails.pop(db_path_for(path), None)
         if held is not None:
             held[0].close()
 
@@ -76,11 +81,28 @@ class SqliteBackend:
         run_dir = path.parent if path.is_file() else path
         dbp = db_path_for(path)
         version = self._data_version(dbp)  # before reading: a commit during the read shows as a change
-        run = load_sqlite_run(run_dir, now=now)
+        keep: dict = {}
+        run = load_sqlite_run(run_dir, now=now, keep=keep)
         apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
         _add_tables_and_metrics(run, run_dir)
+        self._start_tail(dbp, run, keep, version)
         self._remember(dbp, version)
         return run
+
+    def _start_tail(self, dbp: Path, run: Run, keep: dict, version: int | None) -> None:
+        """Keep what this read saw, for ``apply`` (only on a connection that sees commits)."""
+        with self._lock:
+            held = self._versions.get(dbp)
+            self._tails.pop(dbp, None)
+        if version is None or held is None:
+            return
+        try:
+            tail = SqliteTail.start(held[0], run, dbp, keep)
+        except sqlite3.Error:
+            return
+        if tail is not None:
+            with self._lock:
+                self._tails[dbp] = tail
 
     def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
@@ -92,10 +114,49 @@ class SqliteBackend:
             before = (run.status, run.status_reason)
             apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
             return Delta(run, set(paths), status=(run.status, run.status_reason) != before)  # nothing committed
+        delta = self._apply_commit(dbp, run, paths, version, now=now, stale_after=stale_after, observed=observed)
+        if delta is not None:
+            return delta
         fresh = self.open(run.path, now=now, stale_after=stale_after, observed=observed)
         delta = Delta.whole(fresh, paths)
         delta.reread = True
         return delta
+
+    def _apply_commit(self, dbp: Path, run: Run, paths: set[Path], version: int | None, *, now: datetime | None,
+                      stale_after: float, observed: datetime | None) -> Delta | None:
+        """A commit applied from the rows it changed (live.py); ``None``: read the run again."""
+        with self._lock:
+            held = self._versions.get(dbp)
+            tail = self._tails.get(dbp)
+        if tail is None or held is None or version is None:
+            return None
+        try:
+            delta = tail.apply(held[0], run, paths)
+        except sqlite3.Error:
+            delta = None
+        if delta is None:
+            return None
+        apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+        if tail.metrics_moved:
+            run.sections = [s for s in run.sections if s.title != "Metrics"]
+            _add_tables_and_metrics(run, run.path)
+        self._remember(dbp, version)
+        return delta
+
+    def older(self, run: Run, limit: int) -> int:
+        """Page the trace back: up to ``limit`` execution rows before the first one shown are
+        put at the start of ``run.trace`` (in place); returns how many (0 at the first row or
+        when the run is not the one last read)."""
+        dbp = run.state_file or db_path_for(run.path)
+        with self._lock:
+            held = self._versions.get(dbp)
+            tail = self._tails.get(dbp)
+        if tail is None or held is None:
+            return 0
+        try:
+            return tail.older(held[0], run, limit)
+        except sqlite3.Error:
+            return 0
 
     def read_value(self, run: Run, binding: Binding) -> Value:
         return Value(text=read_sqlite_binding_value(run.path, binding.name, binding.execution_id),

@@ -212,7 +212,8 @@ def _load_run_table(conn, schema: dict[str, list[str]], run: Run, run_dir: Path)
     return str(data["status"]) if data.get("status") is not None else None
 
 
-def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int = DEFAULT_WINDOW) -> Run:
+def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int = DEFAULT_WINDOW,
+                    keep: dict | None = None) -> Run:
     """Read a SQLite run into a :class:`Run` (backend ``SQLITE``, format ``SQLITE``).
 
     ``run_dir`` is the run folder (``.prose/runs/{id}/``) or the ``.db`` file itself.
@@ -224,6 +225,9 @@ def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int =
     and ``imports`` as child runs. ``Run.header`` gains ``execution_rows`` (total count),
     ``execution_window`` (``first-last`` ids loaded), ``bindings_rows`` and ``open_mode``.
     ``now`` is accepted for symmetry with other sources (staleness is not inferred).
+
+    ``keep`` (a dict), when given, receives what a live tail needs to carry on from this
+    read (``backends.sqlite.live``): ``cols``, ``key``, ``rows``, ``total``, ``depths``.
 
     Never raises: unreadable, locked or non-SQLite files give a run with a warning.
     """
@@ -244,14 +248,14 @@ def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int =
     with db:
         run.header["open_mode"] = db.mode
         try:
-            _fill(db.conn, run, root, dbp, window)
+            _fill(db.conn, run, root, dbp, window, keep)
         except Exception as exc:  # noqa: BLE001 - a bad database must never crash the app
             run.warnings.append(f"state.db could not be read completely: {exc}.")
     _load_import_folders(run, root, window)
     return run
 
 
-def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
+def _fill(conn, run: Run, root: Path, dbp: Path, window: int, keep: dict | None = None) -> None:
     schema = read_schema(conn)
     status_word = _load_run_table(conn, schema, run, root)
     cols = schema.get("execution")
@@ -275,27 +279,43 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int) -> None:
         run.trace = [row_trace_line(r, first_line + i, depth.get(r.id, 0)) for i, r in enumerate(rows)]
         run.events = events_for_rows(rows, run.warnings)
         run.call_stack = _call_stack(conn, cols, key, known)
-        failed = conn.execute(
-            f"SELECT {key} FROM execution WHERE lower(status) IN ('failed','error') ORDER BY {key} DESC LIMIT 1"
-        ).fetchone() if "status" in cols else None
-        if failed is not None:
-            frow = known.get(failed[0]) or next(iter(fetch_rows(conn, cols, f"WHERE {key} = ?", (failed[0],))), None)
-            if frow is not None:
-                run.header["failed_execution_id"] = str(frow.id)
-                run.status_reason = f"statement {frow.statement_index} failed: {frow.error_message or 'no error message'}"
-    run.status = _RUN_STATUS.get((status_word or "").strip().lower(), RunStatus.UNKNOWN)
-    if status_word is None and rows:
-        last = (rows[-1].status or "").lower()
-        run.status = RunStatus.RUNNING if run.call_stack else _RUN_STATUS.get(last, RunStatus.UNKNOWN)
-    elif status_word is not None and run.status is RunStatus.UNKNOWN:
-        run.warnings.append(f"run status {status_word!r} is not one the seed names.")
-    if run.status is not RunStatus.FAILED and "failed_execution_id" in run.header and run.status_reason:
-        run.status_reason = f"recovered after: {run.status_reason}"
+        _failure(conn, cols, key, known, run)
+        if keep is not None:
+            keep.update(cols=cols, key=key, rows=rows, total=total, depths=depth)
+    settle_status(run, status_word, (rows[-1].status or "") if rows else None)
     run.bindings = load_bindings(conn, schema, dbp, run.warnings)
     run.header["bindings_rows"] = str(len(run.bindings))
     run.agents = load_agents(conn, schema, dbp, "execution", run.warnings)
     _load_shared_agents(run, root)
     run.imports.extend(_imports_table(conn, schema, run, dbp))
+
+
+def _failure(conn, cols: list[str], key: str, known: dict[int, ExecutionRow], run: Run) -> None:
+    """The latest failed row, in ``header['failed_execution_id']`` and the status reason."""
+    failed = conn.execute(
+        f"SELECT {key} FROM execution WHERE lower(status) IN ('failed','error') ORDER BY {key} DESC LIMIT 1"
+    ).fetchone() if "status" in cols else None
+    if failed is not None:
+        frow = known.get(failed[0]) or next(iter(fetch_rows(conn, cols, f"WHERE {key} = ?", (failed[0],))), None)
+        if frow is not None:
+            run.header["failed_execution_id"] = str(frow.id)
+            run.status_reason = f"statement {frow.statement_index} failed: {frow.error_message or 'no error message'}"
+
+
+def settle_status(run: Run, status_word: str | None, last_row_status: str | None) -> None:
+    """The run's status from the ``run`` row's word, else from its open call stack and last
+    row (``last_row_status`` is ``None`` when the run has no rows, ``""`` for a row without one)."""
+    run.status = _RUN_STATUS.get((status_word or "").strip().lower(), RunStatus.UNKNOWN)
+    if status_word is None and last_row_status is not None:
+        last = last_row_status.lower()
+        run.status = RunStatus.RUNNING if run.call_stack else _RUN_STATUS.get(last, RunStatus.UNKNOWN)
+    elif status_word is not None and run.status is RunStatus.UNKNOWN:
+        warning = f"run status {status_word!r} is not one the seed names."
+        if warning not in run.warnings:
+            run.warnings.append(warning)
+    if run.status is not RunStatus.FAILED and "failed_execution_id" in run.header and run.status_reason \
+            and not run.status_reason.startswith("recovered after: "):
+        run.status_reason = f"recovered after: {run.status_reason}"
 
 
 def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:

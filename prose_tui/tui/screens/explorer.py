@@ -36,7 +36,8 @@ from prose_tui.model import Run
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
-from prose_tui.tui.screens.explorer_feed import DeltaApplied, LiveProblem, RunFeed, RunsChanged
+from prose_tui.tui.live_inbox import DeltasWaiting
+from prose_tui.tui.screens.explorer_feed import LiveProblem, RunFeed, RunsChanged
 from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target
@@ -406,8 +407,11 @@ class ExplorerScreen(Screen[None]):
             trace.scroll_to_cursor(center=True)
         self.first_read_done = True
 
-    def on_delta_applied(self, message: DeltaApplied) -> None:
-        self.feed.delta_applied(message.delta)
+    def on_deltas_waiting(self, message: DeltasWaiting) -> None:
+        self.feed.deliver(message.path)
+
+    def on_trace_view_at_start(self, event: TraceView.AtStart) -> None:
+        self.feed.page_back()
 
     def on_runs_changed(self, message: RunsChanged) -> None:
         self.feed.runs_changed(message.applied)

@@ -4,8 +4,9 @@
 in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
 run list, and hands every run to show to ``ExplorerScreen.show_run``. Live changes come
 from the process's live pipeline (``prose_tui.live.pipeline``): watching, routing and
-applying happen on its worker thread; the screen receives one ``DeltaApplied`` message per
-changed run and passes it to ``RunFeed.delta``, which updates the run list and the panes
+applying happen on its worker thread; deltas reach the screen through a coalescing mailbox
+(``LiveInbox``: one ``DeltasWaiting`` message per run while its merged delta waits, shown
+paced) and ``RunFeed.delta`` updates the run list and the panes
 (the trace repaints the lines the delta names). The UI thread reads no disk for a live
 change and never waits on the workspace lock while the worker reads.
 """
@@ -29,19 +30,12 @@ from prose_tui.history import Journal
 from prose_tui.live.pipeline import LivePipeline, journal_sink
 from prose_tui.live.workspace import Applied, Workspace, placeholder
 from prose_tui.model import Delta, Run, RunStatus
+from prose_tui.tui.live_inbox import LiveInbox
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
 
 if TYPE_CHECKING:
     from prose_tui.tui.screens.explorer import ExplorerScreen
-
-
-class DeltaApplied(Message):
-    """The live pipeline applied a change to one run (posted from its worker thread)."""
-
-    def __init__(self, delta: Delta) -> None:
-        super().__init__()
-        self.delta = delta
 
 
 class RunsChanged(Message):
@@ -65,6 +59,7 @@ class _ScreenGone(Exception):
 
 
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
+PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
 
 
 class RunFeed:
@@ -80,6 +75,7 @@ class RunFeed:
         self.journal = journal
         self.initial = initial
         self.pipeline: LivePipeline | None = None
+        self.inbox: LiveInbox | None = None
         self.watcher_state = "watch off" if not live else "starting watcher"
         self._stop = threading.Event()
         self._activated = False
@@ -256,8 +252,9 @@ class RunFeed:
         if pipeline is None:
             screen = self.screen
 
-            def to_ui(delta: Delta) -> None:
-                screen.post_message(DeltaApplied(delta))  # thread-safe: one message per delta
+            # Deltas reach the UI through a coalescing mailbox (at most one message per run
+            # waiting; later deltas merge into it), shown paced (prose_tui.tui.live_inbox).
+            inbox = self.inbox = LiveInbox(screen, self.delta_applied)
 
             def problem(text: str) -> None:
                 screen.post_message(LiveProblem(text))
@@ -265,7 +262,7 @@ class RunFeed:
             def runs(applied: Applied) -> None:
                 screen.post_message(RunsChanged(applied))
 
-            sinks: list[Callable[[Delta], None]] = [to_ui]
+            sinks: list[Callable[[Delta], None]] = [inbox.put]
             if self.journal is not None:
                 sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
             pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
@@ -287,8 +284,13 @@ class RunFeed:
             self.watcher_state = "no runs folder yet (waiting for one)"
         self.screen.panes.status()
 
+    def deliver(self, path: Path) -> None:
+        """A ``DeltasWaiting`` message: the inbox shows the merged delta for ``path`` (paced)."""
+        if self.inbox is not None:
+            self.inbox.deliver(path)
+
     def delta_applied(self, delta: Delta) -> None:
-        """A ``DeltaApplied`` message: show it; one bad delta must not end watching."""
+        """Show one (merged) delta from the inbox; one bad delta must not end watching."""
         try:
             self.delta(delta)
         except NoMatches:
@@ -332,6 +334,36 @@ class RunFeed:
             trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
         # The history (timeline) catches up just after: show_run schedules it, and it is
         # extended by the delta's events, not rebuilt (prose_tui.history.stream).
+
+    # -- paging back (SQLite shows a window of a longer table) -----------------------------------------
+    def page_back(self) -> None:
+        """The reader went up to the first trace line: a run showing a window of a longer
+        table (SQLite) loads the rows before it (``Workspace.page_back``), off the UI thread."""
+        run = self.screen.current_run
+        if run is not None and run.trace and run.trace[0].line > 1:
+            self.screen.run_worker(partial(self._page_back, run.path, run.trace[0].line),
+                                   name="_page_back", group="page", exclusive=True, thread=True)
+
+    def _page_back(self, path: Path, first_line: int) -> None:
+        try:
+            if self.workspace.page_back(path, PAGE_ROWS):
+                self._from_thread(self._paged, path, first_line)
+        except _ScreenGone:
+            return
+
+    def _paged(self, path: Path, first_line: int) -> None:
+        """Older lines were put before trace line ``first_line``: redraw, cursor just above it."""
+        screen = self.screen
+        run = screen.current_run
+        if run is None or run.path != path:
+            return
+        trace = screen.query_one(TraceView)
+        if trace.lines is run.trace:
+            trace.lines_changed(None)
+        else:
+            screen.refresh_view()
+        index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)
+        trace.move_cursor(max(0, index - 1))
 
     # -- sources off disk, and the tick -----------------------------------------------------------------
     def _poll_sources(self) -> None:

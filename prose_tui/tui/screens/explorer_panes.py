@@ -21,6 +21,7 @@ from textual.widgets import Static
 
 from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext
+from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Binding, Frame, Run, TraceLine
 from prose_tui.tui.explorer_model import ExplorerModel, LivePlace, failure_line, when_text
@@ -30,6 +31,7 @@ from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.node_table import NodeTable
+from prose_tui.tui.widgets.repaint import set_border, show_text
 from prose_tui.tui.widgets.run_header import RunHeader, header_text
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.status_line import StatusLine
@@ -69,9 +71,10 @@ class Panes:
         The model says what that touches; its full read, once shown, is ``loaded_run``."""
         model = self.model
         touch = model.touch(run, changed)
-        if touch.live:
+        if touch.live and not extends_cheaply(run):
             # The panes show the run (or keep their frozen moment); the history and its count of
-            # new events catch up just after, off the hot path.
+            # new events catch up just after, off the hot path. A log's history grows by its new
+            # events (a few ms): in the same paint, not in a second one.
             self._history_later()
         else:
             model.load_history()
@@ -163,10 +166,10 @@ class Panes:
             for item in c.items:
                 text.append(f"\n  {item.strip()}", "dim")
         constructs.display = bool(view.constructs)
-        constructs.update(text)
+        show_text(constructs, text)
         pane = self.screen.query_one("#stack-pane")
-        pane.border_title = f"Nodes ({len(view.nodes)})" if has_nodes else (
-            f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else ""))
+        set_border(pane, title=f"Nodes ({len(view.nodes)})" if has_nodes else (
+            f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else "")))
 
     def _time_summary(self) -> None:
         times = [t for t in self.model.statement_times() if t.seconds > 0]
@@ -178,7 +181,7 @@ class Panes:
                 text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
         box = self.screen.query_one("#time-summary", Static)
         box.display = bool(times)
-        box.update(text)
+        show_text(box, text)
 
     def remember_live(self) -> None:
         """Before a history move: keep the live view (trace cursor, follow, value) to restore."""
@@ -258,19 +261,20 @@ class Panes:
         nav = self.model.nav
         moment = self.model.moment()
         if moment is not None and not moment.live:
-            pane.border_title = f"Trace · {moment.label(self.workspace.clock())}"
-            pane.border_subtitle = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
+            title = f"Trace · {moment.label(self.workspace.clock())}"
+            subtitle: str | None = f"{nav.pending} new events · }} to follow" if nav.pending else "} to follow"
         else:
-            pane.border_title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
-            pane.border_subtitle = "z zoom" if self.screen.compact else None
+            title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
+            subtitle = "z zoom" if self.screen.compact else None
         if self.model.line_of:
-            pane.border_title = f"{pane.border_title} · program from the log (L: raw)"
+            title = f"{title} · program from the log (L: raw)"
         elif self.model.raw_log:
-            pane.border_title = f"{pane.border_title} · raw log (L: program)"
+            title = f"{title} · raw log (L: program)"
+        set_border(pane, title=title, subtitle=subtitle)  # unchanged titles: no repaint of the pane
         history = self.screen.query_one("#history-pane")
         note = f" · {nav.history.origin}" if nav.history and nav.events else ""
-        history.border_title = f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen")
-        history.border_subtitle = nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None
+        set_border(history, title=f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen"),
+                   subtitle=nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None)
 
     def status(self) -> None:
         run = self.model.run

@@ -45,7 +45,11 @@ class CallStackView(DataTable):
         self.set_frames([])
 
     def set_frames(self, frames: list[Frame], note: str | None = None) -> None:
-        """Show ``frames`` (innermost first); ``note`` explains an empty stack."""
+        """Show ``frames`` (innermost first); ``note`` explains an empty stack. The same frames
+        and note as shown: nothing to do (no repaint on a live change that left the stack)."""
+        if self.row_count and frames == self.frames and note == getattr(self, "_note", None):
+            return
+        self._note = note
         self.frames = frames
         row = self.cursor_row
         self.clear(columns=True)  # column widths follow the rows shown, not earlier ones

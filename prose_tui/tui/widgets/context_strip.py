@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
+from prose_tui.tui.widgets.repaint import show_text
 from prose_tui.tui.widgets.value_viewer import human_size
 
 
@@ -91,8 +92,10 @@ class ContextStrip(Static):
         """Show ``view`` (the run as of the cursor), its newest ``binding``, the ``moment``
         label when the cursor is not live. ``shown`` keeps the text on screen."""
         if view is None:
-            self.shown = Text("no run selected", "dim")
+            text = Text("no run selected", "dim")
         else:
             width = (self.content_region.width or self.app.size.width - 2) - 1
-            self.shown = strip_text(view, binding, first_line(binding) if binding is not None else "", moment, width)
-        self.update(self.shown)
+            text = strip_text(view, binding, first_line(binding) if binding is not None else "", moment, width)
+        # Unchanged: no repaint; the same number of rows: a repaint of the strip alone.
+        if show_text(self, text, shown=self.shown):
+            self.shown = text

@@ -1,21 +1,41 @@
-"""A scrollable view of any Rich renderable, rendered to lines once and painted lazily.
+"""A scrollable view of any Rich renderable, or of lines of text rendered as they are painted.
 
-Rendering (Markdown above all) happens once per content change and per width; scrolling
-and repainting only crop cached lines (Textual's Line API), so a long value costs what the
-screen shows and updating it does not reflow the rest of the screen.
+Two ways in (Textual's Line API either way, so scrolling and repainting only crop cached
+lines and updating the view does not reflow the rest of the screen):
+
+* ``set_renderable``: any renderable (Markdown above all), rendered to lines once per
+  content change and per width;
+* ``set_lines``: lines of text (``str`` or ``Text``, no newlines), each rendered with Rich
+  when it is first painted (a bounded cache), so a 32 KiB value of 3,000 short lines costs
+  what the screen shows (rendering it whole took about 200 ms). Rows are counted without
+  rendering: a line that fits the width is one row; only longer lines (and lines with
+  tabs) are wrapped up front. The rows are those Rich gives the whole text (a text is
+  wrapped line by line).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Sequence
+from itertools import accumulate
+
+from rich.cells import cell_len
 from rich.console import RenderableType
+from rich.text import Text
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from prose_tui.tui.widgets.repaint import set_virtual_size
+
+Line = str | Text
+CACHE_LINES = 2048  # rendered source lines kept (many screens)
+
 
 class LineView(ScrollView, can_focus=False):
-    """Shows one renderable. ``set_renderable`` keeps the scroll position unless told otherwise."""
+    """Shows one renderable or a list of lines. Both setters keep the scroll position unless told otherwise."""
 
     DEFAULT_CSS = """
     LineView { background: $surface; scrollbar-size-horizontal: 0; }
@@ -28,12 +48,31 @@ class LineView(ScrollView, can_focus=False):
         super().__init__(id=id)
         self._near_end_sent = False
         self._renderable: RenderableType = ""
+        self._lines: Sequence[Line] | None = None  # set_lines: the source lines
+        self._starts: list[int] | None = None  # first row of each line (None: one row per line)
+        self._line_cache: OrderedDict[int, list[Strip]] = OrderedDict()
         self._strips: list[Strip] = []
         self._width = 0
 
     def set_renderable(self, renderable: RenderableType, *, scroll: str = "keep") -> None:
         """Show ``renderable``; ``scroll`` is ``keep``, ``home`` or ``end``."""
         self._renderable = renderable
+        self._lines = None
+        self._shown(scroll)
+
+    def set_lines(self, lines: Sequence[Line], *, scroll: str = "keep") -> None:
+        """Show ``lines`` (one row or more each, wrapped at the width), rendered when painted;
+        ``scroll`` as for ``set_renderable``."""
+        self._lines = lines
+        self._renderable = ""
+        self._shown(scroll)
+
+    @property
+    def row_count(self) -> int:
+        """Rows the content takes at the current width."""
+        return self.virtual_size.height
+
+    def _shown(self, scroll: str) -> None:
         self._width = 0
         self._near_end_sent = False
         self._render_lines()
@@ -50,14 +89,60 @@ class LineView(ScrollView, can_focus=False):
         if width == self._width:
             return
         self._width = width
+        self._line_cache.clear()
+        if self._lines is not None:
+            self._strips = []
+            self._starts = self._count_rows(self._lines, width)
+            rows = self._starts[-1] if self._starts is not None else len(self._lines)
+        else:
+            self._starts = None
+            console = self.app.console
+            options = console.options.update_width(width)
+            lines = console.render_lines(self._renderable, options, style=self.rich_style, pad=False)
+            self._strips = [Strip(line).simplify() for line in lines]
+            rows = len(self._strips)
+        set_virtual_size(self, Size(width, rows))  # no screen-wide layout (repaint.py)
+
+    def _count_rows(self, lines: Sequence[Line], width: int) -> list[int] | None:
+        """The first row of every line and the total (``None`` when every line is one row)."""
+        counts: list[int] | None = None
+        for i, line in enumerate(lines):
+            plain = line if isinstance(line, str) else line.plain
+            if "\t" not in plain and (len(plain) <= width if plain.isascii() else cell_len(plain) <= width):
+                if counts is not None:
+                    counts.append(1)
+                continue
+            if counts is None:
+                counts = [1] * i
+            counts.append(len(self._line_strips(i)))
+        if counts is None:
+            return None
+        return [0, *accumulate(counts)]
+
+    def _line_strips(self, index: int) -> list[Strip]:
+        cached = self._line_cache.get(index)
+        if cached is not None:
+            self._line_cache.move_to_end(index)
+            return cached
+        assert self._lines is not None
+        line = self._lines[index]
         console = self.app.console
-        options = console.options.update_width(width)
-        lines = console.render_lines(self._renderable, options, style=self.rich_style, pad=False)
-        self._strips = [Strip(line).simplify() for line in lines]
-        self.virtual_size = Size(width, len(self._strips))
+        options = console.options.update_width(self._width)
+        text = Text(line) if isinstance(line, str) else line
+        rows = console.render_lines(text, options, style=self.rich_style, pad=False)
+        # An empty line renders as one empty segment (the whole text gives none): dropped.
+        strips = [Strip([seg for seg in row if seg.text]).simplify() for row in rows]
+        self._line_cache[index] = strips
+        while len(self._line_cache) > CACHE_LINES:
+            self._line_cache.popitem(last=False)
+        return strips
 
     def on_resize(self) -> None:
         self._render_lines()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._line_cache.clear()  # rendered with the old base style
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -70,7 +155,34 @@ class LineView(ScrollView, can_focus=False):
         self._render_lines()
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
+        if self._lines is not None:
+            strip = self._row(index)
+            if strip is None:
+                return Strip.blank(width, self.rich_style)
+            return strip.crop_extend(0, width, self.rich_style)
         if index >= len(self._strips):
             return Strip.blank(width, self.rich_style)
         return self._strips[index].crop_extend(0, width, self.rich_style)
 
+    def _row(self, row: int) -> Strip | None:
+        """Row ``row`` of ``set_lines`` content (``None`` past the end)."""
+        assert self._lines is not None
+        starts = self._starts
+        if starts is None:
+            if not 0 <= row < len(self._lines):
+                return None
+            line, sub = row, 0
+        else:
+            if not 0 <= row < starts[-1]:
+                return None
+            line = bisect_right(starts, row) - 1
+            sub = row - starts[line]
+        strips = self._line_strips(line)
+        return strips[sub] if sub < len(strips) else Strip([])
+
+    def rows_text(self) -> list[str]:
+        """Every row's text at the current width (tests compare the two ways in)."""
+        self._render_lines()
+        if self._lines is None:
+            return ["".join(seg.text for seg in strip) for strip in self._strips]
+        return ["".join(seg.text for seg in (self._row(r) or Strip([]))) for r in range(self.virtual_size.height)]

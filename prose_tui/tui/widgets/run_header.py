@@ -9,6 +9,7 @@ from textual.widgets import Static
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_BADGE
+from prose_tui.tui.widgets.repaint import show_text
 
 
 def header_text(run: Run | None, view: Run | None, *, moment: str | None, compact: bool, banner: str | None) -> Text:
@@ -34,11 +35,11 @@ def header_text(run: Run | None, view: Run | None, *, moment: str | None, compac
 
 
 class RunHeader(Static):
-    """``show`` redraws only when the text changed; ``shown`` is the text on screen."""
+    """``show`` redraws only when the text changed, and lays the screen out only when the
+    header needs another number of rows; ``shown`` is the text on screen."""
 
     shown: Text = Text()
 
     def show(self, text: Text) -> None:
-        if text != self.shown:
+        if show_text(self, text, shown=self.shown):
             self.shown = text
-            self.update(text)

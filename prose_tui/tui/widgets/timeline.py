@@ -17,6 +17,8 @@ same list (a live run) cost only themselves (``set_events`` sees the list grew).
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import OrderedDict
 from datetime import datetime, timezone
 
@@ -32,6 +34,7 @@ from prose_tui.backends.common.text import visible_name
 from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
+from prose_tui.tui.widgets.repaint import set_virtual_size
 
 BAR_WIDTH = 8
 CACHE_ROWS = 1024
@@ -119,7 +122,9 @@ class Timeline(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.events: list[Event] = []
         self.cursor = 0
-        self._gaps: list[float | None] = []
+        # Seconds from each event to the next, NaN where unknown: 8 bytes per event (a list of
+        # floats held 32).
+        self._gaps = array("d")
         self._longest = 0.0
         self._cache: OrderedDict[int, Strip] = OrderedDict()
         self._dated = "time"
@@ -140,8 +145,8 @@ class Timeline(ScrollView, can_focus=True):
             # The same list, grown (or its last events replaced): only the end is new.
             start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
             del self._gaps[start:]
-            self._gaps.extend(_gap(events, i) for i in range(start, len(events)))
-            fresh = [g for g in self._gaps[start:] if g and g > 0]
+            self._gaps.extend(_stored(_gap(events, i)) for i in range(start, len(events)))
+            fresh = [g for g in self._gaps[start:] if g > 0]
             longest = max([self._longest, *fresh]) if fresh else self._longest
             if longest != self._longest:
                 self._longest = longest
@@ -151,12 +156,12 @@ class Timeline(ScrollView, can_focus=True):
                     del self._cache[index]
         else:
             self.events = events
-            self._gaps = [_gap(events, i) for i in range(len(events))]
-            self._longest = max((g for g in self._gaps if g and g > 0), default=0.0)
+            self._gaps = array("d", (_stored(_gap(events, i)) for i in range(len(events))))
+            self._longest = max((g for g in self._gaps if g > 0), default=0.0)
             self._cache.clear()
         self._now = self._today()
         self._visible = None  # the time column is fitted to the rows on screen again
-        self.virtual_size = Size(self.size.width, len(events))
+        set_virtual_size(self, Size(self.size.width, len(events)))  # no screen-wide layout (repaint.py)
         self.set_cursor(cursor)
 
     def set_cursor(self, index: int) -> None:
@@ -251,7 +256,7 @@ class Timeline(ScrollView, can_focus=True):
     def _row(self, index: int, width: int) -> Strip:
         event = self.events[index]
         glyph, style = KIND_GLYPH.get(event.kind, ("·", "dim"))
-        gap = self._gaps[index]  # how long this step took: until the next event
+        gap = _loaded(self._gaps[index])  # how long this step took: until the next event
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         digits = max(2, len(str(len(self.events) - 1)))
         text.append(f"{event.seq:>{digits}} ", "dim")
@@ -273,6 +278,14 @@ class Timeline(ScrollView, can_focus=True):
             base = base + self.get_component_rich_style("timeline--cursor")
         segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
         return Strip(segments).simplify()
+
+
+def _stored(gap: float | None) -> float:
+    return math.nan if gap is None else gap
+
+
+def _loaded(gap: float) -> float | None:
+    return None if math.isnan(gap) else gap
 
 
 def _gap(events: list[Event], index: int) -> float | None:

@@ -36,6 +36,7 @@ from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.trace_layout import RIGHT_MARGIN, RowIndex, cells, note_rows, rows_of, shown_code, shown_note
+from prose_tui.tui.widgets.repaint import set_virtual_size
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # painted lines kept (a few screens)
@@ -101,6 +102,9 @@ class TraceView(ScrollView, can_focus=True):
             super().__init__()
             self.line = line
             self.path = path
+
+    class AtStart(Message):
+        """The cursor reached the first line shown (a paged trace may load older lines)."""
 
     class FollowChanged(Message):
         """Following the executing statement was turned on or off."""
@@ -218,7 +222,8 @@ class TraceView(ScrollView, can_focus=True):
             self._resize_virtual()
 
     def _resize_virtual(self) -> None:
-        self.virtual_size = Size(self._gutter + self._width, self._rows.total)
+        # A longer trace: new scroll bounds and scrollbar, no screen-wide layout (repaint.py).
+        set_virtual_size(self, Size(self._gutter + self._width, self._rows.total))
 
     def row_of(self, index: int) -> int:
         """The first screen row (``scroll_offset.y`` counts these) of line ``index``."""
@@ -380,6 +385,8 @@ class TraceView(ScrollView, can_focus=True):
         self._cache.pop(old, None)
         self._cache.pop(new, None)
         self.refresh()
+        if new == 0 and old != 0 and self.lines and not self.following:  # the reader went up to it
+            self.post_message(self.AtStart())
 
     # -- rendering ------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:

@@ -23,7 +23,8 @@ from prose_tui.backends.common.text import read_window, visible
 from prose_tui.tui.highlight import highlight_lines
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target
-from prose_tui.tui.widgets.line_view import LineView
+from prose_tui.tui.widgets.line_view import Line, LineView
+from prose_tui.tui.widgets.repaint import show_text
 
 WINDOW = 32 * 1024  # the first window into a value: a few screens, quick to render
 MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
@@ -281,6 +282,15 @@ class ValueViewer(Vertical, can_focus=True):
             parts.append(f"Showing the {where} {human_size(self.window)} of {human_size(self._file_bytes)}; {more}press t for the {'head' if self.tail else 'tail'}.")
         return "  ".join(f"⚠ {p}" for p in parts) or None
 
+    def _split(self) -> tuple[str, str]:
+        """The text read before the last change, and what the change appended."""
+        text = self.text
+        return (text[: self._new_from], text[self._new_from:]) if self._new_from is not None else (text, "")
+
+    def _shows_raw(self) -> bool:
+        t, text = self.target, self.text
+        return t is not None and (self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT or not looks_like_markdown(text))
+
     def _body(self) -> RenderableType:
         t = self.target
         text = self.text
@@ -295,8 +305,8 @@ class ValueViewer(Vertical, can_focus=True):
                 source.append("\n")
         else:
             source = None
-        old, new = (text[: self._new_from], text[self._new_from:]) if self._new_from is not None else (text, "")
-        if self.raw or not t.markdown or len(text) > MARKDOWN_LIMIT or not looks_like_markdown(text):
+        old, new = self._split()
+        if self._shows_raw():
             body: RenderableType = self._raw(old, new)
         else:
             parts: list[RenderableType] = [Markdown(old)] if old.strip() else []
@@ -305,29 +315,56 @@ class ValueViewer(Vertical, can_focus=True):
             body = Group(*parts)
         return Group(source, body) if source is not None else body
 
+    def _body_lines(self) -> list[Line] | None:
+        """The body as lines to render when painted (``LineView.set_lines``): a raw value
+        without a source block; ``None`` for what is rendered whole (Markdown, a binding's
+        source, an empty value)."""
+        t = self.target
+        if t is None or not self.text or not self._shows_raw():
+            return None
+        if t.binding is not None and t.binding.source and not self.raw:
+            return None
+        return self._raw_lines(*self._split())
+
     def _raw(self, old: str, new: str) -> Text:
+        """The raw body as one ``Text`` (what ``_raw_lines`` gives, row for row)."""
+        return Text("\n").join(Text(line) if isinstance(line, str) else line for line in self._raw_lines(old, new))
+
+    def _raw_lines(self, old: str, new: str) -> list[Line]:
+        """The raw body's lines (split on newlines only, as Rich splits a text): a program
+        highlighted, other text as written, text appended since the last read behind a bar,
+        search hits reversed."""
         if self.target is not None and self.target.kind == "program":
-            out = Text()
-            for line in highlight_lines((old + new).splitlines()):
-                out.append_text(line)
-                out.append("\n")
-            return out
-        out = Text(old)
+            return [*highlight_lines((old + new).splitlines()), ""]
+        rows = old.split("\n")
+        out: list[Line] = list(rows)
         if new:
+            out.pop()
+            current = Text(rows[-1])  # the row the appended text continues
             for chunk in new.splitlines(keepends=True):
-                out.append("▌", "bold green")
-                out.append(chunk)
-        if self.search_term:
-            out.highlight_words([self.search_term], "reverse", case_sensitive=False)
+                current.append("▌", "bold green")
+                pieces = chunk.split("\n")
+                current.append(pieces[0])
+                for piece in pieces[1:]:
+                    out.append(current)
+                    current = Text(piece)
+            out.append(current)
+        term = self.search_term
+        if term:
+            needle = term.lower()
+            for i, line in enumerate(out):
+                plain = line if isinstance(line, str) else line.plain
+                if needle in plain.lower():
+                    styled = Text(line) if isinstance(line, str) else line
+                    styled.highlight_words([term], "reverse", case_sensitive=False)
+                    out[i] = styled
         return out
 
     def _render_all(self, *, scroll: str = "keep") -> None:
         if not self.is_mounted:
             return
-        head = self._head()
-        if head != getattr(self, "_shown_head", None):
-            self._shown_head = head
-            self.query_one("#value-head", Static).update(head)
+        # The head is one row: a new text repaints it alone (no screen-wide layout).
+        show_text(self.query_one("#value-head", Static), self._head())
         note = visible(self.note).replace("\n", " ") if self.note else ""
         if note != getattr(self, "_shown_note", None):
             self._shown_note = note
@@ -338,6 +375,10 @@ class ValueViewer(Vertical, can_focus=True):
         if warning != getattr(self, "_shown_warning", None):
             self._shown_warning = warning
             box = self.query_one("#value-warning", Static)
-            box.update(Text(warning or ""))
             box.set_class(bool(warning), "-shown")
-        self.body.set_renderable(self._body(), scroll=scroll)
+            show_text(box, Text(warning or ""))
+        lines = self._body_lines()
+        if lines is not None:
+            self.body.set_lines(lines, scroll=scroll)  # rendered as painted: costs what is shown
+        else:
+            self.body.set_renderable(self._body(), scroll=scroll)

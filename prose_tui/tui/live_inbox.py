@@ -1,0 +1,69 @@
+"""The UI end of the live pipeline: deltas reach a screen through a coalescing mailbox.
+
+The live worker calls ``LiveInbox.put`` (its sink) for every delta; the screen is told with
+one ``DeltasWaiting`` message per run while nothing for that run is waiting, and later
+deltas merge into the waiting one (``prose_tui.live.mailbox``). When the message is
+handled, the merged delta is taken and shown, paced so that showing changes takes at most
+about half of the UI thread however fast the VM writes: the screen's message queue never
+holds more than one message per run, and the work of one turn of the event loop is one
+delta's, whatever piled up behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.message import Message
+from textual.message_pump import MessagePump
+
+from prose_tui.live.mailbox import DeltaMailbox, Pace
+from prose_tui.model import Delta
+
+
+class DeltasWaiting(Message):
+    """A merged delta for the run at ``path`` waits in the inbox (posted from the worker)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class LiveInbox:
+    """``put`` on the worker thread; ``deliver(path)`` on the UI thread, from the screen's
+    ``DeltasWaiting`` handler. ``show(delta)`` is the screen's way to show one delta."""
+
+    def __init__(self, screen: MessagePump, show: Callable[[Delta], None], *, pace: Pace | None = None) -> None:
+        self.screen = screen
+        self.show = show
+        self.pace = pace or Pace()
+        self.mailbox = DeltaMailbox(self._notify)
+        self.shown = 0  # merged deltas shown so far
+
+    def _notify(self, path: Path) -> None:
+        self.screen.post_message(DeltasWaiting(path))  # thread-safe
+
+    def put(self, delta: Delta) -> None:
+        """The pipeline's UI sink (any thread)."""
+        self.mailbox.put(delta)
+
+    def deliver(self, path: Path) -> None:
+        """Show what waits for ``path`` now, or after the pace's wait."""
+        wait = self.pace.wait()
+        if wait > 0:
+            self.screen.set_timer(wait, lambda: self._show_now(path))
+        else:
+            self._show_now(path)
+
+    def _show_now(self, path: Path) -> None:
+        delta, merged = self.mailbox.take_counted(path)
+        if delta is None:
+            return
+        turn = self.pace.begin(merged)
+        try:
+            self.show(delta)
+        finally:
+            self.shown += 1
+            self.pace.end(turn)
+            # The paint that follows is part of the change's cost.
+            self.screen.call_after_refresh(self.pace.end, turn)

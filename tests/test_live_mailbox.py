@@ -1,0 +1,134 @@
+"""The coalescing mailbox between the live worker and the UI (prose_tui.live.mailbox).
+
+A worker faster than the UI must not queue one message per delta: the UI is told once per
+run while a delta waits, later deltas merge into it, and the merged delta says everything
+the single ones said.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from prose_tui.live.mailbox import DeltaMailbox, Pace, merge
+from prose_tui.model import Delta, Event, EventKind, Run
+
+
+def _run(path: Path, n: int = 0) -> Run:
+    return Run(id=path.name, path=path, events=[Event(i, EventKind.NOTE, f"e{i}") for i in range(n)])
+
+
+def test_merge_unites_what_both_deltas_said(tmp_path):
+    a, b = _run(tmp_path / "r", 1), _run(tmp_path / "r", 3)
+    older = Delta(a, {tmp_path / "x"}, a.events[:1], {1}, {tmp_path / "b1"}, status=True)
+    newer = Delta(b, {tmp_path / "y"}, b.events[1:], {2, 5}, {tmp_path / "b2"}, agents=True)
+    m = merge(older, newer)
+    assert m.run is b
+    assert m.paths == {tmp_path / "x", tmp_path / "y"}
+    assert [e.seq for e in m.events] == [0, 1, 2]
+    assert m.trace_lines == {1, 2, 5}
+    assert m.bindings == {tmp_path / "b1", tmp_path / "b2"}
+    assert m.status and m.agents and not m.reread
+
+
+def test_merge_redraws_the_trace_when_either_said_so_and_a_reread_keeps_its_events(tmp_path):
+    a, b = _run(tmp_path / "r", 2), _run(tmp_path / "r", 2)
+    assert merge(Delta(a, trace_lines=None), Delta(b, trace_lines={1})).trace_lines is None
+    assert merge(Delta(a, trace_lines={1}), Delta(b, trace_lines=None)).trace_lines is None
+    whole = Delta.whole(b)
+    m = merge(Delta(a, events=a.events[1:]), whole)
+    assert m.reread and [e.seq for e in m.events] == [0, 1]  # the run's list, not a doubled one
+
+
+def test_the_consumer_is_told_once_per_run_while_a_delta_waits(tmp_path):
+    told: list[Path] = []
+    box = DeltaMailbox(told.append)
+    r1, r2 = tmp_path / "r1", tmp_path / "r2"
+    for i in range(5):
+        box.put(Delta(_run(r1, i + 1), {r1 / f"f{i}"}))
+    box.put(Delta(_run(r2), {r2 / "g"}))
+    assert told == [r1, r2]
+    assert box.merged == 4
+    first = box.take(r1)
+    assert first is not None and first.paths == {r1 / f"f{i}" for i in range(5)} and len(first.run.events) == 5
+    assert box.take(r1) is None
+    box.put(Delta(_run(r1, 6), {r1 / "later"}))  # taken: the next one tells again
+    assert told == [r1, r2, r1]
+
+
+def test_puts_from_many_threads_lose_nothing(tmp_path):
+    told: list[Path] = []
+    box = DeltaMailbox(told.append)
+    path = tmp_path / "r"
+
+    def writer(k: int) -> None:
+        for i in range(200):
+            box.put(Delta(_run(path), {path / f"{k}-{i}"}))
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    delta = box.take(path)
+    assert told == [path] and delta is not None and len(delta.paths) == 800
+
+
+def test_pace_waits_as_long_as_the_last_change_took_within_a_bound():
+    now = [0.0]
+    pace = Pace(max_wait=0.5, interval=0.0, clock=lambda: now[0])
+    assert pace.wait() == 0.0
+    turn = pace.begin()
+    now[0] = 0.1
+    pace.end(turn)
+    assert pace.wait() == 0.1  # as long again as the change took
+    now[0] = 0.15
+    assert abs(pace.wait() - 0.05) < 1e-9
+    now[0] = 0.3
+    assert pace.wait() == 0.0
+    turn = pace.begin()
+    now[0] = 2.3
+    pace.end(turn)  # a 2 s change: the next waits at most max_wait
+    assert pace.wait() == 0.5
+    pace.end(turn - 1)  # an older turn's paint does not count
+    assert pace.wait() == 0.5
+
+
+def test_pace_shows_a_burst_at_once_then_a_stream_at_the_frame_rate():
+    now = [0.0]
+    pace = Pace(ratio=0.0, interval=0.3, busy_interval=0.3, burst=3, clock=lambda: now[0])
+    shown = []
+    for i in range(40):  # a change every 50 ms, shown as soon as the pace allows
+        now[0] = i * 0.05
+        if pace.wait() == 0.0:
+            pace.end(pace.begin())
+            shown.append(now[0])
+    assert shown[:3] == [0.0, 0.05, 0.1]  # the burst
+    gaps = [b - a for a, b in zip(shown[3:], shown[4:])]
+    assert gaps and all(g >= 0.3 - 1e-9 for g in gaps)  # then one frame per interval
+    now[0] = 100.0  # after a quiet moment: at once again
+    assert pace.wait() == 0.0
+
+
+def test_pace_slows_to_the_busy_interval_only_under_sustained_pressure():
+    now = [0.0]
+    pace = Pace(ratio=0.0, interval=0.3, busy_interval=0.5, burst=3, clock=lambda: now[0])
+
+    def frames(period: float, merged: int, until: float) -> tuple[list[float], int]:
+        shown, arrived = [], 0
+        while now[0] < until:
+            arrived += 1
+            if pace.wait() == 0.0:
+                pace.end(pace.begin(merged))
+                shown.append(now[0])
+            now[0] = round(now[0] + period, 6)
+        return shown, arrived
+
+    # One change every 0.34 s, each alone: every one shown when it arrives, however long it goes on.
+    lone, arrived = frames(0.34, 1, 20.0)
+    assert len(lone) == arrived
+    # A stream whose frames each carry several changes: two frames a second.
+    now[0] = 40.0
+    stream, _ = frames(0.01, 5, 50.0)
+    steady = [b - a for a, b in zip(stream[5:], stream[6:])]
+    assert steady and all(abs(g - 0.5) < 0.02 for g in steady)

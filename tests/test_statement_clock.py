@@ -1,0 +1,54 @@
+"""statement_times carried forward (explorer_model._Clock) gives what counting every event
+again gives, whatever the history grows by and wherever the cursor moves."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prose_tui.history.stream import History
+from prose_tui.model import Event, EventKind, Run
+from prose_tui.tui.explorer_model import _STARTS, ExplorerModel
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def _recount(events: list[Event], end: int) -> list[tuple[str, float, int]]:
+    """The definition: each start runs until the next event with a time (0 when none)."""
+    totals: dict[str, list[float]] = {}
+    for i, event in enumerate(events[:end]):
+        if event.kind not in _STARTS or event.time is None:
+            continue
+        name = event.name or event.step or event.text.strip()[:40]
+        nxt = next((e.time for e in events[i + 1:end] if e.time is not None), None)
+        entry = totals.setdefault(name, [0.0, 0])
+        entry[0] += max(0.0, (nxt - event.time).total_seconds()) if nxt is not None else 0.0
+        entry[1] += 1
+    return sorted(((n, round(s, 6), int(c)) for n, (s, c) in totals.items()), key=lambda t: (-t[1], t[0]))
+
+
+_event = st.tuples(st.sampled_from([EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.STATEMENT_COMPLETED,
+                                    EventKind.NOTE]),
+                   st.one_of(st.none(), st.integers(0, 100)), st.sampled_from(["a", "b", "c", None]))
+_step = st.tuples(st.lists(_event, max_size=6), st.one_of(st.none(), st.integers(0, 200)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_step, min_size=1, max_size=12))
+def test_carried_forward_equals_counting_again(steps):
+    events: list[Event] = []
+    model = ExplorerModel()
+    model.run = Run(id="r", path=Path("/r"))
+    model.nav.history = History(events=events, origin="log", note="")
+    for appended, cursor in steps:
+        for kind, second, name in appended:
+            time = T0 + timedelta(seconds=second) if second is not None else None
+            events.append(Event(len(events), kind, "x", time=time, name=name))
+        if not events:
+            continue
+        model.nav.cursor = None if cursor is None else cursor % len(events)
+        got = [(t.name, round(t.seconds, 6), t.attempts) for t in model.statement_times()]
+        assert got == _recount(events, model.nav.position + 1)
