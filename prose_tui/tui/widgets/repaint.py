@@ -50,7 +50,7 @@ def height_changes(widget: Widget) -> bool:
         height = min(height, int(styles.max_height.resolve(parent, viewport)))
     if styles.min_height is not None:
         height = max(height, int(styles.min_height.resolve(parent, viewport)))
-    return height != widget.size.height
+    return height != widget.outer_size.height  # ``size`` is the content area, without the gutter
 
 
 def show_text(widget: Static, content: RenderableType, *, shown: object = _UNSET) -> bool:
