@@ -359,7 +359,7 @@ class TraceView(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._cache.clear()
         if self.following:
-            self.call_after_refresh(self._to_executing)
+            self.call_after_refresh(self._follow)
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
         # Textual drops a scroll while the scrollbar is not (yet) shown: new lines longer than
@@ -369,5 +369,11 @@ class TraceView(ScrollView, can_focus=True):
 
     def on_show(self) -> None:
         if self.following:
-            self.call_after_refresh(self._to_executing)
+            self.call_after_refresh(self._follow)
+
+    def _follow(self) -> None:
+        """After a refresh: to the executing line, unless following stopped meanwhile (a run
+        opened on its failure moves the cursor there; this must not move it back)."""
+        if self.following:
+            self._to_executing()
 
