@@ -25,7 +25,12 @@ def server_user() -> str | None:
     try:
         pwd.getpwnam("pgserver")
     except KeyError:
-        subprocess.run(["useradd", "-s", "/bin/false", "pgserver"], check=True, capture_output=True)
+        made = subprocess.run(["useradd", "-s", "/bin/false", "pgserver"], capture_output=True)
+        if made.returncode != 0:
+            try:
+                pwd.getpwnam("pgserver")  # another test process made it meanwhile
+            except KeyError:
+                raise subprocess.CalledProcessError(made.returncode, made.args, made.stdout, made.stderr) from None
     return "pgserver"
 
 
