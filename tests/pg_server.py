@@ -1,7 +1,8 @@
 """A real, private PostgreSQL server for the tests and benchmarks, and a VM that writes to it.
 
-:class:`PgCluster` runs ``initdb`` + ``pg_ctl`` from the ``pgserver`` wheel's bundled
-binaries (PyPI ``pgserver``), else from the system's PostgreSQL, in a temporary folder:
+:class:`PgCluster` runs ``initdb`` + ``pg_ctl`` from the binaries ``pg_binaries.find_binaries``
+picks (the ``pgserver`` wheel's build, a copy of it where it can run, or the system's
+PostgreSQL) in a temporary folder:
 TCP on 127.0.0.1 at a free port with password (SCRAM) authentication, so wrong passwords
 and SELECT-only roles behave as on a team server. As root it runs the server as the
 unprivileged ``pgserver`` user (PostgreSQL refuses root). :func:`cluster_or_skip` gives a
@@ -25,24 +26,9 @@ import tempfile
 from pathlib import Path
 
 import psycopg
+from pg_binaries import find_binaries, server_user
 
 SUPERUSER = "postgres"
-
-
-def _bin_dir() -> Path | None:
-    try:
-        from pgserver import _commands  # the wheel's own PostgreSQL build
-    except Exception:  # noqa: BLE001 - not installed or no build for this platform
-        _commands = None
-    if _commands is not None and (Path(_commands.POSTGRES_BIN_PATH) / "pg_ctl").exists():
-        return Path(_commands.POSTGRES_BIN_PATH)
-    found = shutil.which("pg_ctl")
-    if found:
-        return Path(found).parent
-    for cand in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
-        if (cand / "pg_ctl").exists():
-            return cand
-    return None
 
 
 def _free_port() -> int:
@@ -56,24 +42,16 @@ class PgCluster:
     superuser connection (autocommit). ``stop``/``start``/``restart`` keep the port."""
 
     def __init__(self, base: Path | None = None) -> None:
-        bindir = _bin_dir()
+        self.user = server_user()
+        bindir, tried = find_binaries(self.user)
         if bindir is None:
-            raise RuntimeError("no PostgreSQL binaries: install the test extras (pgserver) or the postgresql package")
+            raise RuntimeError(f"no PostgreSQL binaries that run here: {tried}")
         self.bindir = bindir
         self.base = Path(base or tempfile.mkdtemp(prefix="prose-tui-pg-"))
         self.data = self.base / "data"
         self.sock = self.base / "sock"
         self.port = _free_port()
         self.password = secrets.token_urlsafe(12)
-        self.user = None
-        if os.geteuid() == 0:
-            import pwd
-
-            try:
-                pwd.getpwnam("pgserver")
-            except KeyError:
-                subprocess.run(["useradd", "-s", "/bin/false", "pgserver"], check=True, capture_output=True)
-            self.user = "pgserver"
         self._init()
         self.start()
 
@@ -135,7 +113,7 @@ def cluster_or_skip():
         return PgCluster()
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
         detail = exc.stderr.decode(errors="replace")[-300:] if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else exc
-        pytest.skip(f"no PostgreSQL server could start (pgserver or system postgresql): {detail}")
+        pytest.skip(f"no PostgreSQL server could start (pgserver, a copy of it, or system postgresql): {detail}")
 
 
 VM_SCHEMA = """

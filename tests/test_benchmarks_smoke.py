@@ -1,6 +1,7 @@
 """The benchmark table still runs: ``benchmarks/run_all.py --quick`` exits 0 and prints every row.
 
-Tiny sizes and one run per case; no timing is asserted (figures live in docs/performance.md).
+Tiny sizes, short waits, one run of every case in one process; no timing is asserted (figures
+live in docs/performance.md).
 """
 
 from __future__ import annotations

@@ -60,23 +60,31 @@ def collector():
 def _pipeline(root: Path, collector: Collector) -> tuple[Workspace, LivePipeline]:
     ws = Workspace(root)
     ws.scan()
-    ready = threading.Event()
     pipeline = LivePipeline(ws, [collector], on_runs=collector.on_runs)
     pipeline.start()
-    # The watches are installed once the watcher has called every subscriber's on_ready.
-    sub = pipeline._sub
+    # The watches are installed once the watcher has called every subscriber's on_ready. The
+    # watcher restarts its watch to take the update below, and a change made while it restarts
+    # is not seen: wait for an on_ready after the update with no further restart pending, so
+    # the test writes only into a steady watch.
+    sub, watcher = pipeline._sub, pipeline.watcher
     assert sub is not None
     original = sub.on_ready
+    lock, steady = threading.Lock(), threading.Event()
+    updated = False
 
     def signalled() -> None:
         if original is not None:
             original()
-        ready.set()
+        with lock:  # an install begun after the update, and no other restart pending
+            if updated and not watcher._restart.is_set():
+                steady.set()
 
     sub.on_ready = signalled
     if any(r.exists() for r in sub.roots):  # else nothing to install: missing roots are polled for
-        pipeline.watcher.update(sub, list(sub.roots))  # restart the watch so on_ready runs again
-        assert ready.wait(WAIT), "the watcher never installed its watches"
+        with lock:
+            watcher.update(sub, list(sub.roots))  # restart the watch so on_ready runs again
+            updated = True
+        assert steady.wait(WAIT), "the watcher never installed its watches"
     return ws, pipeline
 
 
