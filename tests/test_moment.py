@@ -155,3 +155,21 @@ async def test_history_rows_give_the_event_text_the_width_when_times_are_unknown
                 for y in range(timeline.scrollable_content_region.height)]
         assert rows[1] == " 1 ∥ 2→ ∥start security,perf", rows
         assert not any("--:--:--" in r for r in rows[:13]), rows  # no row on screen has a time
+
+
+def test_a_write_no_annotation_names_is_placed_on_the_statement_that_assigns_it():
+    """A loop's third ``result`` goes to ``bindings/result__3.md``; the trace's annotation
+    names only the first (``result__1``). The cursor goes to the statement, not to an
+    earlier event's line."""
+    from prose_tui.model import TraceLine
+    from prose_tui.tui.moment import statement_writing
+
+    trace = [TraceLine(1, "loop until **done** (max: 3):"),
+             TraceLine(2, "  let result = session \"Write\"", note="--> bindings/result__1.md", binding="bindings/result__1.md"),
+             TraceLine(3, "  letter = session \"Post\""),
+             TraceLine(4, "  draft = session \"Revise\"")]
+    assert statement_writing(trace, "result__1") == 2  # named by its annotation
+    assert statement_writing(trace, "result__3") == 2  # assigned by the statement
+    assert statement_writing(trace, "letter") == 3
+    assert statement_writing(trace, "draft") == 4
+    assert statement_writing(trace, "summary") is None

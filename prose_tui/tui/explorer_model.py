@@ -38,7 +38,7 @@ from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
-from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, when_text
+from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
 
@@ -359,9 +359,13 @@ class ExplorerModel:
             return None
         events, index = self.nav.events, self.nav.position
         event = events[index]
-        line = next((history.refs[i].trace_line for i in range(index, -1, -1)
-                     if i < len(history.refs) and history.refs[i].trace_line is not None), None)
         view = self.view() or run
+        own = history.refs[index].trace_line if index < len(history.refs) else None
+        if own is None and event.name:  # a write no annotation names (a scoped result__3): its statement
+            own = statement_writing(view.trace, event.name)
+        line = own if own is not None else next(
+            (history.refs[i].trace_line for i in range(index, -1, -1)
+             if i < len(history.refs) and history.refs[i].trace_line is not None), None)
         binding = None
         rewritten: int | None = None
         if event.kind in _WRITES and event.name:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from prose_tui.model import Binding, Event
+from prose_tui.model import Binding, Event, TraceLine
+from prose_tui.model.statement import assigned_name
 
 __all__ = ["LivePlace", "MomentFocus", "event_details", "when_text"]
 
@@ -65,3 +67,19 @@ def event_details(event: Event, line: int | None, rewritten: int | None, today: 
         out += ["", f"`{event.name}` was written again at event {rewritten}: its file holds that later "
                 f"value, so it is not shown as of event {event.seq}."]
     return "\n".join(out)
+
+
+def statement_writing(trace: list[TraceLine], name: str) -> int | None:
+    """The trace line (``TraceLine.line``) of the statement that writes binding ``name``:
+    the one whose ``-->`` annotation names that file, else the one that assigns the name (a
+    scoped ``result__3``, a loop's third write, is written by the statement assigning
+    ``result``; seeds/filesystem.md names scoped bindings ``name__id``). ``None`` when no
+    statement does."""
+    base = name.split("__", 1)[0]
+    for t in trace:
+        if t.binding and Path(t.binding).stem == name:
+            return t.line
+    for t in trace:
+        if assigned_name(t.text) in (name, base):
+            return t.line
+    return None
