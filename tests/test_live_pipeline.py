@@ -183,3 +183,20 @@ def test_a_backend_with_poll_is_polled_and_its_deltas_reach_the_sinks(tmp_path, 
             pipeline.stop()
     finally:
         registry._BACKENDS[:] = [b for b in registry._BACKENDS if b is not backend]
+
+
+def test_a_run_folder_made_while_the_watch_restarts_is_found_when_it_is_installed(tmp_path, collector):
+    """No file event reaches a watch that is being (re)installed: the resync that follows
+    the install looks into the runs folders again, so the run is not missed until Ctrl+R."""
+    runs = tmp_path / ".prose" / "runs"
+    _event_log(runs / "20260301-100000-aaaaaa", 2)
+    ws = Workspace(tmp_path)
+    ws.scan()
+    pipeline = LivePipeline(ws, [collector], on_runs=collector.on_runs)
+    pipeline._roots = pipeline.follow_roots()  # as start() does, without a watch installed
+    new = runs / "20260301-110000-bbbbbb"
+    _event_log(new, 1)  # made while no watch is installed: no file event for it
+    pipeline._resync()  # what the watcher calls once its watches are installed
+    pipeline._apply(pipeline._queue.get_nowait())
+    assert new in collector.runs_added
+    assert new in ws.runs

@@ -88,12 +88,15 @@ class LivePipeline:
 
     def _resync(self) -> None:
         """The watch (re)started: re-check every run's state file (a stat and a small read
-        when unchanged), so a change made before the watches were installed is not lost."""
+        when unchanged), so a change made before the watches were installed is not lost;
+        and look into the followed runs folders again (``_apply`` rediscovers when a batch
+        names one), so a run folder made while the watch restarted is found too."""
         with self.workspace.lock:
             known = [(run.state_file, run.state_mtime) for run in self.workspace.runs.values()
                      if run.state_file is not None and run.state_mtime is not None]
             unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
         changed = set(unread)  # found but not readable yet (a folder before its state file)
+        changed.update(self.watching)  # new run folders made while no watch was installed
         for path, mtime in known:
             try:
                 if path.stat().st_mtime != mtime:
