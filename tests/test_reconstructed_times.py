@@ -73,3 +73,15 @@ def test_file_times_of_a_copy_are_dropped_and_the_header_time_kept():
     assert [e.time for e in events if e.kind is K.BINDING_WRITTEN] == [None, None]
     assert events[-1].time == START + timedelta(seconds=600) and events[-1].approximate
     assert [e.name for e in events if e.kind is K.BINDING_WRITTEN] == ["b0", "b1"]  # their order still counts
+
+
+def test_the_export_marks_reconstructed_times_as_approximate():
+    """A reader of the exported Markdown/HTML sees the same ``≈`` the timeline shows."""
+    from prose_tui.history.report import build_report
+    from prose_tui.history.report_md import render_markdown
+
+    run = make_run([0, 60, 120], updated=180)
+    report = build_report(run, reconstruct(run))
+    timed = [row for row in report.timeline if row.time]
+    assert timed and all(row.time.startswith("≈2026-03-01") for row in timed)
+    assert "≈2026-03-01" in render_markdown(report)

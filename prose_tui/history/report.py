@@ -182,9 +182,18 @@ class FailureItem:
     context: list[tuple[str, str, Cut]]  # (name, scope, value)
 
 
+def _event_time(event: Event) -> str:
+    """``event``'s time as the export shows it: ``≈`` marks a reconstructed (approximate) time."""
+    if not isinstance(event.time, datetime):
+        return ""
+    return ("≈" if event.approximate else "") + event.time.isoformat(sep=" ", timespec="seconds")
+
+
 @dataclass(slots=True)
 class TimelineRow:
-    """One event of the timeline: ``elapsed`` since the previous, ``took`` until the next."""
+    """One event of the timeline: ``elapsed`` since the previous, ``took`` until the next;
+    ``time`` is ISO (seconds, local offset kept), prefixed ``≈`` when reconstructed from file
+    times (``Event.approximate``), empty when unknown."""
 
     seq: int
     time: str
@@ -286,7 +295,7 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
     durations = event_durations(history.events)[: last + 1]
     failing = set(failure_ids)
     timeline = [
-        TimelineRow(seq=e.seq, time=e.time.isoformat(sep=" ", timespec="seconds") if isinstance(e.time, datetime) else "",
+        TimelineRow(seq=e.seq, time=_event_time(e),
                     kind=e.kind.value, mark=KIND_MARK.get(e.kind, "·"), text=e.text.strip(),
                     took=durations[i], elapsed=durations[i - 1] if i > 0 else None, failure=i in failing)
         for i, e in enumerate(events)
