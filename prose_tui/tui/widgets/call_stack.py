@@ -10,11 +10,13 @@ from textual.widgets import DataTable
 from prose_tui.model import Frame
 
 _COLUMNS = ("exec id", "block", "depth", "status")
+EMPTY_NOTE = "no block is executing (root scope)"
 _STATUS_STYLE = {"executing": "bold yellow", "waiting": "dim", "failed": "bold red", "complete": "green"}
 
 
 class CallStackView(DataTable):
-    """A table of frames: execution_id, block, depth, status. Empty stack: one explanatory row."""
+    """A table of frames: execution_id, block, depth, status. Empty stack: one explanatory
+    sentence (``EMPTY_NOTE``) without a header."""
 
     HELP_GROUP = "Call stack"
     BINDINGS = [
@@ -39,8 +41,6 @@ class CallStackView(DataTable):
         self.frames: list[Frame] = []
         self.search_term = ""
 
-    COLUMNS = ("exec id", "block", "depth", "status")
-
     def on_mount(self) -> None:
         self.set_frames([])
 
@@ -52,34 +52,32 @@ class CallStackView(DataTable):
         self._note = note
         self.frames = frames
         row = self.cursor_row
-        self.clear(columns=True)  # column widths follow the rows shown, not earlier ones
-        cells = [(str(f.execution_id) if f.execution_id is not None else "root", f.block or "—",
-                  str(f.depth) if f.depth is not None else "—", f.status or "—") for f in frames]
-        if not frames:
-            cells = [("—", note or "root scope: no block is executing", "", "")]
-        for i, label in enumerate(self.COLUMNS):
-            self.add_column(label, width=max(len(label), *(len(c[i]) for c in cells)))
-        if not frames:
-            rows = [(Text("—", "dim"), Text(note or "root scope: no block is executing", "dim"), Text(""), Text(""))]
-        else:
-            rows = []
-            for f in frames:
-                status = (f.status or "").lower()
-                rows.append((
-                    Text(str(f.execution_id) if f.execution_id is not None else "root"),
-                    Text(f.block or "—"),
-                    Text(str(f.depth) if f.depth is not None else "—"),
-                    Text(f.status or "—", _STATUS_STYLE.get(status.split()[0] if status else "", "")),
-                ))
         # Columns are rebuilt as wide as these rows: a DataTable's automatic widths only ever
         # grow and are settled lazily, so they depended on what was shown before (the
         # empty-stack note, a summary) and on when the screen was painted.
         self.clear(columns=True)
+        if not frames:
+            # One headerless sentence, not a row of four columns: "—" cells beside the note
+            # pushed it past a side pane's width (cut, with a horizontal scrollbar, at 120x40).
+            self.show_header = False
+            note_text = Text(note or EMPTY_NOTE, "dim")
+            self.add_column("", width=note_text.cell_len)
+            self.add_row(note_text)
+            return
+        self.show_header = True
+        rows = []
+        for f in frames:
+            status = (f.status or "").lower()
+            rows.append((
+                Text(str(f.execution_id) if f.execution_id is not None else "root"),
+                Text(f.block or "—"),
+                Text(str(f.depth) if f.depth is not None else "—"),
+                Text(f.status or "—", _STATUS_STYLE.get(status.split()[0] if status else "", "")),
+            ))
         for i, label in enumerate(_COLUMNS):
             self.add_column(label, width=max([len(label)] + [r[i].cell_len for r in rows]))
         self.add_rows(rows)
-        if frames:
-            self.move_cursor(row=min(row, len(frames) - 1))
+        self.move_cursor(row=min(row, len(frames) - 1))
 
     def search(self, term: str, *, backwards: bool = False) -> bool:
         """Move to the next frame whose block or execution id contains ``term``."""
