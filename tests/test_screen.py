@@ -171,11 +171,19 @@ async def test_one_status_vocabulary_in_list_badge_and_status_line():
     app = make_app(PROJECT)
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot, NEWEST)
-        word = app.explorer.current_run.status.value
-        assert word in app.explorer.head_text.plain
-        assert word in plain(app.explorer.query_one(StatusLine))
+        explorer = app.explorer
+        word = explorer.current_run.status.value
+        assert word in explorer.head_text.plain
+        # The header above the trace says the status and why: the status line not again.
+        assert word not in plain(explorer.query_one(StatusLine))
+        await pilot.press("3", "z")  # another pane zoomed: the header is off screen
+        await wait_until(pilot, lambda: word in plain(explorer.query_one(StatusLine)),
+                         what="the status on the status line once the header is hidden")
         for old in ("DONE", "STOPPED", "RUNNING", "FAILED"):
-            assert old not in plain(app.explorer.query_one(StatusLine))
+            assert old not in plain(explorer.query_one(StatusLine))
+        await pilot.press("z")
+        await wait_until(pilot, lambda: word not in plain(explorer.query_one(StatusLine)),
+                         what="the status said once again, by the header")
 
 
 # -- search ------------------------------------------------------------------------------------------
@@ -225,7 +233,7 @@ async def test_a_past_event_is_shown_as_that_moment_everywhere(size):
         assert explorer.nav.position == 1
         status = plain(explorer.query_one(StatusLine))
         strip = explorer.query_one(ContextStrip)
-        said = plain(strip) if strip.display else status  # compact: the strip says the status, once
+        said = plain(strip) if strip.display else explorer.head_text.plain  # said once: strip or header
         assert "as of event 1 of 0–" in status and "running" in said  # the run was running then
         assert "failed" not in status and "failed" not in said
         assert "as of event 1" in explorer.query_one("#trace-pane").border_title

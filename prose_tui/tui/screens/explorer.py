@@ -208,8 +208,9 @@ class ExplorerScreen(Screen[None]):
         strip.display = compact and not zoomed and active == TRACE
         if strip.display and not was:
             self.panes.strip()
-        if strip.display != was:
-            self.panes.status()  # the strip shows the status and its reason, the status line not
+        # The strip or the run header shows the status and its reason, the status line not:
+        # which of them is on screen may have changed (a resize, a zoom, another pane).
+        self.panes.status()
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if not compact and not zoomed:
             width = self.size.width

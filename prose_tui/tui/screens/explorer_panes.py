@@ -288,7 +288,16 @@ class Panes:
         watcher = " · ".join([self.screen.watcher_state, *self.workspace.source_states()])
         self.screen.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
                                         following=self.screen.query_one(TraceView).following, pending=self.model.nav.pending,
-                                        as_of=as_of, compact=self.screen.query_one(ContextStrip).display)
+                                        as_of=as_of, said_above=self.status_said_above())
+
+    def status_said_above(self) -> bool:
+        """Whether the run's status and its reason are on screen above the status line: in the
+        context strip (compact layout, trace pane), or in the run header atop the trace pane
+        (wide layout, unless another pane is zoomed). The status line then leaves both out."""
+        screen = self.screen
+        if screen.query_one(ContextStrip).display:
+            return True
+        return not screen.compact and (not screen.zoomed or screen.active == TRACE)
 
     def open_trace_binding(self, line: TraceLine, path: str | None) -> None:
         """Enter on a trace line: the binding it wrote (``path``: run-relative, from its

@@ -20,15 +20,15 @@ class StatusLine(Static):
     """
 
     def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0,
-             as_of: str | None = None, compact: bool = False) -> None:
+             as_of: str | None = None, said_above: bool = False) -> None:
         """``run`` is the run as of the cursor; ``last_change`` an age (``12 s``); ``watcher`` a
         short state (``watching``); ``as_of`` the cursor's moment when not live
-        (``as of event 41 of 0–85 · 14:02:11``). ``compact``: the context strip above shows
-        the status with its whole reason, so this line leaves both out (said once)."""
+        (``as of event 41 of 0–85 · 14:02:11``). ``said_above``: the context strip or the run
+        header shows the status with its whole reason, so this line leaves both out (said once)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         if run is None:
             text.append("no run selected", "dim")
-        elif not compact:
+        elif not said_above:
             badge, style = STATUS_BADGE[run.status]
             text.append(badge, style)
         if as_of:
@@ -41,9 +41,9 @@ class StatusLine(Static):
                 text.append(f" changed {last_change} ago")
             text.append(" · follow " + ("on" if following else "off (f)"), "" if following else "bold")
         text.append(f" · {watcher}", "dim")
-        if run is not None and run.status_reason and not as_of and not compact:
+        if run is not None and run.status_reason and not as_of and not said_above:
             text.append(f" · {run.status_reason}", "dim")
-        if compact and run is not None:
+        if said_above and run is not None:
             text = text[1:] if text.plain.startswith(" ") else text
             text.no_wrap, text.overflow = True, "ellipsis"
         if text.plain == self.shown.plain and text.spans == self.shown.spans:
