@@ -6,11 +6,13 @@ generous bound so a loaded machine is slow but never flaky; nothing sleeps.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from conftest import FIXTURES
 
 from prose_tui.backends import registry
 from prose_tui.live.pipeline import LivePipeline
@@ -200,3 +202,25 @@ def test_a_run_folder_made_while_the_watch_restarts_is_found_when_it_is_installe
     pipeline._apply(pipeline._queue.get_nowait())
     assert new in collector.runs_added
     assert new in ws.runs
+
+
+@pytest.mark.parametrize("opened", ["Reactor state dir", "runs folder"])
+def test_the_resync_after_an_install_is_not_a_change_seen_live(tmp_path, collector, opened):
+    """Opening a run nobody writes to: the resync that follows the watch's install finds
+    nothing new, so the run's last change stays its own (it said "the last 1 s ago, seen
+    live" right after opening a Reactor state dir, whose folder is the followed root)."""
+    if opened == "Reactor state dir":
+        shutil.copytree(FIXTURES / "reactor" / "newsroom", tmp_path / "newsroom")
+        run_dir = root = tmp_path / "newsroom" / "state"  # the state dir itself opened
+    else:
+        run_dir = tmp_path / ".prose" / "runs" / "20260301-100000-aaaaaa"
+        _event_log(run_dir, 2)
+        root = tmp_path
+    ws = Workspace(root)
+    ws.scan()
+    pipeline = LivePipeline(ws, [collector], on_runs=collector.on_runs)
+    pipeline._roots = pipeline.follow_roots()  # as start() does
+    pipeline._resync()  # what the watcher calls once its watches are installed
+    while not pipeline._queue.empty():
+        pipeline._apply(pipeline._queue.get_nowait())
+    assert run_dir in ws.runs and run_dir not in ws.observed

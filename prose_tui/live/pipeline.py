@@ -96,7 +96,11 @@ class LivePipeline:
                      if run.state_file is not None and run.state_mtime is not None]
             unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
         changed = set(unread)  # found but not readable yet (a folder before its state file)
-        changed.update(self.watching)  # new run folders made while no watch was installed
+        # New run folders made while no watch was installed: look into the followed runs
+        # folders again. A followed folder that is itself a run (a run or Reactor state dir
+        # opened directly) is left out: naming it would count as seeing that run change
+        # ("seen live" a second after opening a run nobody touched).
+        changed.update(root for root in self.watching if self.workspace.owner(root) is None)
         for path, mtime in known:
             try:
                 if path.stat().st_mtime != mtime:
