@@ -25,27 +25,29 @@ class StatusLine(Static):
         short state (``watching``); ``as_of`` the cursor's moment when not live
         (``as of event 41 of 0–85 · 14:02:11``). ``said_above``: the context strip or the run
         header shows the status with its whole reason, so this line leaves both out (said once)."""
+        parts: list[tuple[str, str]] = []  # (text, style), joined by " · "
+        if as_of:
+            parts.append((as_of, "bold"))
+            if pending:
+                parts.append((f"{pending} new", "bold"))
+            parts.append(("} live", "dim"))
+        else:
+            if last_change != "—":
+                parts.append((f"changed {last_change} ago", ""))
+            parts.append(("follow " + ("on" if following else "off (f)"), "" if following else "bold"))
+        parts.append((watcher, "dim"))
+        if run is not None and run.status_reason and not as_of and not said_above:
+            parts.append((run.status_reason, "dim"))
         text = Text(no_wrap=True, overflow="ellipsis")
         if run is None:
             text.append("no run selected", "dim")
+            text.append(" · ")
         elif not said_above:
             badge, style = STATUS_BADGE[run.status]
             text.append(badge, style)
-        if as_of:
-            text.append(f" {as_of}", "bold")
-            if pending:
-                text.append(f" · {pending} new", "bold")
-            text.append(" · } live", "dim")
-        else:
-            if last_change != "—":
-                text.append(f" changed {last_change} ago")
-            text.append(" · follow " + ("on" if following else "off (f)"), "" if following else "bold")
-        text.append(f" · {watcher}", "dim")
-        if run is not None and run.status_reason and not as_of and not said_above:
-            text.append(f" · {run.status_reason}", "dim")
-        if said_above and run is not None:
-            text = text[1:] if text.plain.startswith(" ") else text
-            text.no_wrap, text.overflow = True, "ellipsis"
+            text.append(" ")
+        for i, (part, style) in enumerate(parts):
+            text.append(f" · {part}" if i else part, style)
         if text.plain == self.shown.plain and text.spans == self.shown.spans:
             return  # nothing new: no repaint
         self.shown = text
