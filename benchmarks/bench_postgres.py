@@ -6,7 +6,9 @@ the VM's schema with its indexes, and fills it with ``--runs`` runs (default 10,
 100,000), the others share the rest. Prints figures, asserts nothing:
 
 * run list: ``PostgresSource.list_runs`` (one query, rows into Run models), and the explorer's
-  run list painted in a headless app (from start to the first frame with every run listed);
+  run list painted in a headless app: from start to the first frame with rows listed (the
+  database's first page, ``PostgresSource.first_runs``, where the app has it) and to the
+  first frame with every run listed;
 * a run's first screen: ``PostgresSource.open`` for a typical run and for the big one;
 * one poll with nothing new (the cost every 0.5 s), and ``EXPLAIN`` of the hot queries;
 * commit to screen: a VM commits a row while the app watches at the default poll (0.5 s);
@@ -80,7 +82,8 @@ class Phases:
         self.polled: list[float] = []  # poll_sources returned something
         self.polls: list[tuple[float, float]] = []  # every poll_sources call: (start, end)
         self.applied: list[float] = []  # the screen's _polled finished
-        display, poll, polled = app._display, explorer.workspace.poll_sources, explorer._polled
+        display, poll = app._display, explorer.workspace.poll_sources
+        feed = explorer.feed
 
         def timed_display(screen, renderable):
             self.frames.append(time.perf_counter())
@@ -94,13 +97,19 @@ class Phases:
                 self.polled.append(time.perf_counter())
             return out
 
-        def timed_polled(applied):
-            polled(applied)
-            self.applied.append(time.perf_counter())
+        def timed(method):
+            def wrapper(*args):
+                method(*args)
+                self.applied.append(time.perf_counter())
+            return wrapper
 
         app._display = timed_display
         explorer.workspace.poll_sources = timed_poll
-        explorer._polled = timed_polled
+        # What the screen does with a poll's result: ``_polled`` (all of it, before the third
+        # pass) or ``delta`` (one run's delta, from the live inbox).
+        for name in ("_polled", "delta"):
+            if hasattr(feed, name):
+                setattr(feed, name, timed(getattr(feed, name)))
 
     @staticmethod
     def first(times: list[float], t: float) -> float:
@@ -141,13 +150,19 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
             return set_runs(rows, **kw)
 
         run_list.set_runs = timed_set_runs  # type: ignore[method-assign]
+        while not run_list.runs:
+            await asyncio.sleep(0.002)
+        first_listed = time.perf_counter()
+        first_rows = len(run_list.runs)
         while len(run_list.runs) < runs:
             await asyncio.sleep(0.002)
         listed = time.perf_counter()
         while not (frames and frames[-1] >= listed):
             await asyncio.sleep(0.001)
         painted = (Phases.first(frames, listed) - start) * 1000
+        first_painted = (Phases.first(frames, first_listed) - start) * 1000
         print(f"app mounted (empty screen)                    {mounted:8.1f} ms")
+        print(f"run list: first rows ({first_rows}) painted           {first_painted:8.1f} ms (from App start to the frame)")
         print(f"run list: rows handed to it -> painted        {painted - (handed[0] - start) * 1000:8.1f} ms")
         big_path = source.path_of(BIG)
         explorer.query_one(RunList).select_path(big_path)
