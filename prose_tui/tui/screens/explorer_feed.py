@@ -439,9 +439,9 @@ class RunFeed:
             self.polls += 1
             states = self.workspace.source_states()
             if not applied.empty or states != shown:  # nothing to hand over for a quiet poll
-                shown = states
-                if not self._hand_over(applied):
+                if not self._hand_over(applied, states != shown):
                     return
+                shown = states
             due += interval
             now = time.monotonic()
             if due < now:
@@ -452,9 +452,11 @@ class RunFeed:
             else:
                 self._stop.wait(due - now)
 
-    def _hand_over(self, applied: Applied) -> bool:
-        """Give what one poll found to the screen without waiting for it (poll worker);
-        ``False`` when the screen is gone."""
+    def _hand_over(self, applied: Applied, state_moved: bool) -> bool:
+        """Give what one poll found to the screen without waiting for it (poll worker): the
+        deltas to the inbox, the rest (and a source's new state, ``state_moved``) to one call
+        that waits for the screen, merged into it while it waits. ``False`` when the screen
+        is gone."""
         inbox = self.inbox
         rest = Applied(runs_added=applied.runs_added, runs_removed=applied.runs_removed)
         for path, change in applied.changed.items():
@@ -464,6 +466,8 @@ class RunFeed:
                 inbox.put(delta)
             else:
                 rest.changed[path] = change
+        if rest.empty and not state_moved:
+            return True  # only deltas: the inbox tells the screen
         with self._polled_lock:
             waiting = self._waiting
             if waiting is not None:  # the screen has not taken the last one yet: merge into it
