@@ -131,6 +131,14 @@ class RunFeed:
         except _ScreenGone:
             return
 
+    def mounted(self) -> None:
+        """The screen is mounted (its first frame not painted yet): a database's first page
+        read meanwhile goes into the run list now, so that frame shows it. Never waits: a
+        page not read yet is shown by the scan when it arrives."""
+        if self._first_read.is_set() and self._first:
+            first, self._first = self._first, []
+            self._first_page(first)
+
     def _read_first(self) -> None:
         try:
             self._first = self.workspace.first_source_runs(FIRST_PAGE)
@@ -138,7 +146,7 @@ class RunFeed:
             self._first_read.set()
 
     def _read_all(self, progress, partial_run, on_run) -> None:
-        if self._first_read.wait(FIRST_WAIT) and self._first:
+        if self._first_read.wait(FIRST_WAIT) and self._first:  # (not shown by ``mounted`` already)
             # A database's newest runs first (read while the app mounted): the list shows
             # them at once, before the runs on disk are read and the whole list (10,000 rows)
             # is built; that build waits for their frame (it would hold the GIL the paint needs).
