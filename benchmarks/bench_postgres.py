@@ -9,7 +9,8 @@ the VM's schema with its indexes, and fills it with ``--runs`` runs (default 10,
   run list painted in a headless app: from start to the first frame with rows listed (the
   database's first page, ``PostgresSource.first_runs``, where the app has it) and to the
   first frame with every run listed;
-* a run's first screen: ``PostgresSource.open`` for a typical run and for the big one;
+* a run's first screen: ``PostgresSource.open`` for a typical run and for the big one, and in
+  the app, the big run chosen in the list to its trace painted;
 * one poll with nothing new (the cost every 0.5 s), and ``EXPLAIN`` of the hot queries;
 * commit to screen: a VM commits a row while the app watches at the default poll (0.5 s);
   time from just before the INSERT until the poll found it, the screen applied it, the row
@@ -162,13 +163,20 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
         print(f"run list: first rows ({first_rows}) painted           {first_painted:8.1f} ms (from App start to the frame)")
         print(f"run list: rows handed to it -> painted        {painted - (listed - start) * 1000:8.1f} ms")
         big_path = source.path_of(BIG)
+        trace = explorer.query_one(TraceView)
+        chosen = time.perf_counter()
         explorer.query_one(RunList).select_path(big_path)
         explorer.open_run_at(big_path)
-        while explorer.current_run is None or explorer.current_run.path != big_path or not explorer.current_run.trace:
-            await pilot.pause(0.01)
+        while explorer.current_run is None or explorer.current_run.path != big_path or not explorer.current_run.trace \
+                or trace.lines is not explorer.current_run.trace:
+            await asyncio.sleep(0.001)
+        shown = time.perf_counter()
+        while not (frames and frames[-1] >= shown):
+            await asyncio.sleep(0.001)
+        print(f"big run chosen -> its trace painted           {(Phases.first(frames, shown) - chosen) * 1000:8.1f} ms "
+              f"(read in full in a worker: {len(explorer.current_run.trace)} rows)")
         phases = Phases(app, explorer)
         vm = VmWriter(url, BIG)
-        trace = explorer.query_one(TraceView)
 
         def on_screen(text: str) -> bool:
             return any(text in "".join(seg.text for seg in trace.render_line(y)) for y in range(trace.size.height))
