@@ -18,6 +18,7 @@ the order they were observed, continuing ``run.events``' numbering.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,14 @@ PROGRAM_COLUMNS = ("root_path", "program_path")
 
 def run_path(label: str, run_id: str) -> Path:
     """The key a database run goes by (``postgres:/<db@host>/<run id>``; no such file exists)."""
-    return Path(f"postgres:/{label.replace('/', '%2F')}/{run_id.replace('/', '%2F') or '%00'}")
+    # The database's key joined with one escaped name: the same Path as parsing the whole
+    # string, in half the time (a run list builds 10,000 of them).
+    return _database_key(label) / (run_id.replace("/", "%2F") or "%00")
+
+
+@lru_cache(maxsize=64)
+def _database_key(label: str) -> Path:
+    return Path(f"postgres:/{label.replace('/', '%2F')}")
 
 
 def fill_from_run_row(run: Run, data: dict[str, Any], *, header: bool = True) -> str | None:
