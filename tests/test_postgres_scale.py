@@ -88,21 +88,29 @@ def test_first_runs_reads_only_the_newest_and_leaves_the_list_state_alone(db, so
     assert [r.id for r in source.list_runs()] == newest
 
 
-async def test_the_run_list_shows_the_newest_runs_before_the_whole_list_is_read(db, sources, tmp_path):
+@pytest.mark.parametrize("page_after_mount", [False, True], ids=["page-read-before-mount", "page-read-after-mount"])
+async def test_the_run_list_shows_the_newest_runs_before_the_whole_list_is_read(db, sources, tmp_path, page_after_mount):
     total = FIRST_PAGE + 50
     newest = many_runs(db, total)
     source = sources(db)
-    release = threading.Event()
-    read_all = source.list_runs
+    release, mounted = threading.Event(), threading.Event()
+    read_all, read_first = source.list_runs, source.first_runs
 
     def held_list():  # the whole list is read only once the test has seen the first rows
         assert release.wait(60), "the test never saw the first rows"
         return read_all()
 
+    def late_first(limit):  # the first page read only once the screen is up
+        assert mounted.wait(60), "the screen never mounted"
+        return read_first(limit)
+
     source.list_runs = held_list  # type: ignore[method-assign]
+    if page_after_mount:
+        source.first_runs = late_first  # type: ignore[method-assign]
     app = ProseTUI(tmp_path, watch=False, sources=[source])
     try:
         async with app.run_test(size=(160, 45)) as pilot:
+            mounted.set()
             run_list = app.explorer.query_one(RunList)
             await wait_until(pilot, lambda: len(run_list.runs) > 0, what="the first rows", turns=1500)
             assert [r.id for r in run_list.runs] == newest[:FIRST_PAGE]
@@ -115,6 +123,7 @@ async def test_the_run_list_shows_the_newest_runs_before_the_whole_list_is_read(
             assert [r.id for r in run_list.runs] == newest
     finally:
         release.set()
+        mounted.set()
 
 
 async def test_a_committed_row_is_found_and_shown_while_the_screen_is_busy(db, sources, tmp_path):

@@ -88,6 +88,7 @@ class RunFeed:
         self.polls = 0  # polls of the sources so far (tests wait on it)
         self._first: list[Run] = []  # a database's first page, read while the app mounts
         self._first_read = threading.Event()
+        self._mounted = False
         self._first_painted = threading.Event()
         if workspace.sources:
             # The database's newest runs are read now, while the screen is composed and
@@ -134,25 +135,42 @@ class RunFeed:
     def mounted(self) -> None:
         """The screen is mounted (its first frame not painted yet): a database's first page
         read meanwhile goes into the run list now, so that frame shows it. Never waits: a
-        page not read yet is shown by the scan when it arrives."""
-        if self._first_read.is_set() and self._first:
-            first, self._first = self._first, []
+        page read later is shown as soon as it is read."""
+        self._mounted = True
+        self._show_first()
+
+    def _show_first(self) -> None:
+        first = self._take_first() if self._first_read.is_set() else []
+        if first and self.screen.is_attached:
             self._first_page(first)
+
+    def _take_first(self) -> list[Run]:
+        with self._polled_lock:
+            first, self._first = self._first, []
+        return first
 
     def _read_first(self) -> None:
         try:
             self._first = self.workspace.first_source_runs(FIRST_PAGE)
         finally:
             self._first_read.set()
+        if self._mounted:  # read after the screen mounted: shown now, not when the scan starts
+            try:
+                self.screen.call_later(self._show_first)  # posts a message: thread-safe
+            except RuntimeError:
+                pass  # the app is gone (or going)
 
     def _read_all(self, progress, partial_run, on_run) -> None:
-        if self._first_read.wait(FIRST_WAIT) and self._first:  # (not shown by ``mounted`` already)
-            # A database's newest runs first (read while the app mounted): the list shows
-            # them at once, before the runs on disk are read and the whole list (10,000 rows)
-            # is built; that build waits for their frame (it would hold the GIL the paint needs).
-            first, self._first = self._first, []
-            self._from_thread(self._first_page, first)
-            self._first_painted.wait(FIRST_WAIT)
+        if self._first_read.wait(FIRST_WAIT):
+            # A database's newest runs first (read while the app mounted; shown already when
+            # read in time): the list shows them before the runs on disk are read and the
+            # whole list (10,000 rows) is built; that build waits for their frame (it would
+            # hold the GIL the paint needs).
+            first = self._take_first()
+            if first:
+                self._from_thread(self._first_page, first)
+            if self._first_shown:
+                self._first_painted.wait(FIRST_WAIT)
         try:
             refs = self.workspace.discover()
             # Every run is listed at once, newest first; rows fill in as runs are read.
