@@ -161,3 +161,43 @@ async def test_a_committed_row_is_found_and_shown_while_the_screen_is_busy(db, s
                          what="the rows on screen", turns=1500)
         assert feed.inbox is not None and feed.inbox.shown > 0
     vm.close()
+
+
+def test_a_poll_reads_no_table_whole_where_the_spec_gives_an_index_or_a_primary_key(db, sources):
+    """The poll's signature query on tables big enough for the planner to prefer an index:
+    agent_segments has none on run_id in the spec (its signature is the table's max(id))."""
+    vm = VmWriter(db, RUN)
+    vm.start()
+    vm.finish(vm.statement('session "one"'))
+    vm.close()
+    with psycopg.connect(db, autocommit=True) as c:
+        c.execute("INSERT INTO openprose.run (id) SELECT 'r' || g FROM generate_series(1, 2000) g")
+        c.execute("INSERT INTO openprose.bindings (name, run_id, binding, value) "
+                  "SELECT 'b' || g, 'r' || (g % 2000 + 1), 'let', 'v' FROM generate_series(1, 50000) g")
+        c.execute("INSERT INTO openprose.agent_segments (agent_name, run_id, segment_number, prompt) "
+                  "SELECT 'a' || (g % 50), 'r' || (g % 2000 + 1), g, 'p' FROM generate_series(1, 50000) g")
+        c.execute("ANALYZE")
+    source = sources(db)
+    source.open(source.path_of(RUN))
+    view = source.views[source.path_of(RUN)]
+    seen: list[tuple[str, object]] = []
+    reader = view.reader
+    rows = reader.rows
+
+    def capture(sql, params=None):
+        seen.append((sql, params))
+        return rows(sql, params)
+
+    reader.rows = capture  # type: ignore[method-assign]
+    try:
+        view.poll()
+    finally:
+        reader.rows = rows  # type: ignore[method-assign]
+    signature = next((sql, params) for sql, params in seen if "count(*)" in sql)
+    plan = "\n".join(r[0] for r in rows("EXPLAIN " + signature[0], signature[1]))
+    for table in ("bindings", "agent_segments", "run"):
+        assert f"Seq Scan on {table}" not in plan, f"the poll scans {table} whole:\n{plan}"
+    with psycopg.connect(db, autocommit=True) as c:  # a segment written for this run moves the signature
+        c.execute("INSERT INTO openprose.agent_segments (agent_name, run_id, segment_number, prompt) VALUES ('helper', %s, 1, 'p')", (RUN,))
+    delta = view.poll()
+    assert delta is not None and delta.agents and any(a.name == "helper" for a in view.run.agents)
