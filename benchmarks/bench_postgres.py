@@ -181,6 +181,7 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
         def on_screen(text: str) -> bool:
             return any(text in "".join(seg.text for seg in trace.render_line(y)) for y in range(trace.size.height))
 
+        markers: list[int] = []
         token = f"{time.time_ns():x}"  # markers of an earlier run on the same database do not count
         for n in range(trials):
             marker = f'"bench marker {token}-{n}"'
@@ -191,7 +192,7 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
                 # Stamped before the INSERT, not after: under load this thread may wait long
                 # after its commit while the app has shown the row (the figures err high).
                 stamp[0] = time.perf_counter()
-                vm.statement(f'session {marker}')  # executing: the trace follows it
+                markers.append(vm.statement(f'session {marker}'))  # executing: the trace follows it
                 committed.set()
 
             await asyncio.sleep(0.13 * (n % 4))  # commits land at different points of the poll cycle
@@ -210,6 +211,8 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
                 latencies.append(tuple((x - t0) * 1000 for x in (  # type: ignore[misc]
                     phases.first(phases.polled, t0), phases.first(phases.applied, t0), shown,
                     phases.first(phases.frames, shown))))
+        for eid in markers:  # left executing, they would be re-read by every later poll (and run of this script)
+            vm.finish(eid)
         vm.close()
         starts = [start for start, _ in phases.polls]
         cycles = [(b - a) * 1000 for a, b in zip(starts, starts[1:])]
