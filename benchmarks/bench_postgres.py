@@ -6,8 +6,11 @@ the VM's schema with its indexes, and fills it with ``--runs`` runs (default 10,
 100,000), the others share the rest. Prints figures, asserts nothing:
 
 * run list: ``PostgresSource.list_runs`` (one query, rows into Run models), and the explorer's
-  run list painted in a headless app (from start to the first frame with every run listed);
-* a run's first screen: ``PostgresSource.open`` for a typical run and for the big one;
+  run list painted in a headless app: from start to the first frame with rows listed (the
+  database's first page, ``PostgresSource.first_runs``, where the app has it) and to the
+  first frame with every run listed;
+* a run's first screen: ``PostgresSource.open`` for a typical run and for the big one, and in
+  the app, the big run chosen in the list to its trace painted;
 * one poll with nothing new (the cost every 0.5 s), and ``EXPLAIN`` of the hot queries;
 * commit to screen: a VM commits a row while the app watches at the default poll (0.5 s);
   time from just before the INSERT until the poll found it, the screen applied it, the row
@@ -80,7 +83,8 @@ class Phases:
         self.polled: list[float] = []  # poll_sources returned something
         self.polls: list[tuple[float, float]] = []  # every poll_sources call: (start, end)
         self.applied: list[float] = []  # the screen's _polled finished
-        display, poll, polled = app._display, explorer.workspace.poll_sources, explorer._polled
+        display, poll = app._display, explorer.workspace.poll_sources
+        feed = explorer.feed
 
         def timed_display(screen, renderable):
             self.frames.append(time.perf_counter())
@@ -94,13 +98,19 @@ class Phases:
                 self.polled.append(time.perf_counter())
             return out
 
-        def timed_polled(applied):
-            polled(applied)
-            self.applied.append(time.perf_counter())
+        def timed(method):
+            def wrapper(*args):
+                method(*args)
+                self.applied.append(time.perf_counter())
+            return wrapper
 
         app._display = timed_display
         explorer.workspace.poll_sources = timed_poll
-        explorer._polled = timed_polled
+        # What the screen does with a poll's result: ``_polled`` (all of it, before the third
+        # pass) or ``delta`` (one run's delta, from the live inbox).
+        for name in ("_polled", "delta"):
+            if hasattr(feed, name):
+                setattr(feed, name, timed(getattr(feed, name)))
 
     @staticmethod
     def first(times: list[float], t: float) -> float:
@@ -126,41 +136,52 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
         return display(screen, renderable)
 
     app._display = timed_display
+    handed: list[tuple[float, int]] = []  # (when, how many rows) for every run list fill
+    set_runs = RunList.set_runs
+
+    def timed_set_runs(self, rows, **kw):  # the class's: the first fill may come before the test sees the app
+        handed.append((time.perf_counter(), len(rows)))
+        return set_runs(self, rows, **kw)
+
+    RunList.set_runs = timed_set_runs  # type: ignore[method-assign]
     start = time.perf_counter()
     latencies: list[tuple[float, ...]] = []
     async with app.run_test(size=(160, 45)) as pilot:
         explorer = app.explorer
         mounted = (time.perf_counter() - start) * 1000
         run_list = explorer.query_one(RunList)
-        handed: list[float] = []  # when the screen handed the list every run
-        set_runs = run_list.set_runs
-
-        def timed_set_runs(rows, **kw):
-            if len(rows) >= runs and not handed:
-                handed.append(time.perf_counter())
-            return set_runs(rows, **kw)
-
-        run_list.set_runs = timed_set_runs  # type: ignore[method-assign]
         while len(run_list.runs) < runs:
             await asyncio.sleep(0.002)
-        listed = time.perf_counter()
+        RunList.set_runs = set_runs  # type: ignore[method-assign]
+        first_listed, first_rows = next((t, n) for t, n in handed if n)
+        listed = next(t for t, n in handed if n >= runs)
         while not (frames and frames[-1] >= listed):
             await asyncio.sleep(0.001)
         painted = (Phases.first(frames, listed) - start) * 1000
+        first_painted = (Phases.first(frames, first_listed) - start) * 1000
         print(f"app mounted (empty screen)                    {mounted:8.1f} ms")
-        print(f"run list: rows handed to it -> painted        {painted - (handed[0] - start) * 1000:8.1f} ms")
+        print(f"run list: first rows ({first_rows}) painted           {first_painted:8.1f} ms (from App start to the frame)")
+        print(f"run list: rows handed to it -> painted        {painted - (listed - start) * 1000:8.1f} ms")
         big_path = source.path_of(BIG)
+        trace = explorer.query_one(TraceView)
+        chosen = time.perf_counter()
         explorer.query_one(RunList).select_path(big_path)
         explorer.open_run_at(big_path)
-        while explorer.current_run is None or explorer.current_run.path != big_path or not explorer.current_run.trace:
-            await pilot.pause(0.01)
+        while explorer.current_run is None or explorer.current_run.path != big_path or not explorer.current_run.trace \
+                or trace.lines is not explorer.current_run.trace:
+            await asyncio.sleep(0.001)
+        shown = time.perf_counter()
+        while not (frames and frames[-1] >= shown):
+            await asyncio.sleep(0.001)
+        print(f"big run chosen -> its trace painted           {(Phases.first(frames, shown) - chosen) * 1000:8.1f} ms "
+              f"(read in full in a worker: {len(explorer.current_run.trace)} rows)")
         phases = Phases(app, explorer)
         vm = VmWriter(url, BIG)
-        trace = explorer.query_one(TraceView)
 
         def on_screen(text: str) -> bool:
             return any(text in "".join(seg.text for seg in trace.render_line(y)) for y in range(trace.size.height))
 
+        markers: list[int] = []
         token = f"{time.time_ns():x}"  # markers of an earlier run on the same database do not count
         for n in range(trials):
             marker = f'"bench marker {token}-{n}"'
@@ -171,7 +192,7 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
                 # Stamped before the INSERT, not after: under load this thread may wait long
                 # after its commit while the app has shown the row (the figures err high).
                 stamp[0] = time.perf_counter()
-                vm.statement(f'session {marker}')  # executing: the trace follows it
+                markers.append(vm.statement(f'session {marker}'))  # executing: the trace follows it
                 committed.set()
 
             await asyncio.sleep(0.13 * (n % 4))  # commits land at different points of the poll cycle
@@ -190,6 +211,8 @@ async def app_figures(url: str, runs: int, trials: int) -> tuple[float, list[tup
                 latencies.append(tuple((x - t0) * 1000 for x in (  # type: ignore[misc]
                     phases.first(phases.polled, t0), phases.first(phases.applied, t0), shown,
                     phases.first(phases.frames, shown))))
+        for eid in markers:  # left executing, they would be re-read by every later poll (and run of this script)
+            vm.finish(eid)
         vm.close()
         starts = [start for start, _ in phases.polls]
         cycles = [(b - a) * 1000 for a, b in zip(starts, starts[1:])]

@@ -132,3 +132,43 @@ def test_pace_slows_to_the_busy_interval_only_under_sustained_pressure():
     stream, _ = frames(0.01, 5, 50.0)
     steady = [b - a for a, b in zip(stream[5:], stream[6:])]
     assert steady and all(abs(g - 0.5) < 0.02 for g in steady)
+
+
+class _Screen:
+    """What ``LiveInbox`` asks of a screen: messages, timers, after-refresh calls (recorded)."""
+
+    def __init__(self) -> None:
+        self.posted: list = []
+        self.timers: list[tuple[float, object]] = []
+
+    def post_message(self, message) -> bool:
+        self.posted.append(message)
+        return True
+
+    def set_timer(self, delay, callback) -> None:
+        self.timers.append((delay, callback))
+
+    def call_after_refresh(self, callback, *args) -> None:
+        callback(*args)
+
+
+def test_a_run_not_on_screen_is_shown_at_once_outside_the_pace(tmp_path):
+    from prose_tui.tui.live_inbox import LiveInbox
+
+    now = [0.0]
+    shown_run = tmp_path / "shown"
+    screen = _Screen()
+    shown: list[Path] = []
+    inbox = LiveInbox(screen, lambda d: shown.append(d.run.path),  # type: ignore[arg-type]
+                      pace=Pace(ratio=0.0, interval=0.3, burst=1, clock=lambda: now[0]),
+                      on_screen=lambda path: path == shown_run)
+    inbox.put(Delta(_run(shown_run), {shown_run}))
+    inbox.deliver(shown_run)  # the burst's one frame
+    others = [tmp_path / f"other{i}" for i in range(100)]  # a tick turning 100 listed runs interrupted
+    for path in others:
+        inbox.put(Delta(_run(path), status=True))
+        inbox.deliver(path)
+    assert shown == [shown_run, *others] and not screen.timers  # each a list row, none waited
+    inbox.put(Delta(_run(shown_run, 1), {shown_run}))
+    inbox.deliver(shown_run)  # the shown run waits for the pace's next frame only, not behind the 100
+    assert len(screen.timers) == 1 and screen.timers[0][0] <= 0.3

@@ -22,6 +22,8 @@ from prose_tui.model import Delta, Run
 class RunSource(Protocol):
     """A place runs live that is not a folder (``backends.postgres.PostgresSource``).
 
+    ``first_runs(n)`` the newest ``n`` runs of ``list_runs`` (one short query: the run list
+    shows them while the whole list is read);
     ``poll`` returns a delta per run read in full that changed (cheap: what changed);
     ``poll_runs`` what happened to the list (``added``/``changed`` runs, ``removed``
     paths), at most every few seconds and cheap when nothing did. Both block on I/O and
@@ -34,6 +36,7 @@ class RunSource(Protocol):
 
     def owns(self, path: Path) -> bool: ...
     def list_runs(self) -> list[Run]: ...
+    def first_runs(self, limit: int) -> list[Run]: ...
     def open(self, path: Path) -> Run: ...
     def poll(self, path: Path | None = None) -> dict[Path, Delta]: ...
     def poll_runs(self) -> Any: ...
@@ -57,6 +60,24 @@ class SourceRuns:
             if source.owns(path):
                 return source
         return None
+
+    def first_source_runs(self, limit: int) -> list[Run]:
+        """The newest ``limit`` runs of every source (one short query each), known to the
+        workspace from now on: the run list shows them before the whole list is read (10,000
+        rows of a database take a few hundred ms to read and build). Blocking I/O, never under
+        ``lock``; a source that cannot be reached gives none (its state says why)."""
+        out: list[Run] = []
+        for source in self.sources:
+            try:
+                runs = source.first_runs(limit)
+            except OSError:
+                continue
+            with self.lock:
+                for run in runs:
+                    if run.path not in self.detailed:
+                        self.runs.setdefault(run.path, run)
+            out += runs
+        return out
 
     def _scan_sources(self) -> None:
         """List every source's runs (one query each). They join the list with the scan's

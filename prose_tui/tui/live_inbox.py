@@ -33,9 +33,11 @@ class LiveInbox:
     """``put`` on the worker thread; ``deliver(path)`` on the UI thread, from the screen's
     ``DeltasWaiting`` handler. ``show(delta)`` is the screen's way to show one delta."""
 
-    def __init__(self, screen: MessagePump, show: Callable[[Delta], None], *, pace: Pace | None = None) -> None:
+    def __init__(self, screen: MessagePump, show: Callable[[Delta], None], *, pace: Pace | None = None,
+                 on_screen: Callable[[Path], bool] | None = None) -> None:
         self.screen = screen
         self.show = show
+        self.on_screen = on_screen  # whether a run's changes are painted beyond its list row
         self.pace = pace or Pace()
         self.mailbox = DeltaMailbox(self._notify)
         self.shown = 0  # merged deltas shown so far
@@ -48,7 +50,15 @@ class LiveInbox:
         self.mailbox.put(delta)
 
     def deliver(self, path: Path) -> None:
-        """Show what waits for ``path`` now, or after the pace's wait."""
+        """Show what waits for ``path`` now, or after the pace's wait. A run not on screen
+        (``on_screen``) costs one list row: shown at once, outside the pace, so a hundred runs
+        changing status together (a tick over a database's list) never hold up the run shown."""
+        if self.on_screen is not None and not self.on_screen(path):
+            delta = self.mailbox.take(path)
+            if delta is not None:
+                self.show(delta)
+                self.shown += 1
+            return
         wait = self.pace.wait()
         if wait > 0:
             self.screen.set_timer(wait, lambda: self._show_now(path))

@@ -18,6 +18,7 @@ the order they were observed, continuing ``run.events``' numbering.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,14 @@ PROGRAM_COLUMNS = ("root_path", "program_path")
 
 def run_path(label: str, run_id: str) -> Path:
     """The key a database run goes by (``postgres:/<db@host>/<run id>``; no such file exists)."""
-    return Path(f"postgres:/{label.replace('/', '%2F')}/{run_id.replace('/', '%2F') or '%00'}")
+    # The database's key joined with one escaped name: the same Path as parsing the whole
+    # string, in half the time (a run list builds 10,000 of them).
+    return _database_key(label) / (run_id.replace("/", "%2F") or "%00")
+
+
+@lru_cache(maxsize=64)
+def _database_key(label: str) -> Path:
+    return Path(f"postgres:/{label.replace('/', '%2F')}")
 
 
 def fill_from_run_row(run: Run, data: dict[str, Any], *, header: bool = True) -> str | None:
@@ -252,6 +260,13 @@ class RunView:
                                ("agent_segments", "run_id = %s OR run_id IS NULL", 1), ("imports", "run_id = %s", 1)):
             cols = tables.get(name, [])
             if "run_id" not in cols:
+                continue
+            if name == "agent_segments" and "id" in cols:
+                # The spec indexes segments by (agent_name, run_id) only: a run's segments are
+                # a scan of the whole table, every poll. The table's highest id is one primary
+                # key lookup; it moves when any run writes a segment, and then this run's
+                # agents are read again (that read scans, but only after a write).
+                parts.append((name, f"SELECT max(id)::text FROM {self.reader.table(name)}", 0))
                 continue
             stamp = next((c for c in ("updated_at", "timestamp", "created_at", "resolved_at") if c in cols), None)
             expr = f"count(*)::text || '|' || coalesce(max({stamp})::text, '')" if stamp else "count(*)::text"

@@ -126,6 +126,18 @@ class PostgresSource:
             self._start_listener()
             return [self.views[r.path].run if r.path in self.views else r for r in self.summaries.values()]
 
+    def first_runs(self, limit: int) -> list[Run]:
+        """The newest ``limit`` runs of the list (one narrow query: the listed columns, ``LIMIT``),
+        as run list rows: what the explorer shows while :meth:`list_runs` reads the rest. Does
+        not change what :meth:`poll_runs` compares with. Raises :class:`DatabaseUnavailable`;
+        ``[]`` when there is no ``openprose.run`` table."""
+        with self._lock:
+            cols = self.reader.tables(refresh=True).get("run")
+            if cols is None or "id" not in cols:
+                return []
+            runs, _ = self._read_list(cols, limit=limit)
+            return [self.views[r.path].run if r.path in self.views else r for r in runs.values()]
+
     def _listed_columns(self, cols: list[str]) -> list[str]:
         return [c for c in ("id", *PROGRAM_COLUMNS, "status", "started_at", "updated_at", "state_mode") if c in cols]
 
@@ -133,14 +145,15 @@ class PostgresSource:
         """SQL for one hash per run row over the columns the list shows (NULLs told apart)."""
         return f"hashtext(ROW({', '.join('r.' + quote_ident(c) for c in self._listed_columns(cols))})::text)"
 
-    def _order(self, cols: list[str]) -> str:
+    def _order(self, cols: list[str], limit: int = MAX_RUNS) -> str:
         order = "ORDER BY r.started_at DESC NULLS LAST, r.id DESC" if "started_at" in cols else "ORDER BY r.id DESC"
-        return f"{order} LIMIT {MAX_RUNS}"
+        return f"{order} LIMIT {min(int(limit), MAX_RUNS)}"
 
-    def _read_list(self, cols: list[str], ids: list[str] | None = None) -> tuple[dict[str, Run], dict[str, int]]:
-        """The run list's rows (only those of ``ids`` when given) as ``Run`` models by run id
-        (as the database has it; ``Run.id`` is made safe to show), in list order, and each
-        row's hash (:meth:`_row_key`) by run id."""
+    def _read_list(self, cols: list[str], ids: list[str] | None = None,
+                   limit: int = MAX_RUNS) -> tuple[dict[str, Run], dict[str, int]]:
+        """The run list's rows (only those of ``ids`` when given; the first ``limit``) as ``Run``
+        models by run id (as the database has it; ``Run.id`` is made safe to show), in list
+        order, and each row's hash (:meth:`_row_key`) by run id."""
         wanted = self._listed_columns(cols)
         exec_cols = self.reader.tables().get("execution", [])
         activity = "NULL"
@@ -151,7 +164,7 @@ class PostgresSource:
                         f"WHERE e.run_id = r.id) END")
         where = "WHERE r.id::text = ANY(%s) " if ids is not None else ""
         sql = (f"SELECT {', '.join('r.' + quote_ident(c) for c in wanted)}, {activity}, {self._row_key(cols)} "
-               f"FROM {self.reader.table('run')} r {where}{self._order(cols)}")
+               f"FROM {self.reader.table('run')} r {where}{self._order(cols, limit)}")
         runs: dict[str, Run] = {}
         keys: dict[str, int] = {}
         for raw in self.reader.rows(sql, (ids,) if ids is not None else None):

@@ -166,6 +166,7 @@ class ExplorerScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
+        self.feed.mounted()  # a database's first page, if read already, is in the first frame
         # Children may not be mounted yet when the default screen mounts: start after a refresh.
         self.call_after_refresh(self._start)
 

@@ -59,6 +59,8 @@ class _ScreenGone(Exception):
 
 
 PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows while reading
+FIRST_PAGE = 200  # a database's newest runs, shown before its whole list is read (a screen or more)
+FIRST_WAIT = 15.0  # seconds the scan waits for that page (a connection and a statement time out sooner)
 PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
 
 
@@ -80,6 +82,21 @@ class RunFeed:
         self._stop = threading.Event()
         self._activated = False
         self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
+        self._first_shown = False  # a database's first page is in the list, the whole list not yet
+        self._polled_lock = threading.Lock()
+        self._waiting: Applied | None = None  # what polls found, waiting for the screen to take it
+        self.polls = 0  # polls of the sources so far (tests wait on it)
+        self._first: list[Run] = []  # a database's first page, read while the app mounts
+        self._first_read = threading.Event()
+        self._mounted = False
+        self._first_painted = threading.Event()
+        if workspace.sources:
+            # The database's newest runs are read now, while the screen is composed and
+            # mounted (a connection and one short query), not after: the list shows them
+            # in the first frame the scan can give it.
+            threading.Thread(target=self._read_first, name="prose-tui first runs", daemon=True).start()
+        else:
+            self._first_read.set()
 
     # -- the first read ------------------------------------------------------------------------------
     def scan(self) -> None:
@@ -115,7 +132,45 @@ class RunFeed:
         except _ScreenGone:
             return
 
+    def mounted(self) -> None:
+        """The screen is mounted (its first frame not painted yet): a database's first page
+        read meanwhile goes into the run list now, so that frame shows it. Never waits: a
+        page read later is shown as soon as it is read."""
+        self._mounted = True
+        self._show_first()
+
+    def _show_first(self) -> None:
+        first = self._take_first() if self._first_read.is_set() else []
+        if first and self.screen.is_attached:
+            self._first_page(first)
+
+    def _take_first(self) -> list[Run]:
+        with self._polled_lock:
+            first, self._first = self._first, []
+        return first
+
+    def _read_first(self) -> None:
+        try:
+            self._first = self.workspace.first_source_runs(FIRST_PAGE)
+        finally:
+            self._first_read.set()
+        if self._mounted:  # read after the screen mounted: shown now, not when the scan starts
+            try:
+                self.screen.call_later(self._show_first)  # posts a message: thread-safe
+            except RuntimeError:
+                pass  # the app is gone (or going)
+
     def _read_all(self, progress, partial_run, on_run) -> None:
+        if self._first_read.wait(FIRST_WAIT):
+            # A database's newest runs first (read while the app mounted; shown already when
+            # read in time): the list shows them before the runs on disk are read and the
+            # whole list (10,000 rows) is built; that build waits for their frame (it would
+            # hold the GIL the paint needs).
+            first = self._take_first()
+            if first:
+                self._from_thread(self._first_page, first)
+            if self._first_shown:
+                self._first_painted.wait(FIRST_WAIT)
         try:
             refs = self.workspace.discover()
             # Every run is listed at once, newest first; rows fill in as runs are read.
@@ -144,10 +199,28 @@ class RunFeed:
             except NoMatches:  # the screen's widgets are already gone: it is closing
                 pass
 
+    def _first_page(self, runs: list[Run]) -> None:
+        """A database's newest runs, shown before the whole list is read (its rows then
+        replace these)."""
+        run_list = self.screen.query_one(RunList)
+        if run_list.runs:
+            self._first_painted.set()
+            return  # the list shown stays until the whole list is read
+        self._auto_choice = runs[0].path
+        self._first_shown = True
+        run_list.set_runs(runs, clock=self.workspace.clock)
+        self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}+) · reading"
+        self.screen.call_after_refresh(self._first_painted.set)
+
     def _listed(self, runs: list[Run]) -> None:
+        run_list = self.screen.query_one(RunList)
+        if runs and self._first_shown:
+            # A database's first page is shown: the runs on disk join it, newest first.
+            known = {r.path for r in runs}
+            runs = sorted([*runs, *(r for r in run_list.runs if r.path not in known)], key=_newest_first, reverse=True)
+            run_list.set_runs(runs, clock=self.workspace.clock)
         if runs:
             self._auto_choice = runs[0].path
-        run_list = self.screen.query_one(RunList)
         if runs and not run_list.runs:
             run_list.set_runs(runs, clock=self.workspace.clock)
             self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
@@ -170,6 +243,7 @@ class RunFeed:
         self.screen.show_run(run)
 
     def _scanned(self, runs: list[Run]) -> None:
+        self._first_shown = False
         screen = self.screen
         run_list = screen.query_one(RunList)
         screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
@@ -254,7 +328,11 @@ class RunFeed:
 
             # Deltas reach the UI through a coalescing mailbox (at most one message per run
             # waiting; later deltas merge into it), shown paced (prose_tui.tui.live_inbox).
-            inbox = self.inbox = LiveInbox(screen, self.delta_applied)
+            def on_screen(path: Path) -> bool:
+                current = screen.current_run
+                return current is not None and current.path == path
+
+            inbox = self.inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen)
 
             def problem(text: str) -> None:
                 screen.post_message(LiveProblem(text))
@@ -370,36 +448,86 @@ class RunFeed:
         self.screen.run_worker(self._poll, name="_poll_sources", group="poll", exclusive=True, thread=True)
 
     def _poll(self) -> None:
-        """Runs off disk (a PostgreSQL database) are polled, not watched: every
-        ``poll_interval`` seconds (or at once on a LISTEN notification). The source lists new
-        and removed runs and polls the runs read in full (the pipeline leaves them to it)."""
+        """Runs off disk (a PostgreSQL database) are polled, not watched: on a fixed cadence of
+        ``poll_interval`` seconds (or at once on a LISTEN notification), whatever the screen
+        is doing. The source lists new and removed runs and polls the runs read in full (the
+        pipeline leaves them to it). What a poll found is handed over without waiting for the
+        screen (:meth:`_hand_over`): a run's delta goes to the live inbox (merged with one
+        still waiting, shown as a delta like a change on disk), the rest to one waiting call."""
         worker = get_current_worker()
         sources = self.workspace.sources
         interval = min(s.poll_interval for s in sources)
         wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
         shown: list[str] | None = None
+        due = time.monotonic()
         while not worker.is_cancelled and not self._stop.is_set():
-            started = time.monotonic()
             applied = self.workspace.poll_sources()
+            self.polls += 1
             states = self.workspace.source_states()
-            if not applied.empty or states != shown:  # no hop to the UI for a quiet poll
-                shown = states
-                try:
-                    self._from_thread(self._polled, applied)
-                except _ScreenGone:
+            if not applied.empty or states != shown:  # nothing to hand over for a quiet poll
+                if not self._hand_over(applied, states != shown):
                     return
-            pause = max(0.0, interval - (time.monotonic() - started))
+                shown = states
+            due += interval
+            now = time.monotonic()
+            if due < now:
+                due = now  # a poll slower than the cadence: the next one at once, no burst to catch up
             if wait is not None:
-                wait(pause)
+                if wait(due - now):
+                    due = time.monotonic()  # notified: polled now, the cadence restarts from here
             else:
-                self._stop.wait(pause)
+                self._stop.wait(due - now)
+
+    def _hand_over(self, applied: Applied, state_moved: bool) -> bool:
+        """Give what one poll found to the screen without waiting for it (poll worker): the
+        deltas to the inbox, the rest (and a source's new state, ``state_moved``) to one call
+        that waits for the screen, merged into it while it waits. ``False`` when the screen
+        is gone."""
+        inbox = self.inbox
+        rest = Applied(runs_added=applied.runs_added, runs_removed=applied.runs_removed)
+        for path, change in applied.changed.items():
+            delta = applied.deltas.get(path)
+            if delta is not None and inbox is not None:
+                delta.paths |= change.paths  # what show_run is told changed (the run's key: more than bindings)
+                inbox.put(delta)
+            else:
+                rest.changed[path] = change
+        if rest.empty and not state_moved:
+            return True  # only deltas: the inbox tells the screen
+        with self._polled_lock:
+            waiting = self._waiting
+            if waiting is not None:  # the screen has not taken the last one yet: merge into it
+                waiting.changed.update(rest.changed)
+                waiting.runs_added += [p for p in rest.runs_added if p not in waiting.runs_added]
+                waiting.runs_removed += rest.runs_removed
+                return True
+            self._waiting = rest
+        if not self.screen.is_attached:
+            return False
+        try:
+            self.screen.call_later(self._take_polled)  # posts a message: thread-safe, does not wait
+        except RuntimeError:  # the app's loop is closed
+            return False
+        return True
+
+    def _take_polled(self) -> None:
+        with self._polled_lock:
+            applied, self._waiting = self._waiting, None
+        if applied is not None and self.screen.is_attached:
+            try:
+                self._polled(applied)
+            except NoMatches:
+                pass  # the screen is closing
 
     def _polled(self, applied: Applied) -> None:
+        """What polls found besides the deltas (the inbox shows those): the source's state,
+        runs added or removed, runs whose list row changed."""
         self.screen.panes.status()  # a source's state (connected, reconnecting) may have changed
         if applied.runs_added or applied.runs_removed:
             self.runs_changed(applied)
+        run_list = self.screen.query_one(RunList)
         for path, change in applied.changed.items():
-            self.screen.query_one(RunList).update_run(change.run, clock=self.workspace.clock)
+            run_list.update_run(change.run, clock=self.workspace.clock)
             current = self.screen.current_run
             if current is not None and path == current.path:
                 self.screen.show_run(change.run, changed=change.paths)
@@ -419,6 +547,12 @@ class RunFeed:
     def stop(self) -> None:
         """The screen is going: stop polling and watching."""
         self._stop.set()
+        self._first_painted.set()  # a scan waiting for the first page's frame waits no more
         if self.pipeline is not None:
             self.pipeline.stop()
             self.pipeline = None
+
+
+def _newest_first(run: Run) -> tuple[float, str]:
+    """The workspace's order of the run list (``Workspace.sorted_runs``), as a sort key."""
+    return (run.started.timestamp() if run.started else 0.0, run.id)
