@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from itertools import chain, compress
+from operator import is_not
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -405,7 +407,13 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
                               name=f.block, status="done", execution_id=f.execution_id), None))
     old_trace = before.trace if before else []
     joins: list[tuple[Event, int | None]] = []  # a parallel joins after its branches complete
-    for i, line in enumerate(after.trace):
+    new_trace = after.trace
+    # A line that is the same object as before (the parse shares unchanged lines between
+    # revisions, snapshot_trace.py) cannot have changed: only the others are looked at.
+    shared = min(len(old_trace), len(new_trace))
+    looked = chain(compress(range(shared), map(is_not, old_trace, new_trace)), range(shared, len(new_trace)))
+    for i in looked:
+        line = new_trace[i]
         old_line = old_trace[i] if i < len(old_trace) and old_trace[i].text == line.text else None
         old_state = old_line.state if old_line else None
         change = _transition(line, old_state, line.state)

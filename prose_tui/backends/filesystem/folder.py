@@ -196,7 +196,7 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
             _apply_event_log(run, text, state_file.name, log)
             run.header.update(front)
         else:
-            snapshot = parse_snapshot_cached(text)  # a rewrite re-parses only the sections that changed
+            snapshot = parse_snapshot_cached(text, run_dir)  # a rewrite re-parses only what changed
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from prose_tui.backends.filesystem.folder import (
 )
 from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
+from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change, EventLogTail
 from prose_tui.model import Binding, Delta, Run, RunFormat, TraceLine
 
@@ -153,7 +155,16 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
         fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
     out = Delta(fresh, set(paths))
     if fresh.format is RunFormat.SNAPSHOT and run.format is RunFormat.SNAPSHOT:
-        out.trace_lines = _trace_diff(run.trace, fresh.trace)
+        out.trace_lines = changed_lines(run.trace, fresh.trace)
+        if out.trace_lines is not None:
+            # Same shape: the run's trace list is re-stated in place (as an event log's
+            # grows), so a view showing it repaints the lines the delta names, not the trace.
+            kept = run.trace
+            for i in out.trace_lines:
+                if i < len(kept):
+                    kept[i] = fresh.trace[i]
+            kept.extend(fresh.trace[len(kept):])
+            fresh.trace = kept
         out.stack = fresh.call_stack != run.call_stack
         out.bindings = {b.path for b in fresh.bindings} ^ {b.path for b in run.bindings}
         out.agents = fresh.agents is not run.agents
@@ -164,16 +175,6 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     whole = Delta.whole(fresh, paths)
     whole.reread = True
     return whole
-
-
-def _trace_diff(old: list[TraceLine], new: list[TraceLine]) -> set[int] | None:
-    """Indexes of trace lines that differ; ``None`` when the shape changed (lines inserted
-    or removed before the end), where a view redraws everything."""
-    if len(new) < len(old):
-        return None
-    changed = {i for i, (a, b) in enumerate(zip(old, new)) if a != b}
-    changed.update(range(len(old), len(new)))
-    return changed
 
 
 def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool) -> None:
@@ -279,7 +280,8 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
             rel = path.relative_to(run_dir).as_posix()
             for i, line in enumerate(run.trace):  # a removed binding: rare, so a scan is fine
                 if line.binding == rel:
-                    line.binding = None
+                    # a new object: a snapshot's trace lines are shared with other revisions
+                    run.trace[i] = replace(line, binding=None)
                     if tail is not None:
                         tail.unlinked.setdefault(path.stem, set()).add(i)
                     if isinstance(delta.trace_lines, set):
