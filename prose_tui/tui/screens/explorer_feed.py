@@ -325,6 +325,7 @@ class RunFeed:
         touch = screen.model.delta_touch(delta)
         if not touch.shown:
             return
+        screen.model.note_delta(delta)  # the program view and failure marks follow these lines
         if touch.show:
             screen.show_run(run, changed=set(delta.paths))
         else:

@@ -140,7 +140,12 @@ class Panes:
         view = self.model.view() or run
         if not only_bindings:
             lines = self.model.trace_lines()
-            if lines != trace.lines:
+            if lines is trace.lines and lines is not view.trace:
+                # The model's own list (program view, failure marks), changed in place.
+                changed = self.model.lines_changed
+                if changed is None or changed:
+                    trace.lines_changed(changed)
+            elif lines != trace.lines:
                 trace.set_lines(lines)
             self._stack(view)
         tree = self.screen.query_one(BindingTree)
