@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 from itertools import chain, compress
-from operator import is_not
+from operator import is_, is_not
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -86,6 +86,9 @@ class History:
     origin: str
     note: str
     refs: list[EventRef] = field(default_factory=list)
+    # Events put before the first one since this history was built (older rows paged in):
+    # a cursor on an event moves by as many to stay on it.
+    prepended: int = 0
 
     def __post_init__(self) -> None:
         if len(self.refs) < len(self.events):
@@ -253,6 +256,11 @@ def _log_history(run: Run) -> History:
             _extend_log(cached, run, same)
             _HISTORIES.move_to_end(key)
             return cached.history
+        older = len(src) - len(mine)
+        if older > 0 and all(map(is_, src[older:], mine)):
+            _prepend_log(cached, run, older)
+            _HISTORIES.move_to_end(key)
+            return cached.history
     events = [_share(e, i) for i, e in enumerate(src)]
     refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
     history = History(events, "log", _log_note(run, events), refs)
@@ -284,6 +292,17 @@ def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
             history.refs.append(EventRef(trace_line=line))
     else:
         history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+    history.note = _log_note(run, history.events)
+
+
+def _prepend_log(cached: _LogCache, run: Run, older: int) -> None:
+    """The run's events gained ``older`` events before the first (a page of older rows):
+    the history grows at its start, the same object, ``prepended`` counting them."""
+    history, src = cached.history, run.events
+    history.events[:] = [_share(e, i) for i, e in enumerate(src)]
+    history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+    cached.sources[:] = src
+    history.prepended += older
     history.note = _log_note(run, history.events)
 
 

@@ -359,8 +359,10 @@ class RunFeed:
         if run is None or run.path != path:
             return
         trace = screen.query_one(TraceView)
+        screen.model.load_history()  # the older rows' events come before the others
         if trace.lines is run.trace:
             trace.lines_changed(None)
+            screen.refresh_view(only_bindings=True)  # the timeline and the header's moment
         else:
             screen.refresh_view()
         index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)
