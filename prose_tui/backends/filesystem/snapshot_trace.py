@@ -27,7 +27,7 @@ from prose_tui.backends.common.annotations import split_annotation
 from prose_tui.model import TraceLine
 
 _LINES_KEPT = 50_000  # annotations kept by (raw line, in-string state)
-_BASES_KEPT = 64  # previous revisions kept (one per run parsed lately)
+_BASES_KEPT = 16  # previous revisions kept (one per run parsed lately; each holds its raw lines)
 
 _annotations: OrderedDict[tuple[str, bool], tuple] = OrderedDict()
 _bases: OrderedDict[object, TraceParse] = OrderedDict()
