@@ -56,3 +56,30 @@ async def test_a_reader_that_fails_shows_a_warning_not_a_traceback():
         warning = str(viewer.query_one("#value-warning").render())
         assert "cannot read the value: the connection was reset" in warning
         assert viewer.text == "" and app.is_running
+
+
+async def test_a_binding_the_live_worker_read_with_a_change_is_shown_without_reading_it(tmp_path, monkeypatch):
+    import prose_tui.tui.widgets.value_viewer as value_viewer
+
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-120000-b1g000"
+    (run_dir / "bindings").mkdir(parents=True)
+    (run_dir / "state.md").write_text(
+        "# Execution State\n\nrun: 20260301-120000-b1g000\nprogram: grow.prose\n\n## Execution Trace\n\n"
+        "```prose\nlet notes = session \"Take notes\"  # <-- EXECUTING\n```\n", encoding="utf-8")
+    binding = run_dir / "bindings" / "notes.md"
+    binding.write_text("# notes\n\nkind: let\n\n---\n\nstart\n", encoding="utf-8")
+    app = make_app(run_dir, watch=True)
+    reads: list[str] = []
+    real = value_viewer.read_target
+    monkeypatch.setattr(value_viewer, "read_target", lambda target, **kw: reads.append(getattr(target, "title", None)) or real(target, **kw))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.watcher_state.startswith("watching"), what="the watcher")
+        viewer = app.explorer.query_one(ValueViewer)
+        await wait_until(pilot, lambda: "start" in viewer.text, what="the binding")
+        reads.clear()
+        with open(binding, "a", encoding="utf-8") as fh:
+            fh.write("more from the session\n")
+        await wait_until(pilot, lambda: "more from the session" in viewer.text, what="the value to update")
+        assert reads == []  # the live worker's read was shown: none on the UI side
+        assert viewer._new_from is not None

@@ -37,7 +37,18 @@ from typing import Literal
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.model import (
+    Binding,
+    Delta,
+    EventKind,
+    Frame,
+    Run,
+    RunFormat,
+    RunStatus,
+    StatementState,
+    TraceLine,
+    ValueWindow,
+)
 from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
@@ -164,6 +175,7 @@ class ExplorerModel:
         self._marks = FailureMarks()
         self._pending: set[int] | None = None  # run.trace indexes live deltas changed since trace_lines
         self.lines_changed: set[int] | None = None  # what trace_lines changed in the list it returned before
+        self.values: dict[Path, ValueWindow] = {}  # binding values the last live delta read (take_value)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
         self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
         self._clock: _Clock | None = None  # statement_times carried forward
@@ -228,10 +240,15 @@ class ExplorerModel:
         run = self.run
         if run is None or delta.run.path != run.path:
             return
+        self.values = dict(delta.values)
         if delta.trace_lines is None or delta.run.trace is not run.trace:
             self._pending = None
         elif self._pending is not None:
             self._pending |= delta.trace_lines
+
+    def take_value(self, path: Path | None) -> ValueWindow | None:
+        """The start of ``path``'s value as the last live delta read it (once), else ``None``."""
+        return self.values.pop(path, None) if path is not None else None
 
     def delta_touch(self, delta: Delta) -> DeltaTouch:
         """What a live delta touches (see ``DeltaTouch``)."""

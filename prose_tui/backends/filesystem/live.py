@@ -25,7 +25,7 @@ from pathlib import Path
 from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import is_binding_path, read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
-from prose_tui.backends.common.text import visible_name
+from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.filesystem.folder import (
     STATE_FILES,
     load_run,
@@ -35,9 +35,10 @@ from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
 from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change, EventLogTail
-from prose_tui.model import Binding, Delta, Run, RunFormat, TraceLine
+from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, TraceLine, ValueWindow
 
 EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)
+PREFETCH_VALUES = 8  # binding values read with a change (more in one batch: the viewer reads its own)
 _WROTE = re.compile(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)")
 
 
@@ -99,9 +100,12 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
         delta.status = delta.status or bool(events)
     if not summary:
         agents_whole: set[Path] = set()
+        few = sum(1 for part in parts.values() if part == "binding") <= PREFETCH_VALUES
         for path, part in parts.items():
             if part == "binding":
                 _update_binding(run, run_dir, path, tails.get(run_dir), delta)
+                if few:
+                    _prefetch_value(run, path, delta)
             elif part == "agent":
                 if not _update_segment(run, run_dir, path):
                     agents_whole.add(run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0])
@@ -308,6 +312,19 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
                         and waiting_line.state is not None:
                     waiting_line.binding = rel
                     delta.trace_lines.add(i)
+
+
+def _prefetch_value(run: Run, path: Path, delta: Delta) -> None:
+    """The start of a binding's value, read here (the live worker) so the value pane shows
+    a binding just written without reading it on the UI thread."""
+    binding = next((b for b in run.bindings if b.path == path), None)
+    if binding is None or not binding.exists or binding.encrypted:
+        return
+    try:
+        text, size, cut = read_window(path, offset=binding.value_offset, max_bytes=VALUE_WINDOW)
+    except (OSError, ValueError):
+        return  # the viewer reads it (and says why it cannot)
+    delta.values[path] = ValueWindow(binding.value_offset, VALUE_WINDOW, text, size, cut)
 
 
 def _update_segment(run: Run, run_dir: Path, path: Path) -> bool:

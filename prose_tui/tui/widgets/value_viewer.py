@@ -22,13 +22,14 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from prose_tui.backends.common.text import visible
+from prose_tui.model import VALUE_WINDOW, ValueWindow
 from prose_tui.tui.highlight import highlight_lines
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, TargetRead, needs_reading, read_target
 from prose_tui.tui.widgets.line_view import Line, LineView
 from prose_tui.tui.widgets.repaint import show_text
 
-WINDOW = 32 * 1024  # the first window into a value: a few screens, quick to render
+WINDOW = VALUE_WINDOW  # the first window into a value (32 KiB): a few screens, quick to render
 MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
 MARKDOWN_LIMIT = 96 * 1024
 
@@ -54,6 +55,13 @@ def human_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+def _window_of(target: Target, prefetched: ValueWindow, window: int, tail: bool) -> bool:
+    """True when ``prefetched`` is what reading ``target`` now would give: its file from the
+    binding's value offset, the first ``window`` bytes."""
+    return (target.read is None and target.value is None and target.binding is not None and not tail
+            and prefetched.max_bytes == window and prefetched.offset == target.binding.value_offset)
 
 
 class ValueViewer(Vertical, can_focus=True):
@@ -104,9 +112,11 @@ class ValueViewer(Vertical, can_focus=True):
         yield LineView(id="value-body")
 
     # -- public -------------------------------------------------------------------------------
-    def show_target(self, target: Target | None) -> None:
+    def show_target(self, target: Target | None, *, prefetched: ValueWindow | None = None) -> None:
         """Show ``target`` from the top (a new item resets position, raw mode and tail). A
-        file or a source's value is read in a worker thread; "reading…" shows meanwhile."""
+        file or a source's value is read in a worker thread; "reading…" shows meanwhile.
+        ``prefetched``: the file's value as the live worker read it with a change (used
+        when it is the window this would read)."""
         if target is not None and self.target is not None and target.key == self.target.key:
             return  # the same item (a tree re-highlight): keep position and the new-text mark
         self.target = target
@@ -124,16 +134,18 @@ class ValueViewer(Vertical, can_focus=True):
         if needs_reading(target):
             self._take(TargetRead(note=target.note if target is not None else ""))
             self.text = ""
-        self._read(shown)
+        self._read(shown, prefetched)
         if self.reading:
             self._render_all()
             self.scroll_home(animate=False)
 
-    def reload(self, *, now: datetime | None = None, target: Target | None = None) -> None:
+    def reload(self, *, now: datetime | None = None, target: Target | None = None,
+               prefetched: ValueWindow | None = None) -> None:
         """Re-read the shown file after it changed (in a worker thread; what is shown stays
         until the new text is there); keep position, mark what is new.
 
-        ``target`` replaces the shown target (the same file, re-read binding metadata)."""
+        ``target`` replaces the shown target (the same file, re-read binding metadata);
+        ``prefetched`` is the file's value as the live worker read it (see ``show_target``)."""
         if target is not None:
             self.target = target
         if self.target is None:
@@ -153,7 +165,7 @@ class ValueViewer(Vertical, can_focus=True):
             self.text = new
             self._render_all(scroll="end" if at_end or self.tail else "keep")
 
-        self._read(reloaded)
+        self._read(reloaded, prefetched)
 
     @property
     def body(self) -> LineView:
@@ -239,9 +251,10 @@ class ValueViewer(Vertical, can_focus=True):
         self.body.scroll_end(animate=False)
 
     # -- reading and rendering ---------------------------------------------------------------------
-    def _read(self, then: Callable[[TargetRead], None]) -> None:
+    def _read(self, then: Callable[[TargetRead], None], prefetched: ValueWindow | None = None) -> None:
         """Read the target (``targets.read_target``) and hand the result to ``then`` on the UI
-        thread: at once for text in memory, else from a worker thread (group ``value``; a
+        thread: at once for text in memory or a value the live worker read (``prefetched``,
+        when it is the window asked for), else from a worker thread (group ``value``; a
         newer read makes an older one's result be dropped). ``reading`` is True meanwhile."""
         target, window, tail = self.target, self.window, self.tail
         self._generation += 1
@@ -249,6 +262,10 @@ class ValueViewer(Vertical, can_focus=True):
         if not needs_reading(target):
             self.reading = False
             then(read_target(target, window=window, tail=tail))
+            return
+        if prefetched is not None and target is not None and _window_of(target, prefetched, window, tail):
+            self.reading = False
+            then(TargetRead(prefetched.text.lstrip("\n"), target.note, prefetched.size, prefetched.cut))
             return
         self.reading = True
         app = self.app
