@@ -141,3 +141,30 @@ def test_rewrites_applied_as_deltas_end_in_the_run_a_fresh_open_reads(edits):
             assert run.trace == fresh.trace
             assert (run.status, run.call_stack, [b.path for b in run.bindings]) == \
                 (fresh.status, fresh.call_stack, [b.path for b in fresh.bindings])
+
+
+def test_the_history_knows_the_revision_the_journal_read_without_reading_it_again(tmp_path, monkeypatch):
+    import hashlib
+
+    from prose_tui.history.journal import Journal
+    from prose_tui.history.stream import current_state
+
+    run_dir = tmp_path / "runs" / "20260301-090000-c0ffee"
+    (run_dir / "bindings").mkdir(parents=True)
+    state = run_dir / "state.md"
+    trace = _program(20)
+    state.write_text(_state(trace), encoding="utf-8")
+    journal = Journal(tmp_path / "journal")
+    journal.record(run_dir, {state}, NOW)
+    trace[3] = "let v3 = session: again   # <-- EXECUTING"
+    state.write_text(_state(trace), encoding="utf-8")
+    journal.record(run_dir, {state}, NOW)  # the live worker's sink reads the revision
+    run = open_run(run_dir, now=NOW)
+    data = state.read_bytes()
+
+    def no_read(self):
+        raise AssertionError(f"{self} read again on the UI side")
+
+    monkeypatch.setattr(Path, "read_bytes", no_read)
+    text, sha = current_state(run)
+    assert sha == hashlib.sha256(data).hexdigest() and text == data.decode("utf-8")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from itertools import chain, compress
 from operator import is_, is_not
 from collections import OrderedDict
@@ -602,6 +603,7 @@ def _rel(path: Path, run_dir: Path) -> str:
 
 
 _CURRENT: OrderedDict[tuple[Path, float | None, int], tuple[str, str]] = OrderedDict()
+_CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
 
 
 def current_state(run: Run) -> tuple[str | None, str | None]:
@@ -612,13 +614,26 @@ def current_state(run: Run) -> tuple[str | None, str | None]:
     try:
         st = run.state_file.stat()
         key = (run.state_file, st.st_mtime, st.st_size)
-        if key in _CURRENT:
-            return _CURRENT[key]
+        known = _CURRENT.get(key)
+        if known is not None:
+            return known
         data = run.state_file.read_bytes()
     except OSError:
         return None, None
-    value = (data.decode("utf-8", "replace"), sha256_of(data))
-    _CURRENT[key] = value
-    while len(_CURRENT) > 16:
-        _CURRENT.popitem(last=False)
+    return _remember_current(key, data, sha256_of(data))
+
+
+def remember_current(path: Path, st, data: bytes, sha: str) -> None:
+    """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
+    is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
+    worker, tells it here so a history built on the UI thread does not read it again."""
+    _remember_current((path, st.st_mtime, st.st_size), data, sha)
+
+
+def _remember_current(key: tuple, data: bytes, sha: str) -> tuple[str, str]:
+    value = (data.decode("utf-8", "replace"), sha)
+    with _CURRENT_LOCK:
+        _CURRENT[key] = value
+        while len(_CURRENT) > 16:
+            _CURRENT.popitem(last=False)
     return value
