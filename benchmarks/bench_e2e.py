@@ -255,9 +255,23 @@ async def headless_case(name: str, rounds: int, profile: str | None = None) -> l
             viewer = explorer.query_one(ValueViewer)
             await until(lambda: explorer.watcher_state.startswith("watching") and bool(trace.lines), 120)
 
+            # The live worker may re-state the trace list in place before the UI has taken
+            # the delta: a marker counts once the trace was told (set_lines/lines_changed).
+            told = [0.0]
+            for method in ("set_lines", "lines_changed"):
+                real = getattr(trace, method)
+
+                def telling(*args, _real=real, **kwargs):
+                    told[0] = time.perf_counter()
+                    return _real(*args, **kwargs)
+
+                setattr(trace, method, telling)
+
             def shows(marker: str) -> bool:
                 if case.where == "value":
                     return marker in (viewer.text or "")
+                if told[0] < t0:
+                    return False
                 lo, hi = max(0, trace.cursor - 5), min(len(trace.lines), trace.cursor + 6)
                 return any(marker in trace.lines[j].text for j in range(lo, hi))
 

@@ -52,7 +52,7 @@ def use_short_idle_window(window: float = IDLE_WINDOW) -> None:
     _wait.SLEEP_IDLE = window / 20.0
     _wait.wait_for_idle.__defaults__ = (window, 1)  # (min_sleep, max_sleep); was (0.02, 1)
 
-_READERS = ("scan", "detail")  # worker groups that read runs; the watcher ("watch") never ends
+_READERS = ("scan", "detail", "value")  # worker groups that read runs and values; the watcher ("watch") never ends
 
 
 async def wait_until(pilot, predicate, *, what: str = "condition", turns: int = TURNS) -> None:

@@ -679,7 +679,9 @@ async def test_state_md_replaced_repeatedly_mid_read_ends_on_the_last_file(tmp_p
         tmp.write_text(version(final))
         os.replace(tmp, run_dir / "state.md")
         expected = open_run(run_dir).trace
-        await wait_until(pilot, lambda: trace.lines == expected, what="the trace to match the last state.md")
-        assert trace.lines[trace.cursor].text == f'session "step {final}"'
+        # The live worker re-states the shown trace list in place (a snapshot rewrite costs
+        # what changed): the cursor follows once the UI has taken the change.
+        await wait_until(pilot, lambda: trace.lines == expected and trace.lines[trace.cursor].text == f'session "step {final}"',
+                         what="the trace to match the last state.md, its cursor on the executing step")
         assert f'step {final}"' in "\n".join(trace_rows(app))
         assert app.is_running

@@ -83,3 +83,22 @@ def test_a_truncated_or_replaced_ledger_is_read_again_whole(tmp_path):
     backend.apply(run, {ledger}, now=LATER)
     assert next(n for n in run.nodes if n.name == "glossary").status == "failed"
     assert _shape(run) == _shape(open_run(run_dir, now=LATER))
+
+
+def test_a_half_written_line_seen_on_opening_loses_its_warning_when_it_completes(tmp_path):
+    run_dir = tmp_path / "runs" / MIXED.name
+    shutil.copytree(MIXED, run_dir)
+    ledger = run_dir / "receipts" / "glossary.jsonl"
+    line = _receipt("rendered", "sha256:g3", "sha256:g4", 900)
+    with open(ledger, "a", encoding="utf-8") as fh:
+        fh.write(line[:40])  # the VM is half way through a line when the run is opened
+    backend = FilesystemBackend()
+    run = backend.open(run_dir, now=LATER)
+    half = [w for w in run.warnings if w.startswith("receipts/glossary.jsonl line")]
+    assert half, run.warnings  # a whole read warns about the half line
+    with open(ledger, "a", encoding="utf-8") as fh:
+        fh.write(line[40:])
+    backend.apply(run, {ledger}, now=LATER)
+    assert not [w for w in run.warnings if w in half], run.warnings
+    assert _shape(run) == _shape(open_run(run_dir, now=LATER))
+    assert run.warnings == open_run(run_dir, now=LATER).warnings

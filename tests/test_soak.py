@@ -175,11 +175,15 @@ async def _soak(app, writer, ops, total: int, run_dir: Path) -> None:
         assert busy < BUSY_P99, f"the UI's event loop was held {busy * 1000:.0f} ms (p99) while the run was written"
 
         expected = open_run(run_dir)
-        await wait_until(pilot, lambda: explorer.current_run is not None and _summary(explorer.current_run) == _summary(expected),
-                         what="the explorer to catch up with the files")
-        assert trace.lines == expected.trace
         executing = expected.executing
-        assert executing is not None and trace.lines[trace.cursor].line == executing.line  # still following
+        assert executing is not None
+        # The live worker re-states the shown trace list (and binding list) in place, so the
+        # files can match before the UI took the last delta: the cursor on the executing
+        # line says it did (still following).
+        await wait_until(pilot, lambda: explorer.current_run is not None and _summary(explorer.current_run) == _summary(expected)
+                         and trace.lines[trace.cursor].line == executing.line,
+                         what="the explorer to catch up with the files, following the executing line")
+        assert trace.lines == expected.trace
         tree = explorer.query_one(BindingTree)
         await wait_until(pilot, lambda: tree.shape == BindingTree.shape_of(explorer.current_run), what="the tree to catch up")
         await settled(pilot)

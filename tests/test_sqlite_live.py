@@ -126,3 +126,36 @@ async def test_going_up_to_the_first_line_shown_loads_the_rows_before_it(tmp_pat
         await wait_until(pilot, lambda: trace.lines[0].line == total - 999, what="the page before the window")
         assert trace.lines[trace.cursor].line == total - 500  # just above where the reader was
         assert not trace.following
+
+
+def test_rows_paged_back_bring_their_events_and_a_frozen_cursor_stays_on_its_event(tmp_path):
+    from prose_tui.history import history_of
+    from prose_tui.tui.navigator import HistoryNavigator
+
+    run_dir = build_sqlite_run(tmp_path)
+    db = run_dir / "state.db"
+    rows = [(100 + i, 20 + i, f'session "step {i}"', "completed", f"2026-01-16 15:{i // 60:02d}:{i % 60:02d}",
+             f"2026-01-16 15:{i // 60:02d}:{i % 60:02d}.5") for i in range(1200)]
+    _commit(db, *[("INSERT INTO execution (id, statement_index, statement_text, status, started_at, completed_at) "
+                   "VALUES (?,?,?,?,?,?)", r) for r in rows])
+    backend = SqliteBackend()
+    run = backend.open(run_dir, now=NOW)
+    nav = HistoryNavigator()
+    nav.load(run)
+    window = [(e.kind, e.text) for e in nav.events]
+    assert window and all('step 699' not in text for _, text in window)  # the window's rows only
+    nav.move_to(10)
+    here = nav.events[10]
+
+    assert backend.older(run, 500) == 500
+    nav.load(run)
+    events = nav.events
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert [(e.kind, e.text) for e in events][-len(window):] == window  # the page's events come first
+    page = [(e.kind, e.text) for e in events[:-len(window)]]
+    assert ('session "step 200"' in " ".join(t for _, t in page)) and len(page) >= 500
+    assert len(set(page)) == len(page)  # each row's events once
+    assert nav.events[nav.cursor] is here  # the cursor is on the same event
+    assert history_of(run).events is events  # the same history, grown at its start
+    started = [e.text for e in events if e.kind.value == "statement_started" and "step " in e.text]
+    assert started == sorted(started, key=lambda t: int(t.rsplit("step ", 1)[1].rstrip('"')))  # in order

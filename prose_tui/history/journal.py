@@ -289,8 +289,9 @@ class Journal:
 
     def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime) -> JournalEntry | None:
         try:
-            st = path.stat()
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                data = fh.read()
         except OSError:
             if seen.state is not None:
                 seen.state = None
@@ -300,6 +301,9 @@ class Journal:
         if looks_encrypted(head) or looks_like_event_log(decode(data[:65536])):
             return None  # an event log is its own history; encrypted text tells nothing
         sha = hashlib.sha256(data).hexdigest()
+        from prose_tui.history.stream import remember_current
+
+        remember_current(path, st, data, sha)  # the history's "state.md as it is now" without a read on the UI thread
         if sha == seen.state:
             return None
         seen.state = sha

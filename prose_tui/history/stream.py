@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from itertools import chain, compress
+from operator import is_, is_not
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -84,6 +87,9 @@ class History:
     origin: str
     note: str
     refs: list[EventRef] = field(default_factory=list)
+    # Events put before the first one since this history was built (older rows paged in):
+    # a cursor on an event moves by as many to stay on it.
+    prepended: int = 0
 
     def __post_init__(self) -> None:
         if len(self.refs) < len(self.events):
@@ -251,6 +257,11 @@ def _log_history(run: Run) -> History:
             _extend_log(cached, run, same)
             _HISTORIES.move_to_end(key)
             return cached.history
+        older = len(src) - len(mine)
+        if older > 0 and all(map(is_, src[older:], mine)):
+            _prepend_log(cached, run, older)
+            _HISTORIES.move_to_end(key)
+            return cached.history
     events = [_share(e, i) for i, e in enumerate(src)]
     refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
     history = History(events, "log", _log_note(run, events), refs)
@@ -282,6 +293,17 @@ def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
             history.refs.append(EventRef(trace_line=line))
     else:
         history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+    history.note = _log_note(run, history.events)
+
+
+def _prepend_log(cached: _LogCache, run: Run, older: int) -> None:
+    """The run's events gained ``older`` events before the first (a page of older rows):
+    the history grows at its start, the same object, ``prepended`` counting them."""
+    history, src = cached.history, run.events
+    history.events[:] = [_share(e, i) for i, e in enumerate(src)]
+    history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+    cached.sources[:] = src
+    history.prepended += older
     history.note = _log_note(run, history.events)
 
 
@@ -405,7 +427,13 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
                               name=f.block, status="done", execution_id=f.execution_id), None))
     old_trace = before.trace if before else []
     joins: list[tuple[Event, int | None]] = []  # a parallel joins after its branches complete
-    for i, line in enumerate(after.trace):
+    new_trace = after.trace
+    # A line that is the same object as before (the parse shares unchanged lines between
+    # revisions, snapshot_trace.py) cannot have changed: only the others are looked at.
+    shared = min(len(old_trace), len(new_trace))
+    looked = chain(compress(range(shared), map(is_not, old_trace, new_trace)), range(shared, len(new_trace)))
+    for i in looked:
+        line = new_trace[i]
         old_line = old_trace[i] if i < len(old_trace) and old_trace[i].text == line.text else None
         old_state = old_line.state if old_line else None
         change = _transition(line, old_state, line.state)
@@ -575,6 +603,7 @@ def _rel(path: Path, run_dir: Path) -> str:
 
 
 _CURRENT: OrderedDict[tuple[Path, float | None, int], tuple[str, str]] = OrderedDict()
+_CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
 
 
 def current_state(run: Run) -> tuple[str | None, str | None]:
@@ -585,13 +614,26 @@ def current_state(run: Run) -> tuple[str | None, str | None]:
     try:
         st = run.state_file.stat()
         key = (run.state_file, st.st_mtime, st.st_size)
-        if key in _CURRENT:
-            return _CURRENT[key]
+        known = _CURRENT.get(key)
+        if known is not None:
+            return known
         data = run.state_file.read_bytes()
     except OSError:
         return None, None
-    value = (data.decode("utf-8", "replace"), sha256_of(data))
-    _CURRENT[key] = value
-    while len(_CURRENT) > 16:
-        _CURRENT.popitem(last=False)
+    return _remember_current(key, data, sha256_of(data))
+
+
+def remember_current(path: Path, st, data: bytes, sha: str) -> None:
+    """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
+    is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
+    worker, tells it here so a history built on the UI thread does not read it again."""
+    _remember_current((path, st.st_mtime, st.st_size), data, sha)
+
+
+def _remember_current(key: tuple, data: bytes, sha: str) -> tuple[str, str]:
+    value = (data.decode("utf-8", "replace"), sha)
+    with _CURRENT_LOCK:
+        _CURRENT[key] = value
+        while len(_CURRENT) > 16:
+            _CURRENT.popitem(last=False)
     return value

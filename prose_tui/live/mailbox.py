@@ -58,6 +58,7 @@ def merge(older: Delta, newer: Delta) -> Delta:
         status=older.status or newer.status,
         program=older.program or newer.program,
         reread=older.reread or newer.reread,
+        values={**older.values, **newer.values},
     )
 
 

@@ -2,7 +2,7 @@
 
 from prose_tui.model.agent import Agent, Segment
 from prose_tui.model.binding import Binding
-from prose_tui.model.delta import Delta
+from prose_tui.model.delta import VALUE_WINDOW, Delta, ValueWindow
 from prose_tui.model.event import Event, EventKind
 from prose_tui.model.frame import Frame
 from prose_tui.model.node import Node, Receipt
@@ -22,6 +22,8 @@ __all__ = [
     "Backend",
     "Binding",
     "Delta",
+    "VALUE_WINDOW",
+    "ValueWindow",
     "Event",
     "EventKind",
     "Frame",

@@ -10,6 +10,23 @@ from prose_tui.model.event import Event
 from prose_tui.model.run import Run
 
 
+VALUE_WINDOW = 32 * 1024  # bytes of a binding's value read with a change (the viewer's first window)
+
+
+@dataclass(frozen=True, slots=True)
+class ValueWindow:
+    """The start of a binding file's value as the live worker read it with a change, so a
+    view shows it without reading: ``text`` (decoded, control characters made visible)
+    from byte ``offset`` (the binding's value offset), at most ``max_bytes`` bytes of the
+    file's ``size``; ``cut`` when the value goes on past them."""
+
+    offset: int
+    max_bytes: int
+    text: str
+    size: int
+    cut: bool
+
+
 @dataclass(slots=True)
 class Delta:
     """The change to ``run`` (the run after the change) from one batch of changed paths.
@@ -21,7 +38,8 @@ class Delta:
     say whether those parts changed; ``status`` whether the status or its reason did.
     ``reread`` is true when the backend had to read the run again whole (a truncated or
     replaced file, an unknown file): a sink then redraws everything.
-    ``paths`` are the changed paths behind the delta.
+    ``paths`` are the changed paths behind the delta. ``values`` holds, for binding files
+    the change wrote (a few at most), the start of their value (``ValueWindow``).
     """
 
     run: Run
@@ -35,6 +53,7 @@ class Delta:
     status: bool = False
     program: bool = False
     reread: bool = False
+    values: dict[Path, ValueWindow] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

@@ -112,6 +112,9 @@ class Run:
     nodes: list[Node] = field(default_factory=list)  # openprose-0.15: one per compiled node
     receipts: list[Receipt] = field(default_factory=list)  # every node's receipts, in ledger order
     location: str | None = None  # where a run lives when not on local disk (e.g. "postgres host/db")
+    # An event-log run's program file as read with the run (by the backend, off the UI thread):
+    # what the explorer annotates from the log. ``None``: not read (no program file, a summary).
+    program_text: str | None = None
 
     @property
     def executing(self) -> TraceLine | None:

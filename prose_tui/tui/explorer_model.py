@@ -37,10 +37,21 @@ from typing import Literal
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context
 from prose_tui.live.workspace import Part, Workspace
-from prose_tui.model import Binding, Delta, EventKind, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
+from prose_tui.model import (
+    Binding,
+    Delta,
+    EventKind,
+    Frame,
+    Run,
+    RunFormat,
+    RunStatus,
+    StatementState,
+    TraceLine,
+    ValueWindow,
+)
 from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.tui.navigator import HistoryNavigator
-from prose_tui.tui.program_trace import ProgramTrace, mark_failures, program_trace
+from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
 
 __all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
            "ValueChange", "failure_line", "newest_binding", "when_text"]
@@ -160,7 +171,11 @@ class ExplorerModel:
         self.raw_log = False  # event-log runs: the raw log instead of the annotated program
         self.line_of: dict[int, int] = {}  # log line -> program line while the program is shown
         self.banner: str | None = None  # why the trace is the raw state file, when it is
-        self._program: tuple[Path | None, float | None, str | None] = (None, None, None)
+        self._annotators: list[ProgramAnnotator | None] = [None, None]  # the live log's, a frozen moment's
+        self._marks = FailureMarks()
+        self._pending: set[int] | None = None  # run.trace indexes live deltas changed since trace_lines
+        self.lines_changed: set[int] | None = None  # what trace_lines changed in the list it returned before
+        self.values: dict[Path, ValueWindow] = {}  # binding values the last live delta read (take_value)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
         self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
         self._clock: _Clock | None = None  # statement_times carried forward
@@ -183,6 +198,8 @@ class ExplorerModel:
         same = run is not None and self.run is not None and run.path == self.run.path
         if run is None or not same:
             self.loaded_run = None
+        if run is None or self.run is None or run.trace is not self.run.trace:
+            self._pending = None  # another trace list: the views derived from it start again
         was_failed = same and self.run is not None and self.run.status is RunStatus.FAILED
         self.run = run
         follow: bool | None = None
@@ -216,6 +233,22 @@ class ExplorerModel:
         if shown is not None and changed and shown in changed:
             return ValueChange("reload", next((b for b in run.bindings if b.path == shown), None))
         return ValueChange("keep")
+
+    def note_delta(self, delta: Delta) -> None:
+        """A live delta is about to be shown: remember which trace lines it changed, so the
+        program view and the failure marks follow them (``trace_lines``) instead of the trace."""
+        run = self.run
+        if run is None or delta.run.path != run.path:
+            return
+        self.values = dict(delta.values)
+        if delta.trace_lines is None or delta.run.trace is not run.trace:
+            self._pending = None
+        elif self._pending is not None:
+            self._pending |= delta.trace_lines
+
+    def take_value(self, path: Path | None) -> ValueWindow | None:
+        """The start of ``path``'s value as the last live delta read it (once), else ``None``."""
+        return self.values.pop(path, None) if path is not None else None
 
     def delta_touch(self, delta: Delta) -> DeltaTouch:
         """What a live delta touches (see ``DeltaTouch``)."""
@@ -291,10 +324,22 @@ class ExplorerModel:
             return []
         view = self.view() or run
         lines, self.banner = (view.trace, None) if view.trace else self._fallback_trace(run)
+        # What changed in view.trace since the last call (live deltas), when it is the run's
+        # own list; the program view and the failure marks then cost what changed.
+        changed: set[int] | None = None
+        if view.trace is run.trace:
+            changed, self._pending = self._pending, set()
         self.line_of = {}
-        if view.trace and not self.raw_log and (annotated := self.program_view(view)) is not None:
-            lines, self.line_of = annotated.lines, annotated.line_of
-        return mark_failures(lines, view)
+        if view.trace and not self.raw_log and (annotator := self._annotator(view)) is not None:
+            changed = annotator.update(view.trace, changed)
+            if annotator.line_of:
+                lines, self.line_of = annotator.lines, annotator.line_of
+            else:
+                changed = None
+        elif lines is not view.trace:
+            changed = None
+        marked, self.lines_changed = self._marks.apply(lines, view, changed)
+        return marked
 
     def shown_line(self, line: int) -> int:
         """Trace line ``line`` numbered as the trace shows it: the program line a log line
@@ -335,19 +380,28 @@ class ExplorerModel:
         return newest, block
 
     def program_view(self, view: Run) -> ProgramTrace | None:
-        """An event-log or contract run's program annotated from its log, when the program
-        file is there (read again only when the file changes)."""
-        path = view.program_path
-        if view.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) or path is None:
+        """An event-log or contract run's program annotated from its log, when its program
+        file was read with the run (``Run.program_text``; the view reads no file)."""
+        annotator = self._annotator(view)
+        if annotator is None:
             return None
-        try:
-            mtime = path.stat().st_mtime
-            if self._program[:2] != (path, mtime):
-                self._program = (path, mtime, path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
+        annotator.update(view.trace, None if annotator.log is not view.trace else set())
+        return annotator.result()
+
+    def _annotator(self, view: Run) -> ProgramAnnotator | None:
+        """The annotator following ``view``'s log (one for the live run, one for a frozen
+        moment); ``None`` for runs without an event log or a program text."""
+        if view.format not in (RunFormat.EVENT_LOG, RunFormat.CONTRACT):
             return None
-        text = self._program[2]
-        return program_trace(view.trace, text) if text else None
+        run = self.run
+        text = view.program_text or (run.program_text if run is not None and run.path == view.path else None)
+        if not text:
+            return None
+        slot = 0 if run is not None and view.trace is run.trace else 1
+        annotator = self._annotators[slot]
+        if annotator is None or not (annotator.program is text or annotator.program == text):
+            annotator = self._annotators[slot] = ProgramAnnotator(text)
+        return annotator
 
     # -- the moment under a frozen cursor -----------------------------------------------------------
     def moment_focus(self) -> MomentFocus | None:

@@ -41,10 +41,14 @@ class HistoryNavigator:
         if run.path != self._run_path:
             self.cursor = None
             self._run_path = run.path
+        before = self.history
+        prepended = before.prepended if before is not None else 0
         try:
             self.history = history_of(run, journal=self.journal)
         except Exception as exc:  # a history that cannot be built must not take the views down
             self.history = History(events=[], origin="log", note=f"history unavailable: {exc}")
+        if self.cursor is not None and self.history is before:
+            self.cursor += self.history.prepended - prepended  # older events came before it: stay on it
         if self.cursor is not None and self.cursor >= len(self.history.events):
             self.cursor = None
 

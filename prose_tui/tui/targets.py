@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from prose_tui.backends.common.text import read_window, visible
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.registry import backend_of
 from prose_tui.backends.sqlite.tables import read_table_page
@@ -47,6 +48,62 @@ class Target:
     def markdown(self) -> bool:
         """Rendered as Markdown by default (program text and raw state files are not)."""
         return self.kind in ("binding", "memory", "segment", "section", "table")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRead:
+    """What reading a target gave: ``text`` (control characters made visible), ``note``,
+    ``size`` in bytes (of the file, or of the text a reader gave), ``cut`` when only a
+    window of the file was read, ``error`` a sentence for the viewer's warning line."""
+
+    text: str = ""
+    note: str = ""
+    size: int = 0
+    cut: bool = False
+    error: str | None = None
+
+
+def needs_reading(target: Target | None) -> bool:
+    """True when showing ``target`` reads a file or calls a source's reader (do it off the
+    UI thread); False for text in memory and for what shows nothing."""
+    if target is None or target.text is not None:
+        return False
+    if target.value is not None or target.read is not None:
+        return True
+    return target.path is not None and not (target.binding is not None and target.binding.encrypted)
+
+
+def read_target(target: Target | None, *, window: int, tail: bool = False) -> TargetRead:
+    """Read ``target`` for the viewer: its text, a reader's value, or a window of ``window``
+    bytes of its file from the binding's value offset (the last ``window`` bytes when
+    ``tail``). Never raises: a reader or a file that fails gives ``error`` (its words as
+    the reader said them) and no text. Blocks on I/O: call it from a worker thread."""
+    if target is None:
+        return TargetRead()
+    note = target.note
+    try:
+        if target.text is not None:
+            return TargetRead(visible(target.text), note)
+        if target.value is not None:
+            value = target.value()
+            error = value.warning if value.warning and value.warning != (target.warning or "") else None
+            text = value.text or ""
+            return TargetRead(visible(text), value.note or note, len(text.encode("utf-8", "replace")), error=error)
+        if target.read is not None:
+            text = target.read()
+            return TargetRead(visible(text), note, len(text.encode("utf-8", "replace")))
+    except Exception as exc:  # a source's reader: say what failed, keep the view
+        return TargetRead(note=note, error=f"cannot read the value: {exc}")
+    if (target.binding is not None and target.binding.encrypted) or target.path is None:
+        return TargetRead(note=note)
+    offset = target.binding.value_offset if target.binding is not None else 0
+    try:
+        text, size, truncated = read_window(target.path, offset=offset, max_bytes=window, tail=tail)
+    except OSError as exc:
+        return TargetRead(note=note, error=f"cannot read {target.path.name}: {exc.strerror or exc}")
+    except Exception as exc:  # undecodable, or any reader fault: shown as a warning, never a traceback
+        return TargetRead(note=note, error=f"cannot read {target.path.name}: {exc}")
+    return TargetRead(text.lstrip("\n"), note, size, truncated)
 
 
 def binding_target(binding: Binding, run: Run | None = None) -> Target:

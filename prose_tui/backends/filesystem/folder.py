@@ -101,6 +101,16 @@ def read_text(path: Path, limit: int = MAX_STATE_BYTES) -> tuple[str, bool]:
     return decode(data[:limit]), len(data) > limit
 
 
+def program_text(path: Path) -> str | None:
+    """The program file's text (UTF-8 with replacement, its first 8 MiB), read with the run so
+    a view annotates it without reading; ``None`` when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_STATE_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def load_run(
     run_dir: Path,
     *,
@@ -135,6 +145,8 @@ def load_run(
     run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
     if run.events:
         _link_event_bindings(run)
+    if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) and run.program_path is not None:
+        run.program_text = program_text(run.program_path)
     run.agents = _agents(run_dir, snapshot, run.program_path, home)
     if any(b.encrypted for b in run.bindings) and not run.encrypted:
         run.warnings.append("some binding files are SOPS-encrypted")
@@ -196,7 +208,7 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
             _apply_event_log(run, text, state_file.name, log)
             run.header.update(front)
         else:
-            snapshot = parse_snapshot_cached(text)  # a rewrite re-parses only the sections that changed
+            snapshot = parse_snapshot_cached(text, run_dir)  # a rewrite re-parses only what changed
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import is_binding_path, read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
-from prose_tui.backends.common.text import visible_name
+from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.filesystem.folder import (
     STATE_FILES,
     load_run,
@@ -32,10 +33,12 @@ from prose_tui.backends.filesystem.folder import (
 )
 from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
+from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change, EventLogTail
-from prose_tui.model import Binding, Delta, Run, RunFormat, TraceLine
+from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, TraceLine, ValueWindow
 
 EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)
+PREFETCH_VALUES = 8  # binding values read with a change (more in one batch: the viewer reads its own)
 _WROTE = re.compile(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)")
 
 
@@ -97,9 +100,12 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
         delta.status = delta.status or bool(events)
     if not summary:
         agents_whole: set[Path] = set()
+        few = sum(1 for part in parts.values() if part == "binding") <= PREFETCH_VALUES
         for path, part in parts.items():
             if part == "binding":
                 _update_binding(run, run_dir, path, tails.get(run_dir), delta)
+                if few:
+                    _prefetch_value(run, path, delta)
             elif part == "agent":
                 if not _update_segment(run, run_dir, path):
                     agents_whole.add(run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0])
@@ -153,7 +159,16 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
         fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
     out = Delta(fresh, set(paths))
     if fresh.format is RunFormat.SNAPSHOT and run.format is RunFormat.SNAPSHOT:
-        out.trace_lines = _trace_diff(run.trace, fresh.trace)
+        out.trace_lines = changed_lines(run.trace, fresh.trace)
+        if out.trace_lines is not None:
+            # Same shape: the run's trace list is re-stated in place (as an event log's
+            # grows), so a view showing it repaints the lines the delta names, not the trace.
+            kept = run.trace
+            for i in out.trace_lines:
+                if i < len(kept):
+                    kept[i] = fresh.trace[i]
+            kept.extend(fresh.trace[len(kept):])
+            fresh.trace = kept
         out.stack = fresh.call_stack != run.call_stack
         out.bindings = {b.path for b in fresh.bindings} ^ {b.path for b in run.bindings}
         out.agents = fresh.agents is not run.agents
@@ -164,16 +179,6 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     whole = Delta.whole(fresh, paths)
     whole.reread = True
     return whole
-
-
-def _trace_diff(old: list[TraceLine], new: list[TraceLine]) -> set[int] | None:
-    """Indexes of trace lines that differ; ``None`` when the shape changed (lines inserted
-    or removed before the end), where a view redraws everything."""
-    if len(new) < len(old):
-        return None
-    changed = {i for i, (a, b) in enumerate(zip(old, new)) if a != b}
-    changed.update(range(len(old), len(new)))
-    return changed
 
 
 def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool) -> None:
@@ -279,7 +284,8 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
             rel = path.relative_to(run_dir).as_posix()
             for i, line in enumerate(run.trace):  # a removed binding: rare, so a scan is fine
                 if line.binding == rel:
-                    line.binding = None
+                    # a new object: a snapshot's trace lines are shared with other revisions
+                    run.trace[i] = replace(line, binding=None)
                     if tail is not None:
                         tail.unlinked.setdefault(path.stem, set()).add(i)
                     if isinstance(delta.trace_lines, set):
@@ -306,6 +312,19 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
                         and waiting_line.state is not None:
                     waiting_line.binding = rel
                     delta.trace_lines.add(i)
+
+
+def _prefetch_value(run: Run, path: Path, delta: Delta) -> None:
+    """The start of a binding's value, read here (the live worker) so the value pane shows
+    a binding just written without reading it on the UI thread."""
+    binding = next((b for b in run.bindings if b.path == path), None)
+    if binding is None or not binding.exists or binding.encrypted:
+        return
+    try:
+        text, size, cut = read_window(path, offset=binding.value_offset, max_bytes=VALUE_WINDOW)
+    except (OSError, ValueError):
+        return  # the viewer reads it (and says why it cannot)
+    delta.values[path] = ValueWindow(binding.value_offset, VALUE_WINDOW, text, size, cut)
 
 
 def _update_segment(run: Run, run_dir: Path, path: Path) -> bool:

@@ -160,11 +160,13 @@ def read_ledgers(run_dir: Path, files: dict[str, _Place] | None = None) -> Ledge
 class _Place:
     """Where a tailed ledger file's reading stands: ``tail`` after its last complete line,
     ``lines`` complete lines read, ``provisional`` receipts parsed from a last line that has
-    no newline yet (dropped and parsed again when more bytes arrive)."""
+    no newline yet (dropped and parsed again when more bytes arrive), ``half_warning`` the
+    warning a whole read gave a half-written last line (taken back when the line completes)."""
 
     tail: FileTail
     lines: int = 0
     provisional: int = 0
+    half_warning: str | None = None
 
 
 def _read_file(ledger: Ledger, folder: Path, name: str, files: dict[str, _Place] | None) -> None:
@@ -208,6 +210,12 @@ def _feed(place: _Place, data: bytes, st: os.stat_result | None, name: str, node
         del chain[len(chain) - place.provisional:]
         place.provisional = 0
     end = data.rfind(b"\n") + 1
+    if end and place.half_warning is not None:
+        # The half-written line warned about has its end now: it is read below (and warned
+        # about again only if it is still not a JSON object).
+        if place.half_warning in warnings:
+            warnings.remove(place.half_warning)
+        place.half_warning = None
     if end:
         text = data[:end].decode("utf-8", errors="replace")
         _read_lines(text, name, node, chain, warnings, place.lines + 1)
@@ -221,7 +229,8 @@ def _feed(place: _Place, data: bytes, st: os.stat_result | None, name: str, node
             parsed = json.loads(rest)
         except ValueError:
             if whole:
-                warnings.append(f"receipts/{name} line {place.lines + 1}: not a JSON object, skipped")
+                place.half_warning = f"receipts/{name} line {place.lines + 1}: not a JSON object, skipped"
+                warnings.append(place.half_warning)
             return  # half written: read again when its end arrives
         if isinstance(parsed, dict):
             chain.append(receipt_from(parsed, node, len(chain)))

@@ -113,7 +113,7 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     base = list(run.events)
     _receipt_events(run, ledger)
     if tail is not None:
-        remember(SkillState(run, tail, intent, errors, base, len(ledger.warnings)))
+        remember(SkillState(run, tail, intent, errors, base, list(ledger.warnings)))
     if summary:
         return
     run.bindings = _merge(world_model_bindings(run_dir, run.warnings), run.bindings)

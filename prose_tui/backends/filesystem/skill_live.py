@@ -35,7 +35,7 @@ class SkillState:
     intent: CompiledIntent | None
     errors: dict[str, ErrorFile]
     base: list[Event]
-    warned: int
+    warned: list[str]  # the ledger's warnings as last put in ``run.warnings``
 
 
 _STATES: OrderedDict[Path, list[SkillState]] = OrderedDict()  # per run folder, the last two full reads
@@ -51,6 +51,19 @@ def remember(state: SkillState) -> None:
         _STATES.move_to_end(path)
         while len(_STATES) > KEEP:
             _STATES.popitem(last=False)
+
+
+def _sync_warnings(run: Run, state: SkillState, now: list[str]) -> None:
+    """``run.warnings`` follows the ledger's: new ones added, ones taken back (a half-written
+    line that completed) removed; the run's other warnings stay as they are."""
+    before = state.warned
+    if now == before:
+        return
+    for text in before:
+        if text not in now and text in run.warnings:
+            run.warnings.remove(text)
+    run.warnings.extend(text for text in now if text not in before)
+    state.warned = list(now)
 
 
 def is_ledger_file(run_dir: Path, path: Path) -> bool:
@@ -72,8 +85,7 @@ def apply_receipts(run: Run, paths: set[Path]) -> list[Event] | None:
     if not state.ledger.update({p.name for p in paths}):
         return []
     ledger = state.ledger.ledger
-    run.warnings.extend(ledger.warnings[state.warned:])
-    state.warned = len(ledger.warnings)
+    _sync_warnings(run, state, ledger.warnings)
     run.receipts = ledger.receipts
     run.nodes = _nodes(run.path, ledger, state.intent, state.errors)
     for key in [k for k in run.metrics if k.startswith(("receipts", "tokens_"))]:

@@ -4,11 +4,17 @@ A VM rewrites the whole snapshot on every step (seeds/filesystem.md, the VM Upda
 Protocol), but from one revision to the next mostly the ``## Execution Trace`` block and
 the ``updated:`` header change: the ``## Index`` tables (one row per binding and agent,
 the costly part to parse as Markdown) stay as they were. :func:`parse_snapshot_cached`
-splits the text at its ``##`` headings (outside code fences), parses each section alone
-and keeps the parsed blocks of the last few hundred section texts, so a rewrite costs
-what changed. The result equals :func:`~prose_tui.backends.filesystem.snapshot.parse_snapshot`
-on the whole text (tests/test_live_tail.py checks it on the real corpus and generated
-runs); text it cannot split safely (setext headings, unclosed fences) is parsed whole.
+splits the text at its ``##`` headings (outside code fences; a scan of the few lines that
+can be a fence or a heading, not of every line), parses each section alone and keeps
+what each section text gave (the Markdown blocks, the Index rows), so a rewrite costs
+what changed. The trace section, when it has its usual shape (the heading, blank lines,
+one fence), is read without Markdown and annotated against the run's previous revision
+(:mod:`~prose_tui.backends.filesystem.snapshot_trace`): unchanged lines are the same
+objects as before. The result equals
+:func:`~prose_tui.backends.filesystem.snapshot.parse_snapshot` on the whole text
+(tests/test_live_tail.py and tests/test_snapshot_rewrites.py check it on the real corpus
+and generated runs); text it cannot split safely (setext headings, unclosed fences,
+carriage returns) is parsed whole.
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
-from prose_tui.backends.common.annotations import split_annotation
-from prose_tui.backends.common.markdown import Block, Document, parse_document
+from prose_tui.backends.common.markdown import Block, Document, Fence, parse_document
 from prose_tui.backends.filesystem.snapshot import (
     _KNOWN,
+    IndexRow,
     SnapshotState,
     _call_stack,
     _constructs,
@@ -29,78 +36,191 @@ from prose_tui.backends.filesystem.snapshot import (
     _trace,
     parse_snapshot,
 )
-from prose_tui.model import Section, TraceLine
+from prose_tui.backends.filesystem.snapshot_trace import annotate
+from prose_tui.model import Section
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING2 = re.compile(r"^ {0,3}##(?!#)(\s|$)")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+# Characters a line scan would split differently from Markdown (``str.splitlines`` vs "\n").
+_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00"
+# Lines that may open or close a fence, start a ## section or be a setext underline (the
+# newline before them; the first line is matched with one put before it).
+_CANDIDATE = re.compile(r"\n(?:[ \t]*(?:```|~~~|##)| {0,3}=)")
+# The usual trace section: heading, blank lines, an opening fence at the margin.
+_TRACE_OPEN = re.compile(r"## (?P<title>[^\n#`*_\[\]<>&\\]*?)[ \t]*\n(?:[ \t]*\n)*(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n")
+_TRACE_TITLES = ("execution trace", "trace")
+_CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n?$")
+
 _KEEP = 512  # section parses kept (a run's sections, for a few runs)
+_TEXTS_KEPT = 8  # whole texts parsed lately (the journal's replay parses the revision the worker just did)
 
-_LINES_KEPT = 50_000  # annotated trace lines kept
 
-_blocks: OrderedDict[str, Block | None] = OrderedDict()
-_lines: OrderedDict[tuple[str, bool], tuple] = OrderedDict()
+@dataclass(slots=True)
+class _Parsed:
+    """What one section text gave: its Markdown block (``None``: not one clean section)
+    and, once asked for, its Index rows."""
+
+    block: Block | None
+    index: tuple[list[IndexRow], list[IndexRow]] | None = None
+
+
+_blocks: OrderedDict[str, _Parsed] = OrderedDict()
 _heads: OrderedDict[str, tuple[str | None, list[str]]] = OrderedDict()
+_texts: OrderedDict[str, SnapshotState] = OrderedDict()
 _lock = threading.Lock()
+
+
+def _candidate_lines(text: str) -> list[int]:
+    """Offsets of the lines that may open or close a fence (``` or ~~~ after spaces or
+    tabs), start a ``##`` section or be a setext underline (= after up to three spaces);
+    the other lines are never looked at."""
+    starts = [m.start() + 1 for m in _CANDIDATE.finditer(text)]
+    end = text.find("\n")
+    if _CANDIDATE.match("\n" + (text if end < 0 else text[:end])):
+        starts.insert(0, 0)
+    return starts
 
 
 def split_sections(text: str) -> tuple[str, list[str]] | None:
     """``(text before the first ## heading, [each ## section's text])``, or ``None`` when
     the text has constructs a line scan cannot split like Markdown does."""
-    lines = text.splitlines(keepends=True)
-    head: list[str] = []
-    sections: list[list[str]] = []
+    if any(ch in text for ch in _ODD):
+        return None
+    starts: list[int] = []
     fence: str | None = None
-    for line in lines:
+    for begin in _candidate_lines(text):
+        end = text.find("\n", begin)
+        line = text[begin:] if end < 0 else text[begin:end + 1]
         if fence is not None:
             stripped = line.strip()
             if stripped.startswith(fence) and set(stripped) == {fence[0]}:
                 fence = None
-        else:
-            m = _FENCE.match(line)
-            if m:
-                fence = m.group(1)
-            elif _HEADING2.match(line):
-                sections.append([])
-            elif _SETEXT.match(line) and line.strip().startswith("="):
-                return None  # a setext heading: leave it to the Markdown parser
-        (sections[-1] if sections else head).append(line)
+            continue
+        f = _FENCE.match(line)
+        if f:
+            fence = f.group(1)
+        elif _HEADING2.match(line):
+            starts.append(begin)
+        elif _SETEXT.match(line) and line.strip().startswith("="):
+            return None  # a setext heading: leave it to the Markdown parser
     if fence is not None:
         return None
-    return "".join(head), ["".join(s) for s in sections]
+    if not starts:
+        return text, []
+    bounds = [*starts, len(text)]
+    return text[:starts[0]], [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def _remember(cache: OrderedDict, key: str, value):
+def _remember(cache: OrderedDict, key, value, keep: int = _KEEP):
     cache[key] = value
     cache.move_to_end(key)
-    while len(cache) > _KEEP:
+    while len(cache) > keep:
         cache.popitem(last=False)
     return value
 
 
-def _section_block(section: str) -> Block | None:
+def _section(section: str) -> _Parsed:
     with _lock:
-        if section in _blocks:
+        hit = _blocks.get(section)
+        if hit is not None:
             _blocks.move_to_end(section)
-            return _blocks[section]
+            return hit
     doc = parse_document(section)
     block = doc.sections[0] if len(doc.sections) == 1 and not any(ln.strip() for ln in doc.preamble) else None
     with _lock:
-        return _remember(_blocks, section, block)
+        return _remember(_blocks, section, _Parsed(block))
 
 
-def parse_snapshot_cached(text: str) -> SnapshotState:
-    """``parse_snapshot(text)``, reusing the parse of sections seen before. Never raises."""
+def _index_of(parsed: _Parsed) -> tuple[list[IndexRow], list[IndexRow]]:
+    if parsed.index is None:
+        parsed.index = _index(parsed.block)
+    bindings, agents = parsed.index
+    return list(bindings), list(agents)
+
+
+def _trace_block(section: str) -> tuple[Block, str] | None:
+    """The trace section read without Markdown when it has its usual shape: ``(block,
+    fence content)``; ``None`` for any other shape (then it is parsed as Markdown)."""
+    m = _TRACE_OPEN.match(section)
+    if m is None or not m.group("title").lower().startswith(_TRACE_TITLES):
+        return None
+    fence, info = m.group("fence"), m.group("info")
+    if fence[0] == "`" and "`" in info:
+        return None
+    content_at = m.end()
+    closing = _closing_fence(section, content_at, fence)
+    if closing is None:
+        return None
+    begin, end = closing
+    if section[end:].strip():
+        return None
+    content = section[content_at:begin]
+    # The block's body lines are not kept: only its fence is read (snapshot._trace).
+    block = Block(m.group("title").strip(), 2, 1, 1, [], [Fence(info.strip(), content, section.count("\n", 0, content_at))])
+    return block, content
+
+
+def _closing_fence(text: str, pos: int, fence: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the first line at or after ``pos`` that closes ``fence`` as
+    CommonMark does (up to three spaces, at least as many of the fence's character, then
+    only spaces or tabs); ``None`` when none does."""
+    needle = fence[0] * 3
+    at = text.find(needle, pos)
+    while at >= 0:
+        begin = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end + 1
+        if begin >= pos and _CLOSING.match(text, begin, end) and text[begin:end].strip(" \t\n") and \
+                set(text[begin:end].strip(" \t\n")) == {fence[0]} and len(text[begin:end].strip(" \t\n")) >= len(fence):
+            return begin, end
+        if end >= len(text):
+            return None
+        at = text.find(needle, end)
+    return None
+
+
+def parse_snapshot_cached(text: str, key: object = None) -> SnapshotState:
+    """``parse_snapshot(text)``, reusing the parse of sections seen before and, for the
+    trace, the annotation of the lines unchanged since the last revision parsed under
+    ``key`` (a run folder; see ``snapshot_trace.annotate``). Never raises. The result is
+    the caller's to change (its lists are its own); its ``TraceLine`` objects are shared
+    with other revisions and must not be changed in place."""
+    with _lock:
+        seen = _texts.get(text)
+        if seen is not None:
+            _texts.move_to_end(text)
+    if seen is None:
+        seen = _parse(text, key)
+        with _lock:
+            _remember(_texts, text, seen, _TEXTS_KEPT)
+    return SnapshotState(title=seen.title, header=dict(seen.header), trace=list(seen.trace),
+                         constructs=list(seen.constructs), binding_rows=list(seen.binding_rows),
+                         agent_rows=list(seen.agent_rows), call_stack=list(seen.call_stack),
+                         sections=list(seen.sections), warnings=list(seen.warnings))
+
+
+def _parse(text: str, key: object) -> SnapshotState:
     split = split_sections(text)
     if split is None:
         return parse_snapshot(text)
     head, sections = split
     blocks: list[Block] = []
+    parsed: dict[int, _Parsed] = {}
+    trace_content: str | None = None
+    trace_at: int | None = None
     for section in sections:
-        block = _section_block(section)
-        if block is None:
+        if trace_at is None:
+            quick = _trace_block(section)
+            if quick is not None:
+                trace_at, trace_content = len(blocks), quick[1]
+                blocks.append(quick[0])
+                continue
+        p = _section(section)
+        if p.block is None:
             return parse_snapshot(text)
-        blocks.append(block)
+        parsed[id(p.block)] = p
+        blocks.append(p.block)
     with _lock:
         cached = _heads.get(head)
     if cached is None:
@@ -113,33 +233,19 @@ def parse_snapshot_cached(text: str) -> SnapshotState:
     title, preamble = cached
     doc = Document(title, list(preamble), blocks)
     state = SnapshotState(title=doc.title, header=_header(doc))
-    state.trace = _trace(doc.section("execution trace", "trace"), doc, state.warnings, _trace_lines)
+    trace_block = doc.section(*_TRACE_TITLES)
+    if trace_content is not None and trace_at is not None and trace_block is blocks[trace_at]:
+        state.trace = annotate(trace_content, key).trace()
+    else:
+        state.trace = _trace(trace_block, doc, state.warnings, lambda content: annotate(content, key).trace())
     state.constructs = _constructs(doc.section("active constructs"))
-    state.binding_rows, state.agent_rows = _index(doc.section("index"))
+    index = doc.section("index")
+    if index is not None and id(index) in parsed:
+        state.binding_rows, state.agent_rows = _index_of(parsed[id(index)])
+    else:
+        state.binding_rows, state.agent_rows = _index(index)
     state.call_stack = _call_stack(doc.section("call stack"))
     for block in doc.sections:
         if not block.title.lower().startswith(_KNOWN) and block.text:
             state.sections.append(Section(block.title, block.text))
     return state
-
-
-def _trace_lines(text: str) -> list[TraceLine]:
-    """``snapshot.parse_trace_lines`` with each line's annotation kept by (line, in-string)."""
-    out: list[TraceLine] = []
-    in_string = False
-    with _lock:
-        for number, raw in enumerate(text.splitlines(), start=1):
-            key = (raw, in_string)
-            hit = _lines.get(key)
-            if hit is None:
-                ann, after = split_annotation(raw, in_string)
-                hit = (ann.text, ann.state, ann.note, ann.binding, ann.attempt, ann.max_attempts, after)
-                _lines[key] = hit
-                if len(_lines) > _LINES_KEPT:
-                    _lines.popitem(last=False)
-            text_, state, note, binding, attempt, max_attempts, in_string = hit
-            out.append(TraceLine(line=number, text=text_, state=state, note=note, binding=binding,
-                                 attempt=attempt, max_attempts=max_attempts))
-    while out and not out[-1].text.strip() and out[-1].note is None:
-        out.pop()
-    return out

@@ -199,7 +199,8 @@ class SqliteTail:
     # -- paging back ---------------------------------------------------------------------------
     def older(self, conn: sqlite3.Connection, run: Run, limit: int) -> int:
         """Put up to ``limit`` rows before the first one shown at the start of ``run.trace``
-        (in place); returns how many. Their events are not added to the history."""
+        (in place); returns how many. Their events (in order, as a read of those rows gives
+        them) are put at the start of ``run.events``, every event renumbered (``seq``)."""
         if run is not self.run or not self.order or self.first_line <= 1 or limit <= 0:
             return 0
         rows = fetch_rows(conn, self.cols, f"WHERE {self.key} < ? ORDER BY {self.key} DESC LIMIT ?",
@@ -216,6 +217,16 @@ class SqliteTail:
         self.order[:0] = [r.id for r in rows]
         run.trace[:0] = lines
         self.first_line = start
+        events = []
+        for event in events_for_rows(rows):
+            k = _event_key(event)
+            if k not in self.emitted:
+                self.emitted.add(k)
+                events.append(event)
+        if events:
+            run.events[:0] = events
+            for seq, event in enumerate(run.events):
+                event.seq = seq
         run.header["execution_window"] = f"{self.order[0]}-{self.order[-1]}"
         return len(rows)
 

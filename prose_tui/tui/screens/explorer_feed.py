@@ -403,6 +403,7 @@ class RunFeed:
         touch = screen.model.delta_touch(delta)
         if not touch.shown:
             return
+        screen.model.note_delta(delta)  # the program view and failure marks follow these lines
         if touch.show:
             screen.show_run(run, changed=set(delta.paths))
         else:
@@ -436,8 +437,10 @@ class RunFeed:
         if run is None or run.path != path:
             return
         trace = screen.query_one(TraceView)
+        screen.model.load_history()  # the older rows' events come before the others
         if trace.lines is run.trace:
             trace.lines_changed(None)
+            screen.refresh_view(only_bindings=True)  # the timeline and the header's moment
         else:
             screen.refresh_view()
         index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)

@@ -91,12 +91,16 @@ class Panes:
             trace.move_cursor(failure_line(trace.lines))
         target = viewer.target
         change = model.value_after(touch, changed, target.path if target is not None else None)
+        # A binding the live worker read with the change is shown without reading it here.
         if change.action == "show":
-            viewer.show_target(binding_target(change.binding, run) if change.binding is not None else None)
+            shown = change.binding.path if change.binding is not None else None
+            viewer.show_target(binding_target(change.binding, run) if change.binding is not None else None,
+                               prefetched=model.take_value(shown) if changed is not None else None)
         elif change.action == "reload":
             # The header may have changed length: read the value with the new binding's offset.
             fresh = change.binding if change.binding is not None and target is not None and target.binding else None
-            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None)
+            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None,
+                          prefetched=model.take_value(target.path if target is not None else None))
         if model.is_full_read(run):
             self.open_on_failure()
             model.loaded_run = run.path
@@ -140,7 +144,12 @@ class Panes:
         view = self.model.view() or run
         if not only_bindings:
             lines = self.model.trace_lines()
-            if lines != trace.lines:
+            if lines is trace.lines and lines is not view.trace:
+                # The model's own list (program view, failure marks), changed in place.
+                changed = self.model.lines_changed
+                if changed is None or changed:
+                    trace.lines_changed(changed)
+            elif lines != trace.lines:
                 trace.set_lines(lines)
             self._stack(view)
         tree = self.screen.query_one(BindingTree)

@@ -1,7 +1,8 @@
 """The value viewer: a binding, memory or segment as Markdown (or raw), tailing the file.
 
-Reads through the source layer in windows (``sources.text.read_window``), never a whole
-large file. When the file changes on disk, ``reload`` updates in place: the reader's
+Reads through the source layer in windows (``targets.read_target``), never a whole
+large file, and never on the UI thread: files and sources' values are read in a worker
+thread ("reading…" shows meanwhile; a reader's failure is a warning line, never a traceback). When the file changes on disk, ``reload`` updates in place: the reader's
 scroll position is kept (or the end is followed if the reader was at the end) and text
 appended since the last read is marked with a bar and a "new" rule.
 """
@@ -9,6 +10,7 @@ appended since the last read is marked with a bar and a "new" rule.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 
 from rich.console import Group, RenderableType
@@ -19,14 +21,15 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from prose_tui.backends.common.text import read_window, visible
+from prose_tui.backends.common.text import visible
+from prose_tui.model import VALUE_WINDOW, ValueWindow
 from prose_tui.tui.highlight import highlight_lines
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.targets import Target
+from prose_tui.tui.targets import Target, TargetRead, needs_reading, read_target
 from prose_tui.tui.widgets.line_view import Line, LineView
 from prose_tui.tui.widgets.repaint import show_text
 
-WINDOW = 32 * 1024  # the first window into a value: a few screens, quick to render
+WINDOW = VALUE_WINDOW  # the first window into a value (32 KiB): a few screens, quick to render
 MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
 MARKDOWN_LIMIT = 96 * 1024
 
@@ -52,6 +55,13 @@ def human_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+def _window_of(target: Target, prefetched: ValueWindow, window: int, tail: bool) -> bool:
+    """True when ``prefetched`` is what reading ``target`` now would give: its file from the
+    binding's value offset, the first ``window`` bytes."""
+    return (target.read is None and target.value is None and target.binding is not None and not tail
+            and prefetched.max_bytes == window and prefetched.offset == target.binding.value_offset)
 
 
 class ValueViewer(Vertical, can_focus=True):
@@ -89,6 +99,11 @@ class ValueViewer(Vertical, can_focus=True):
         self._new_from: int | None = None
         self._changed_at: datetime | None = None
         self.search_term = ""
+        self.reading = False  # a read is on its way from a worker thread (a ready signal)
+        self._generation = 0
+        self._file_bytes = 0
+        self._cut = False
+        self._read_error: str | None = None
 
     def compose(self):
         yield Static(id="value-head")
@@ -97,8 +112,11 @@ class ValueViewer(Vertical, can_focus=True):
         yield LineView(id="value-body")
 
     # -- public -------------------------------------------------------------------------------
-    def show_target(self, target: Target | None) -> None:
-        """Show ``target`` from the top (a new item resets position, raw mode and tail)."""
+    def show_target(self, target: Target | None, *, prefetched: ValueWindow | None = None) -> None:
+        """Show ``target`` from the top (a new item resets position, raw mode and tail). A
+        file or a source's value is read in a worker thread; "reading…" shows meanwhile.
+        ``prefetched``: the file's value as the live worker read it with a change (used
+        when it is the window this would read)."""
         if target is not None and self.target is not None and target.key == self.target.key:
             return  # the same item (a tree re-highlight): keep position and the new-text mark
         self.target = target
@@ -106,28 +124,48 @@ class ValueViewer(Vertical, can_focus=True):
         self.window = WINDOW
         self._new_from = None
         self._changed_at = None
-        self.text = self._read()
-        self._render_all()
-        self.scroll_home(animate=False)
 
-    def reload(self, *, now: datetime | None = None, target: Target | None = None) -> None:
-        """Re-read the shown file after it changed; keep position, mark what is new.
+        def shown(result: TargetRead) -> None:
+            self._take(result)
+            self.text = result.text
+            self._render_all()
+            self.scroll_home(animate=False)
 
-        ``target`` replaces the shown target (the same file, re-read binding metadata)."""
+        if needs_reading(target):
+            self._take(TargetRead(note=target.note if target is not None else ""))
+            self.text = ""
+        self._read(shown, prefetched)
+        if self.reading:
+            self._render_all()
+            self.scroll_home(animate=False)
+
+    def reload(self, *, now: datetime | None = None, target: Target | None = None,
+               prefetched: ValueWindow | None = None) -> None:
+        """Re-read the shown file after it changed (in a worker thread; what is shown stays
+        until the new text is there); keep position, mark what is new.
+
+        ``target`` replaces the shown target (the same file, re-read binding metadata);
+        ``prefetched`` is the file's value as the live worker read it (see ``show_target``)."""
         if target is not None:
             self.target = target
         if self.target is None:
             return
-        body = self.body
-        at_end = body.max_scroll_y > 0 and body.scroll_y >= body.max_scroll_y - 1
-        old = self.text
-        new = self._read()
-        if new == old:
-            return
-        self._new_from = len(old) if new.startswith(old) and old else None
-        self._changed_at = now or datetime.now()
-        self.text = new
-        self._render_all(scroll="end" if at_end or self.tail else "keep")
+
+        def reloaded(result: TargetRead) -> None:
+            body = self.body
+            at_end = body.max_scroll_y > 0 and body.scroll_y >= body.max_scroll_y - 1
+            old = self.text
+            self._take(result)
+            new = result.text
+            if new == old:
+                self._render_head()
+                return
+            self._new_from = len(old) if new.startswith(old) and old else None
+            self._changed_at = now or datetime.now()
+            self.text = new
+            self._render_all(scroll="end" if at_end or self.tail else "keep")
+
+        self._read(reloaded, prefetched)
 
     @property
     def body(self) -> LineView:
@@ -180,15 +218,25 @@ class ValueViewer(Vertical, can_focus=True):
 
     def action_toggle_tail(self) -> None:
         self.tail = not self.tail
-        self.text = self._read()
-        self._render_all(scroll="end" if self.tail else "home")
+
+        def shown(result: TargetRead) -> None:
+            self._take(result)
+            self.text = result.text
+            self._render_all(scroll="end" if self.tail else "home")
+
+        self._read(shown)
 
     def on_line_view_near_end(self, event: LineView.NearEnd) -> None:
         """Grow the window into a large value as the reader nears its end."""
-        if self._cut and not self.tail and self.window < MAX_WINDOW:
+        if self._cut and not self.tail and self.window < MAX_WINDOW and not self.reading:
             self.window = min(self.window * 2, MAX_WINDOW)
-            self.text = self._read()
-            self._render_all(scroll="keep")
+
+            def grown(result: TargetRead) -> None:
+                self._take(result)
+                self.text = result.text
+                self._render_all(scroll="keep")
+
+            self._read(grown)
 
     def action_scroll(self, delta: int) -> None:
         self.body.scroll_to(y=self.body.scroll_y + delta, animate=False)
@@ -203,48 +251,50 @@ class ValueViewer(Vertical, can_focus=True):
         self.body.scroll_end(animate=False)
 
     # -- reading and rendering ---------------------------------------------------------------------
-    def _read(self) -> str:
-        target = self.target
-        self._file_bytes = 0
-        self._cut = False
-        self._read_error: str | None = None
-        self.note = target.note if target is not None else ""
-        if target is None:
-            return ""
-        if target.text is not None:
-            return visible(target.text)
-        if target.value is not None:
+    def _read(self, then: Callable[[TargetRead], None], prefetched: ValueWindow | None = None) -> None:
+        """Read the target (``targets.read_target``) and hand the result to ``then`` on the UI
+        thread: at once for text in memory or a value the live worker read (``prefetched``,
+        when it is the window asked for), else from a worker thread (group ``value``; a
+        newer read makes an older one's result be dropped). ``reading`` is True meanwhile."""
+        target, window, tail = self.target, self.window, self.tail
+        self._generation += 1
+        generation = self._generation
+        if not needs_reading(target):
+            self.reading = False
+            then(read_target(target, window=window, tail=tail))
+            return
+        if prefetched is not None and target is not None and _window_of(target, prefetched, window, tail):
+            self.reading = False
+            then(TargetRead(prefetched.text.lstrip("\n"), target.note, prefetched.size, prefetched.cut))
+            return
+        self.reading = True
+        app = self.app
+
+        def work() -> None:
             try:
-                value = target.value()
-            except Exception as exc:  # a source's reader: say what failed, keep the view
-                self._read_error = f"cannot read the value: {exc}"
-                return ""
-            self.note = value.note or self.note
-            if value.warning and value.warning != (target.warning or ""):
-                self._read_error = value.warning
-            text = value.text or ""
-            self._file_bytes = len(text.encode("utf-8", "replace"))
-            return visible(text)
-        if target.read is not None:
+                result = read_target(target, window=window, tail=tail)
+            except Exception as exc:  # never a traceback: the viewer says what failed
+                result = TargetRead(note=target.note if target is not None else "", error=f"cannot read the value: {exc}")
             try:
-                text = target.read()
-            except Exception as exc:  # a source's reader: say what failed, keep the view
-                self._read_error = f"cannot read the value: {exc}"
-                return ""
-            self._file_bytes = len(text.encode("utf-8", "replace"))
-            return visible(text)
-        if target.binding is not None and target.binding.encrypted:
-            return ""
-        if target.path is None:
-            return ""
-        offset = target.binding.value_offset if target.binding is not None else 0
-        try:
-            text, size, truncated = read_window(target.path, offset=offset, max_bytes=self.window, tail=self.tail)
-        except OSError as exc:
-            self._read_error = f"cannot read {target.path.name}: {exc.strerror or exc}"
-            return ""
-        self._file_bytes, self._cut = size, truncated
-        return text.lstrip("\n")
+                app.call_from_thread(self._read_done, generation, then, result)
+            except RuntimeError:  # the app is closing
+                pass
+
+        self.run_worker(work, name="value-read", group="value", exclusive=True, thread=True, exit_on_error=False)
+
+    def _read_done(self, generation: int, then: Callable[[TargetRead], None], result: TargetRead) -> None:
+        if generation != self._generation or not self.is_mounted:
+            return  # another read was asked for since: its result is the one to show
+        self.reading = False
+        then(result)
+
+    def _take(self, result: TargetRead) -> None:
+        self.note = result.note
+        self._file_bytes, self._cut, self._read_error = result.size, result.cut, result.error
+
+    def _render_head(self) -> None:
+        if self.is_mounted:
+            show_text(self.query_one("#value-head", Static), self._head())
 
     def _head(self) -> Text:
         t = self.target
@@ -260,6 +310,8 @@ class ValueViewer(Vertical, can_focus=True):
                 head.append(f" · service {b.service}")
         if self._file_bytes:
             head.append(f" · {human_size(self._file_bytes)}")
+        if self.reading:
+            head.append(" · reading…", "dim")
         head.append(f" · {'raw' if self.raw or not t.markdown else 'markdown'}", "dim")
         if self._changed_at is not None:
             head.append(f" · updated {self._changed_at:%H:%M:%S}", "bold")
@@ -295,6 +347,8 @@ class ValueViewer(Vertical, can_focus=True):
         t = self.target
         text = self.text
         if t is None or not text:
+            if self.reading:
+                return Text("reading…", "dim")
             encrypted = t is not None and t.binding is not None and t.binding.encrypted
             return Text("(empty)" if t is not None and not encrypted else "", "dim")
         if t.binding is not None and t.binding.source and not self.raw:
