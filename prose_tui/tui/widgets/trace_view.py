@@ -36,7 +36,7 @@ from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.trace_layout import RIGHT_MARGIN, RowIndex, cells, note_rows, rows_of, shown_code, shown_note
-from prose_tui.tui.widgets.repaint import set_virtual_size
+from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # painted lines kept (a few screens)
@@ -68,9 +68,10 @@ class _Painted(NamedTuple):
     notes: list[Strip]
     blank: Strip
     pad: Style
+    serial: int  # names this painting of the line in the row memo's keys
 
 
-class TraceView(ScrollView, can_focus=True):
+class TraceView(QuietScrollbars, ScrollView, can_focus=True):
     """Shows a list of ``TraceLine``; posts ``BindingRequested`` on Enter, ``FollowChanged`` on toggles."""
 
     BINDINGS = keyed([
@@ -120,6 +121,7 @@ class TraceView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.lines: list[TraceLine] = []
         self._cache: OrderedDict[int, _Painted] = OrderedDict()
+        self._memo = RowMemo()  # painted rows by what they show: a scroll repaints new rows only
         self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
         self._avail = -1
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
@@ -389,6 +391,24 @@ class TraceView(ScrollView, can_focus=True):
             self.post_message(self.AtStart())
 
     # -- rendering ------------------------------------------------------------------------------
+    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        self._ensure_layout()
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        rows, painted, total, gutter = self._rows, self._painted, self._rows.total, self._gutter
+        empty = not self.lines
+
+        def key(y: int) -> tuple[object, ...]:
+            """What row ``y`` on screen shows (``RowMemo``): the line's painting, the row
+            within it, the horizontal scroll, the width."""
+            row = scroll_y + y
+            if row >= total or empty:
+                return ("blank", width)
+            index = rows.find(row)
+            return (painted(index).serial, row - rows.start(index), scroll_x, width, gutter)
+
+        return self._memo.render_lines(self, crop, key, super().render_lines)
+
     def render_line(self, y: int) -> Strip:
         self._ensure_layout()
         scroll_x, scroll_y = self.scroll_offset
@@ -451,7 +471,7 @@ class TraceView(ScrollView, can_focus=True):
         if match is not None:
             code.highlight_words([self.search_term or ""], match, case_sensitive=False)
         painted = _Painted(self._strip(gutter, base), self._strip(code, base), beside, beside_cells, notes,
-                           Strip.blank(self._gutter, base), base)
+                           Strip.blank(self._gutter, base), base, serial())
         self._cache[index] = painted
         while len(self._cache) > CACHE_LINES:
             self._cache.popitem(last=False)
@@ -460,6 +480,7 @@ class TraceView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._memo.clear()
 
     def on_resize(self) -> None:
         self._ensure_layout()
