@@ -29,6 +29,7 @@ from prose_tui.backends.common.bindings import name_and_scope
 from prose_tui.backends.filesystem.snapshot import SnapshotState
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.nodes import with_receipt_failures
+from prose_tui.history.refs import EventRef, LineRefs
 from prose_tui.model import (
     Event,
     EventKind,
@@ -55,22 +56,6 @@ LINE_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFo
 _FAILED = (K.STATEMENT_FAILED, K.RUN_ERRORED)
 
 
-@dataclass(slots=True)
-class EventRef:
-    """Where one event of a :class:`History` points, beside the :class:`Event` itself.
-
-    ``trace_line`` is the 1-based ``TraceLine.line`` of the statement it concerns in the
-    run's trace (``None`` when none). ``path`` is the absolute binding or segment file a
-    ``binding_written``/``agent_segment``/``removed`` note concerns (journal and
-    reconstructed origins). ``revision`` is the sha256 (hex) of the ``state.md`` revision
-    current *after* this event (journal origin; ``None`` elsewhere).
-    """
-
-    trace_line: int | None = None
-    path: Path | None = None
-    revision: str | None = None
-
-
 @dataclass
 class History:
     """A run's events in order, ``seq`` dense 0..n-1, and where they came from.
@@ -83,7 +68,7 @@ class History:
     events: list[Event]
     origin: str
     note: str
-    refs: list[EventRef] = field(default_factory=list)
+    refs: list[EventRef] | LineRefs = field(default_factory=list)  # LineRefs: a log's (4 bytes each)
 
     def __post_init__(self) -> None:
         if len(self.refs) < len(self.events):
@@ -252,7 +237,7 @@ def _log_history(run: Run) -> History:
             _HISTORIES.move_to_end(key)
             return cached.history
     events = [_share(e, i) for i, e in enumerate(src)]
-    refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
+    refs = LineRefs(_log_trace_lines(run, events))  # a trace line per event, 4 bytes each
     history = History(events, "log", _log_note(run, events), refs)
     _keep(key, _LogCache(history, list(src), run.format))
     return history
