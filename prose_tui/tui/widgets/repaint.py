@@ -163,16 +163,21 @@ class RowMemo:
         if (not isinstance(cache, dict) or not isinstance(dirty, set) or any(styles.gutter)
                 or any(edge for edge, _color in styles.outline)):
             return render(crop)
+        # Rows Textual kept (painted before, not refreshed since) cost nothing: only the others
+        # are looked up.
+        wanted = [y for y in crop.line_range if y in dirty or y not in cache]
+        if not wanted:
+            return render(crop)
         context = (widget.size, widget.background_colors)
         if context != self._context:
             self._rows.clear()
             self._context = context
         rows = self._rows
         keys = []
-        for y in crop.line_range:
+        for y in wanted:
             key = key_of(y)
             keys.append((y, key))
-            if key is None or (y in cache and y not in dirty):
+            if key is None:
                 continue
             strip = rows.get(key)
             if strip is not None:
