@@ -23,6 +23,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
@@ -130,6 +131,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         self._cache: OrderedDict[int, tuple[int, Strip, Event]] = OrderedDict()
         self._digits = 2  # width of the seq column
         self._memo = RowMemo()  # painted rows by what they show: a scroll repaints new rows only
+        self._looks_now: tuple[Style, Style] | None = None  # set while a frame paints
         self._dated = "time"
         self._timed = False  # some event on screen has a time: the time column is shown
         self._visible: tuple[int, int] | None = None  # the rows (top, height) the columns fit
@@ -245,7 +247,22 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
             self._cache.clear()
             self.refresh()
 
+    def _looks(self) -> tuple[Style, Style]:
+        """(the widget's, the cursor's) rich styles. Textual works each out from the widget's
+        ancestors when asked (about 0.1 ms): asked once per frame, not per row."""
+        if self._looks_now is not None:
+            return self._looks_now
+        return self.rich_style, self.get_component_rich_style("timeline--cursor")
+
     def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        self._looks_now = None
+        self._looks_now = self._looks()
+        try:
+            return self._render_lines(crop)
+        finally:
+            self._looks_now = None
+
+    def _render_lines(self, crop):  # type: ignore[no-untyped-def]
         top = self.scroll_offset.y
         region = self.scrollable_content_region
         self._fit_columns(top, region.height)
@@ -281,11 +298,11 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         self._fit_columns(self.scroll_offset.y, self.scrollable_content_region.height)
         if index >= len(self.events):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._looks()[0])
         strip = self._cached(index, width)[1]
-        style = self.rich_style
+        style, cursor_style = self._looks()
         if index == self.cursor:  # the cursor row spans the pane
-            style = style + self.get_component_rich_style("timeline--cursor")
+            style = style + cursor_style
         return strip.crop_extend(0, width, style)
 
     def _row(self, index: int, width: int) -> Strip:
@@ -307,9 +324,9 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
             text.append(" " * (BAR_WIDTH - filled) + " ")
         text.append(f"{glyph} ", style)
         text.append(visible_name(event.text.strip().expandtabs(4)))  # one row: controls as pictures
-        base = self.rich_style
+        base, cursor_style = self._looks()
         if index == self.cursor:
-            base = base + self.get_component_rich_style("timeline--cursor")
+            base = base + cursor_style
         segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
         return Strip(segments).simplify()
 

@@ -122,6 +122,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self.lines: list[TraceLine] = []
         self._cache: OrderedDict[int, _Painted] = OrderedDict()
         self._memo = RowMemo()  # painted rows by what they show: a scroll repaints new rows only
+        self._looks_now: tuple[Style, Style, Style, Style] | None = None  # set while a frame paints
         self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
         self._avail = -1
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
@@ -391,7 +392,23 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self.post_message(self.AtStart())
 
     # -- rendering ------------------------------------------------------------------------------
+    def _looks(self) -> tuple[Style, Style, Style, Style]:
+        """(the widget's, cursor, gutter, match) rich styles. Textual works each out from the
+        widget's ancestors when asked (about 0.1 ms): asked once per frame, not per line."""
+        if self._looks_now is not None:
+            return self._looks_now
+        component = self.get_component_rich_style
+        return (self.rich_style, component("trace--cursor"), component("trace--gutter"), component("trace--match"))
+
     def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        self._looks_now = None
+        self._looks_now = self._looks()
+        try:
+            return self._render_lines(crop)
+        finally:
+            self._looks_now = None
+
+    def _render_lines(self, crop):  # type: ignore[no-untyped-def]
         self._ensure_layout()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
@@ -415,7 +432,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         row = scroll_y + y
         width = self.scrollable_content_region.width
         if row >= self._rows.total or not self.lines:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._looks()[0])
         index = self._rows.find(row)
         sub = row - self._rows.start(index)
         p = self._painted(index)
@@ -441,11 +458,10 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self._cache.move_to_end(index)
             return cached
         t = self.lines[index]
-        base = self.rich_style
+        base, cursor_style, gutter_style, match_style = self._looks()
         if index == self.cursor:
-            base = base + self.get_component_rich_style("trace--cursor")
+            base = base + cursor_style
         glyph, glyph_style = STATE_GLYPH[t.state]
-        gutter_style = self.get_component_rich_style("trace--gutter")
         gutter = Text(no_wrap=True, end="")
         gutter.append(f"{t.line:>{self._gutter - 3}} ", gutter_style)
         gutter.append(glyph, glyph_style)
@@ -453,7 +469,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         code = self._styled(index)
         code.no_wrap, code.end = True, ""
         note_style = _NOTE_STYLE.get(t.state, "dim")
-        match = self.get_component_rich_style("trace--match") if self.search_term else None
+        match = match_style if self.search_term else None
         beside: Strip | None = None
         beside_cells = 0
         notes: list[Strip] = []
