@@ -168,3 +168,39 @@ async def test_a_new_pane_title_repaints_the_border_row_and_shows():
         await pilot.pause()
         bottom = "".join(seg.text for seg in app.screen._compositor.render_strips()[pane.region.bottom - 1])
         assert "3 new" in bottom
+
+
+async def test_a_run_list_row_that_looks_the_same_is_not_repainted_and_a_changed_one_is():
+    from dataclasses import replace
+    from pathlib import Path
+
+    from prose_tui.model import Run, RunStatus
+    from prose_tui.tui.glyphs import STATUS_SHORT
+    from prose_tui.tui.widgets.run_list import RunList
+
+    class _List(App[None]):
+        CSS = "RunList { width: 50; height: 10; }"
+
+        def compose(self) -> ComposeResult:
+            yield RunList()
+
+    app = _List()
+    async with app.run_test(size=(60, 14)) as pilot:
+        runs = app.query_one(RunList)
+        live = Run(id="20260301-100000-abcdef", path=Path("/runs/a"), program="p.prose", status=RunStatus.RUNNING,
+                   started=T0, updated=T0)
+        runs.set_runs([live, replace(live, id="20260301-090000-abcdef", path=Path("/runs/b"))], clock=lambda: T0)
+        await pilot.pause()
+        refreshed: list[int] = []
+        original = runs.refresh_line
+        runs.refresh_line = lambda y: (refreshed.append(y), original(y))  # type: ignore[method-assign]
+        runs.update_run(live)  # first news of it: painted
+        live.trace = []  # a live run changes in place; what its row shows did not
+        runs.update_run(live)
+        runs.update_run(live)
+        assert refreshed == [0], "a row that looks the same is not repainted"
+        live.status = RunStatus.FAILED
+        runs.update_run(live)
+        assert refreshed == [0, 0], "a new status is"
+        await pilot.pause()
+        assert STATUS_SHORT[RunStatus.FAILED][0] in "".join(seg.text for seg in runs.render_line(0))
