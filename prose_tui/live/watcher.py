@@ -29,11 +29,11 @@ from watchfiles._rust_notify import RustNotify
 from prose_tui.live.watch import DEBOUNCE_MS, interesting
 
 # How often the engine looks for news (ms). A change is handed over once a look finds no
-# more changes than the look before: 1-2 steps after the write (5-10 ms here; 10-20 ms
-# with watchfiles' 10 ms step, which was most of a live change's latency). Each look wakes
-# the thread (200 a second, about 0.2 % of a core more than 10 ms; docs/performance.md,
-# third pass).
-STEP_MS = 5
+# more changes than the look before: 1-2 steps after the write, 10-20 ms here. 5 ms halves
+# that (hand-over p50 11 -> 6 ms, p95 21 -> 11 ms) but each look wakes the thread: idle CPU
+# of the explorer went 0.7 -> 1.0-1.3 % (target <= 1 %) and +0.5 % at 10 events/s, so the
+# step stays watchfiles' 10 ms (docs/performance.md, third pass).
+STEP_MS = 10
 
 Callback = Callable[[set[Path]], None]
 
