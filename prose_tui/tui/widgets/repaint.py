@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import RenderableType
 from textual.geometry import Region, Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -232,7 +233,7 @@ class QuietScrollBar(ScrollBar):
 
     _last: tuple[object, Any, list[Any]] | None = None
 
-    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def render_lines(self, crop: Region) -> list[Strip]:
         key = _bar_key(self)
         last = self._last
         if key is not None and last is not None and last[0] == key and last[1] == crop:

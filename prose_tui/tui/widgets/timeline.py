@@ -26,7 +26,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -254,7 +254,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
             return self._looks_now
         return self.rich_style, self.get_component_rich_style("timeline--cursor")
 
-    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def render_lines(self, crop: Region) -> list[Strip]:
         self._looks_now = None
         self._looks_now = self._looks()
         try:
@@ -262,7 +262,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         finally:
             self._looks_now = None
 
-    def _render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def _render_lines(self, crop: Region) -> list[Strip]:
         top = self.scroll_offset.y
         region = self.scrollable_content_region
         self._fit_columns(top, region.height)

@@ -25,7 +25,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -400,7 +400,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         component = self.get_component_rich_style
         return (self.rich_style, component("trace--cursor"), component("trace--gutter"), component("trace--match"))
 
-    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def render_lines(self, crop: Region) -> list[Strip]:
         self._looks_now = None
         self._looks_now = self._looks()
         try:
@@ -408,7 +408,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         finally:
             self._looks_now = None
 
-    def _render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def _render_lines(self, crop: Region) -> list[Strip]:
         self._ensure_layout()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
