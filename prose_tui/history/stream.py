@@ -32,6 +32,7 @@ from prose_tui.backends.common.bindings import name_and_scope
 from prose_tui.backends.filesystem.snapshot import SnapshotState
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.nodes import with_receipt_failures
+from prose_tui.history.refs import EventRef, LineRefs
 from prose_tui.model import (
     Event,
     EventKind,
@@ -58,22 +59,6 @@ LINE_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFo
 _FAILED = (K.STATEMENT_FAILED, K.RUN_ERRORED)
 
 
-@dataclass(slots=True)
-class EventRef:
-    """Where one event of a :class:`History` points, beside the :class:`Event` itself.
-
-    ``trace_line`` is the 1-based ``TraceLine.line`` of the statement it concerns in the
-    run's trace (``None`` when none). ``path`` is the absolute binding or segment file a
-    ``binding_written``/``agent_segment``/``removed`` note concerns (journal and
-    reconstructed origins). ``revision`` is the sha256 (hex) of the ``state.md`` revision
-    current *after* this event (journal origin; ``None`` elsewhere).
-    """
-
-    trace_line: int | None = None
-    path: Path | None = None
-    revision: str | None = None
-
-
 @dataclass
 class History:
     """A run's events in order, ``seq`` dense 0..n-1, and where they came from.
@@ -86,7 +71,7 @@ class History:
     events: list[Event]
     origin: str
     note: str
-    refs: list[EventRef] = field(default_factory=list)
+    refs: list[EventRef] | LineRefs = field(default_factory=list)  # LineRefs: a log's (4 bytes each)
     # Events put before the first one since this history was built (older rows paged in):
     # a cursor on an event moves by as many to stay on it.
     prepended: int = 0
@@ -263,7 +248,7 @@ def _log_history(run: Run) -> History:
             _HISTORIES.move_to_end(key)
             return cached.history
     events = [_share(e, i) for i, e in enumerate(src)]
-    refs = [EventRef(trace_line=t) for t in _log_trace_lines(run, events)]
+    refs = LineRefs(_log_trace_lines(run, events))  # a trace line per event, 4 bytes each
     history = History(events, "log", _log_note(run, events), refs)
     _keep(key, _LogCache(history, list(src), run.format))
     return history
@@ -292,7 +277,7 @@ def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
             line = run.trace[rank - 1].line if rank - 1 < len(run.trace) else None
             history.refs.append(EventRef(trace_line=line))
     else:
-        history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+        history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]  # in place
     history.note = _log_note(run, history.events)
 
 
@@ -301,7 +286,7 @@ def _prepend_log(cached: _LogCache, run: Run, older: int) -> None:
     the history grows at its start, the same object, ``prepended`` counting them."""
     history, src = cached.history, run.events
     history.events[:] = [_share(e, i) for i, e in enumerate(src)]
-    history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]
+    history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]  # in place
     cached.sources[:] = src
     history.prepended += older
     history.note = _log_note(run, history.events)

@@ -26,7 +26,14 @@ from pathlib import Path
 
 from watchfiles._rust_notify import RustNotify
 
-from prose_tui.live.watch import DEBOUNCE_MS, STEP_MS, interesting
+from prose_tui.live.watch import DEBOUNCE_MS, interesting
+
+# How often the engine looks for news (ms). A change is handed over once a look finds no
+# more changes than the look before: 1-2 steps after the write, 10-20 ms here. 5 ms halves
+# that (hand-over p50 11 -> 6 ms, p95 21 -> 11 ms) but each look wakes the thread: idle CPU
+# of the explorer went 0.7 -> 1.0-1.3 % (target <= 1 %) and +0.5 % at 10 events/s, so the
+# step stays watchfiles' 10 ms (docs/performance.md, third pass).
+STEP_MS = 10
 
 Callback = Callable[[set[Path]], None]
 
@@ -153,7 +160,9 @@ class Watcher:
             if not folders:
                 self._restart.wait(self.poll_s)
                 continue
-            stop = _Either(self._restart, self._closed)
+            # ``close`` and ``unsubscribe`` set ``_restart`` too: one Event stops the watch (the
+            # engine asks it every step; one attribute read, not a Python call per event)
+            stop = self._restart
             try:
                 with RustNotify([str(f) for f in folders], False, False, 300, self.recursive, False) as notify:
                     for sub in list(self._subs):  # watches are installed: anything earlier was missed
@@ -195,16 +204,6 @@ class Watcher:
             sub.callback(paths)
         except Exception as exc:  # one subscriber's bug must not stop the others
             self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
-
-
-class _Either:
-    """Set when either event is set (watchfiles takes one ``stop_event`` with ``is_set``)."""
-
-    def __init__(self, a: threading.Event, b: threading.Event) -> None:
-        self.a, self.b = a, b
-
-    def is_set(self) -> bool:
-        return self.a.is_set() or self.b.is_set()
 
 
 _SHARED: Watcher | None = None

@@ -19,14 +19,25 @@ helpers here ask for a layout only when the widget's size really changes:
 
 from __future__ import annotations
 
+from itertools import count
+from math import ceil
 from typing import Any
 
 from rich.console import RenderableType
-from textual.geometry import Size
+from textual.geometry import Region, Size
+from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
 _UNSET: Any = object()
+_SERIALS = count(1)
+
+
+def serial() -> int:
+    """A number no other call in this process returns: names one painted line in a
+    ``RowMemo`` key (painted again, it gets another)."""
+    return next(_SERIALS)
 
 
 def height_changes(widget: Widget) -> bool:
@@ -90,10 +101,157 @@ def set_virtual_size(view: Widget, size: Size) -> None:
 
 
 def set_border(widget: Widget, *, title: str | None = _UNSET, subtitle: str | None = _UNSET) -> None:
-    """Set ``widget``'s border title and/or subtitle, only those that changed (an assignment
-    repaints the whole widget with its children, even when the text is the same). Compared
-    with what the widget holds, so titles assigned directly elsewhere are seen."""
+    """Set ``widget``'s border title and/or subtitle, only those that changed (Textual's
+    assignment repaints the whole widget with its children, even when the text is the
+    same). A changed text on a widget with a border repaints the border's row only.
+    Compared with what the widget holds, so titles assigned directly elsewhere are seen."""
     if title is not _UNSET and widget.border_title != title:
-        widget.border_title = title
+        _set_label(widget, "border_title", title, top=True)
     if subtitle is not _UNSET and widget.border_subtitle != subtitle:
-        widget.border_subtitle = subtitle
+        _set_label(widget, "border_subtitle", subtitle, top=False)
+
+
+def _set_label(widget: Widget, name: str, text: str | None, *, top: bool) -> None:
+    descriptor = type(widget).__dict__.get(name) or Widget.__dict__.get(name)
+    internal = getattr(descriptor, "_internal_name", None)
+    gutter = widget.styles.gutter
+    edge = gutter.top if top else gutter.bottom
+    height = widget.outer_size.height
+    if internal is None or text is None or not widget.is_mounted or not edge or not height:
+        setattr(widget, name, text)  # Textual's way: the whole widget
+        return
+    setattr(widget, internal, widget.render_str(text).expand_tabs(4).split()[0])  # as Textual stores it
+    # refresh() takes regions of the content area: the border row lies before (or after) it
+    row = -gutter.top if top else height - 1 - gutter.top
+    widget.refresh(Region(-gutter.left, row, widget.outer_size.width, 1))
+
+
+class RowMemo:
+    """A scroll view's painted rows kept by what they show, so a scroll repaints only new rows.
+
+    Textual keeps a widget's painted rows (its styles applied) by their place on screen,
+    and a scroll view that scrolls repaints every row. A live trace or timeline scrolls by
+    one row per appended event, so each frame painted again rows it had painted one row
+    lower the frame before (29 + 10 rows at 200x50, most of a frame's cost). Here each row
+    has a *key*, hashable, naming everything its cells depend on (the widget's own cache
+    entry for the line, the row within it, the horizontal scroll, the width); a row whose
+    key was painted before is put back in Textual's line cache with the strip Textual made
+    for it then, and only the other rows are painted. The strip being the same object,
+    Textual's later steps (colour filters, cuts, the terminal's escape codes) hit the
+    caches each ``Strip`` keeps, so a row painted before costs a few lookups.
+
+    Only for widgets whose rows are all content (no border, padding or outline: a row's
+    strip then does not depend on its place); others, and a Textual whose line cache has
+    another shape, are painted as usual. ``clear()`` when the widget's styles change.
+    Keeps at most ``limit`` rows (``0``: 4 screens)."""
+
+    def __init__(self, limit: int = 0) -> None:
+        self.limit = limit
+        self._rows: dict[object, Any] = {}
+        self._context: object = None
+        self.reused = 0  # rows put back (for tests and measurements)
+        self.painted = 0  # rows Textual painted
+
+    def clear(self) -> None:
+        self._rows.clear()
+
+    def render_lines(self, widget: Widget, crop: Any, key_of: Any, render: Any) -> list[Any]:
+        """``widget.render_lines(crop)`` with reuse: ``key_of(y)`` is row ``y``'s key (``None``:
+        not to reuse), ``render(crop)`` Textual's own ``render_lines``."""
+        cache = getattr(widget._styles_cache, "_cache", None)
+        dirty = getattr(widget._styles_cache, "_dirty_lines", None)
+        styles = widget.styles
+        if (not isinstance(cache, dict) or not isinstance(dirty, set) or any(styles.gutter)
+                or any(edge for edge, _color in styles.outline)):
+            return render(crop)
+        # Rows Textual kept (painted before, not refreshed since) cost nothing: only the others
+        # are looked up.
+        wanted = [y for y in crop.line_range if y in dirty or y not in cache]
+        if not wanted:
+            return render(crop)
+        context = (widget.size, widget.background_colors)
+        if context != self._context:
+            self._rows.clear()
+            self._context = context
+        rows = self._rows
+        keys = []
+        for y in wanted:
+            key = key_of(y)
+            keys.append((y, key))
+            if key is None:
+                continue
+            strip = rows.get(key)
+            if strip is not None:
+                cache[y] = strip
+                dirty.discard(y)
+                self.reused += 1
+            else:
+                self.painted += 1
+        strips = render(crop)
+        for y, key in keys:
+            if key is not None and y in cache:
+                rows.pop(key, None)
+                rows[key] = cache[y]  # newest last
+        limit = self.limit or 4 * max(1, widget.size.height)
+        while len(rows) > limit:
+            del rows[next(iter(rows))]
+        return strips
+
+
+def _bar_key(bar: ScrollBar) -> object:
+    """What a scrollbar shows, as ``ScrollBarRender.render_bar`` draws it: the thumb's ends
+    in eighths of a cell (a new position or length that leaves them alone draws the same
+    bar), with everything else the drawing depends on. ``None``: not known."""
+    renderer = bar.renderer
+    if renderer is not ScrollBarRender or bar.parent is None:
+        return None
+    size = bar.size.height if bar.vertical else bar.size.width
+    virtual = ceil(bar.window_virtual_size)
+    window = ceil(bar.window_size if bar.window_size < bar.window_virtual_size else 0)
+    thumb: tuple[int, int] | None = None
+    if window and size and virtual and size != virtual:
+        bars = len(renderer.VERTICAL_BARS if bar.vertical else renderer.HORIZONTAL_BARS)
+        thumb_size = max(1, window / (virtual / size))
+        position = (size - thumb_size) * (bar.position / (virtual - window))
+        start = int(position * bars)
+        thumb = (start, start + ceil(thumb_size * bars))
+    styles = bar.parent.styles
+    return (bar.size, bar.vertical, bar.thickness, thumb, bool(bar.grabbed), bar.mouse_over,
+            styles.scrollbar_background, styles.scrollbar_color, styles.scrollbar_background_active,
+            styles.scrollbar_color_active, styles.scrollbar_background_hover, styles.scrollbar_color_hover,
+            bar.parent.background_colors, bar.screen.styles.scrollbar_color.a == 0)
+
+
+class QuietScrollBar(ScrollBar):
+    """A ``ScrollBar`` that paints again only when its bar looks different.
+
+    A live view's scroll bounds and position move with every appended row, and Textual
+    repaints the scrollbar each time (2-3 ms a frame for the trace's and the timeline's);
+    on a long run the thumb moves one eighth of a cell every few hundred rows. The rows
+    painted for the same look (``_bar_key``) and the same part of the bar are given back,
+    the same strips, so the rest of the frame's work on them hits Textual's caches."""
+
+    _last: tuple[object, Any, list[Any]] | None = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        key = _bar_key(self)
+        last = self._last
+        if key is not None and last is not None and last[0] == key and last[1] == crop:
+            return last[2]
+        strips = super().render_lines(crop)
+        self._last = (key, crop, strips) if key is not None else None
+        return strips
+
+
+class QuietScrollbars:
+    """Mixin for a ``ScrollView``: its vertical scrollbar is a ``QuietScrollBar``."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        widget: Any = self
+        if widget._vertical_scrollbar is None:
+            bar = QuietScrollBar(vertical=True, name="vertical", thickness=widget.scrollbar_size_vertical)
+            bar.display = False
+            widget._vertical_scrollbar = bar
+            widget.app._start_widget(widget, bar)  # as Textual's own property does
+        return widget._vertical_scrollbar

@@ -110,6 +110,7 @@ class RunList(_CursorList):
         self._paint_now: datetime | None = None  # one clock reading per paint
         self._widths: tuple[int, int] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
+        self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -122,6 +123,7 @@ class RunList(_CursorList):
             self._clock = clock
         self.runs = RunRows(runs)
         self._pos = None
+        self._told.clear()
         self._refilter()
         self._strips.clear()  # a theme change comes this way too
         self._fit()
@@ -143,6 +145,12 @@ class RunList(_CursorList):
         i = self._pos.get(run.path)
         if i is None:
             return
+        # What the row showed when last told (a live run is changed in place): a row that
+        # looks the same is not repainted, which would widen every live frame's repainted
+        # area to the run list (docs/performance.md, third pass).
+        look = row_key(run, self._now(), self._widths)
+        same_look = self._told.get(run.path) == look
+        self._told[run.path] = look
         self.runs[i] = run
         row: int | None = i
         if self._shown is not self.runs:
@@ -151,7 +159,7 @@ class RunList(_CursorList):
                 self._shown[row] = run
         if self.runs.measure.add(run) and self._fit():
             return  # the columns changed: every row is repainted
-        if row is not None and self._visible(row):
+        if row is not None and self._visible(row) and not same_look:
             self.refresh_line(row)
 
     def tick(self) -> None:

@@ -23,9 +23,10 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -34,7 +35,7 @@ from prose_tui.backends.common.text import visible_name
 from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.widgets.repaint import set_virtual_size
+from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
 BAR_WIDTH = 8
 CACHE_ROWS = 1024
@@ -93,7 +94,7 @@ def elapsed(seconds: float | None) -> str:
     return f"+{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}"
 
 
-class Timeline(ScrollView, can_focus=True):
+class Timeline(QuietScrollbars, ScrollView, can_focus=True):
     """Posts ``CursorMoved(index)`` when the user moves the history cursor."""
 
     BINDINGS = keyed([
@@ -126,7 +127,11 @@ class Timeline(ScrollView, can_focus=True):
         # floats held 32).
         self._gaps = array("d")
         self._longest = 0.0
-        self._cache: OrderedDict[int, Strip] = OrderedDict()
+        # index -> (serial, row, the event it shows)
+        self._cache: OrderedDict[int, tuple[int, Strip, Event]] = OrderedDict()
+        self._digits = 2  # width of the seq column
+        self._memo = RowMemo()  # painted rows by what they show: a scroll repaints new rows only
+        self._looks_now: tuple[Style, Style] | None = None  # set while a frame paints
         self._dated = "time"
         self._timed = False  # some event on screen has a time: the time column is shown
         self._visible: tuple[int, int] | None = None  # the rows (top, height) the columns fit
@@ -144,21 +149,29 @@ class Timeline(ScrollView, can_focus=True):
         if events is self.events and self._gaps:
             # The same list, grown (or its last events replaced): only the end is new.
             start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
+            before = self._gaps[start:]
             del self._gaps[start:]
             self._gaps.extend(_stored(_gap(events, i)) for i in range(start, len(events)))
             fresh = [g for g in self._gaps[start:] if g > 0]
             longest = max([self._longest, *fresh]) if fresh else self._longest
-            if longest != self._longest:
+            if longest != self._longest or _digits(len(events)) != self._digits:
                 self._longest = longest
-                self._cache.clear()  # every bar is scaled to the longest step
+                self._cache.clear()  # every bar is scaled to the longest step; seq column width
             else:
+                # A row painted before stays when its event and its step's length did (a
+                # row is repainted only when what it shows changed: the new rows, and the
+                # row before them, whose step now has an end).
+                gaps = self._gaps
                 for index in [i for i in self._cache if i >= start]:
-                    del self._cache[index]
+                    if (index >= len(events) or self._cache[index][2] is not events[index]
+                            or index - start >= len(before) or not _same_gap(before[index - start], gaps[index])):
+                        del self._cache[index]
         else:
             self.events = events
             self._gaps = array("d", (_stored(_gap(events, i)) for i in range(len(events))))
             self._longest = max((g for g in self._gaps if g > 0), default=0.0)
             self._cache.clear()
+        self._digits = _digits(len(events))
         self._now = self._today()
         self._visible = None  # the time column is fitted to the rows on screen again
         set_virtual_size(self, Size(self.size.width, len(events)))  # no screen-wide layout (repaint.py)
@@ -234,23 +247,62 @@ class Timeline(ScrollView, can_focus=True):
             self._cache.clear()
             self.refresh()
 
+    def _looks(self) -> tuple[Style, Style]:
+        """(the widget's, the cursor's) rich styles. Textual works each out from the widget's
+        ancestors when asked (about 0.1 ms): asked once per frame, not per row."""
+        if self._looks_now is not None:
+            return self._looks_now
+        return self.rich_style, self.get_component_rich_style("timeline--cursor")
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._looks_now = None
+        self._looks_now = self._looks()
+        try:
+            return self._render_lines(crop)
+        finally:
+            self._looks_now = None
+
+    def _render_lines(self, crop: Region) -> list[Strip]:
+        top = self.scroll_offset.y
+        region = self.scrollable_content_region
+        self._fit_columns(top, region.height)
+        width, count, cursor, cached = region.width, len(self.events), self.cursor, self._cached
+
+        def key(y: int) -> tuple[object, ...]:
+            """What row ``y`` on screen shows (``RowMemo``): the event's painted row,
+            whether the cursor is on it, the width."""
+            index = top + y
+            if index >= count:
+                return ("blank", width)
+            return (cached(index, width)[0], index == cursor, width)
+
+        return self._memo.render_lines(self, crop, key, super().render_lines)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+        self._memo.clear()
+
+    def _cached(self, index: int, width: int) -> tuple[int, Strip, Event]:
+        entry = self._cache.get(index)
+        if entry is None:
+            entry = self._cache[index] = (serial(), self._row(index, width), self.events[index])
+            while len(self._cache) > CACHE_ROWS:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(index)
+        return entry
+
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
         self._fit_columns(self.scroll_offset.y, self.scrollable_content_region.height)
         if index >= len(self.events):
-            return Strip.blank(width, self.rich_style)
-        strip = self._cache.get(index)
-        if strip is None:
-            strip = self._row(index, width)
-            self._cache[index] = strip
-            while len(self._cache) > CACHE_ROWS:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(index)
-        style = self.rich_style
+            return Strip.blank(width, self._looks()[0])
+        strip = self._cached(index, width)[1]
+        style, cursor_style = self._looks()
         if index == self.cursor:  # the cursor row spans the pane
-            style = style + self.get_component_rich_style("timeline--cursor")
+            style = style + cursor_style
         return strip.crop_extend(0, width, style)
 
     def _row(self, index: int, width: int) -> Strip:
@@ -258,8 +310,7 @@ class Timeline(ScrollView, can_focus=True):
         glyph, style = KIND_GLYPH.get(event.kind, ("·", "dim"))
         gap = _loaded(self._gaps[index])  # how long this step took: until the next event
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        digits = max(2, len(str(len(self.events) - 1)))
-        text.append(f"{event.seq:>{digits}} ", "dim")
+        text.append(f"{event.seq:>{self._digits}} ", "dim")
         if self._timed:
             approximate = event.approximate and isinstance(event.time, datetime)
             text.append("≈" if approximate else "", "bold")
@@ -273,11 +324,20 @@ class Timeline(ScrollView, can_focus=True):
             text.append(" " * (BAR_WIDTH - filled) + " ")
         text.append(f"{glyph} ", style)
         text.append(visible_name(event.text.strip().expandtabs(4)))  # one row: controls as pictures
-        base = self.rich_style
+        base, cursor_style = self._looks()
         if index == self.cursor:
-            base = base + self.get_component_rich_style("timeline--cursor")
+            base = base + cursor_style
         segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
         return Strip(segments).simplify()
+
+
+def _digits(count: int) -> int:
+    """Width of the seq column for ``count`` events."""
+    return max(2, len(str(count - 1)))
+
+
+def _same_gap(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 def _stored(gap: float | None) -> float:

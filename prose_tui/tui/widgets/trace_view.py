@@ -25,7 +25,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -36,7 +36,7 @@ from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.trace_layout import RIGHT_MARGIN, RowIndex, cells, note_rows, rows_of, shown_code, shown_note
-from prose_tui.tui.widgets.repaint import set_virtual_size
+from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # painted lines kept (a few screens)
@@ -68,9 +68,10 @@ class _Painted(NamedTuple):
     notes: list[Strip]
     blank: Strip
     pad: Style
+    serial: int  # names this painting of the line in the row memo's keys
 
 
-class TraceView(ScrollView, can_focus=True):
+class TraceView(QuietScrollbars, ScrollView, can_focus=True):
     """Shows a list of ``TraceLine``; posts ``BindingRequested`` on Enter, ``FollowChanged`` on toggles."""
 
     BINDINGS = keyed([
@@ -120,6 +121,8 @@ class TraceView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.lines: list[TraceLine] = []
         self._cache: OrderedDict[int, _Painted] = OrderedDict()
+        self._memo = RowMemo()  # painted rows by what they show: a scroll repaints new rows only
+        self._looks_now: tuple[Style, Style, Style, Style] | None = None  # set while a frame paints
         self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
         self._avail = -1
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
@@ -389,13 +392,47 @@ class TraceView(ScrollView, can_focus=True):
             self.post_message(self.AtStart())
 
     # -- rendering ------------------------------------------------------------------------------
+    def _looks(self) -> tuple[Style, Style, Style, Style]:
+        """(the widget's, cursor, gutter, match) rich styles. Textual works each out from the
+        widget's ancestors when asked (about 0.1 ms): asked once per frame, not per line."""
+        if self._looks_now is not None:
+            return self._looks_now
+        component = self.get_component_rich_style
+        return (self.rich_style, component("trace--cursor"), component("trace--gutter"), component("trace--match"))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._looks_now = None
+        self._looks_now = self._looks()
+        try:
+            return self._render_lines(crop)
+        finally:
+            self._looks_now = None
+
+    def _render_lines(self, crop: Region) -> list[Strip]:
+        self._ensure_layout()
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        rows, painted, total, gutter = self._rows, self._painted, self._rows.total, self._gutter
+        empty = not self.lines
+
+        def key(y: int) -> tuple[object, ...]:
+            """What row ``y`` on screen shows (``RowMemo``): the line's painting, the row
+            within it, the horizontal scroll, the width."""
+            row = scroll_y + y
+            if row >= total or empty:
+                return ("blank", width)
+            index = rows.find(row)
+            return (painted(index).serial, row - rows.start(index), scroll_x, width, gutter)
+
+        return self._memo.render_lines(self, crop, key, super().render_lines)
+
     def render_line(self, y: int) -> Strip:
         self._ensure_layout()
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
         if row >= self._rows.total or not self.lines:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._looks()[0])
         index = self._rows.find(row)
         sub = row - self._rows.start(index)
         p = self._painted(index)
@@ -421,11 +458,10 @@ class TraceView(ScrollView, can_focus=True):
             self._cache.move_to_end(index)
             return cached
         t = self.lines[index]
-        base = self.rich_style
+        base, cursor_style, gutter_style, match_style = self._looks()
         if index == self.cursor:
-            base = base + self.get_component_rich_style("trace--cursor")
+            base = base + cursor_style
         glyph, glyph_style = STATE_GLYPH[t.state]
-        gutter_style = self.get_component_rich_style("trace--gutter")
         gutter = Text(no_wrap=True, end="")
         gutter.append(f"{t.line:>{self._gutter - 3}} ", gutter_style)
         gutter.append(glyph, glyph_style)
@@ -433,7 +469,7 @@ class TraceView(ScrollView, can_focus=True):
         code = self._styled(index)
         code.no_wrap, code.end = True, ""
         note_style = _NOTE_STYLE.get(t.state, "dim")
-        match = self.get_component_rich_style("trace--match") if self.search_term else None
+        match = match_style if self.search_term else None
         beside: Strip | None = None
         beside_cells = 0
         notes: list[Strip] = []
@@ -451,7 +487,7 @@ class TraceView(ScrollView, can_focus=True):
         if match is not None:
             code.highlight_words([self.search_term or ""], match, case_sensitive=False)
         painted = _Painted(self._strip(gutter, base), self._strip(code, base), beside, beside_cells, notes,
-                           Strip.blank(self._gutter, base), base)
+                           Strip.blank(self._gutter, base), base, serial())
         self._cache[index] = painted
         while len(self._cache) > CACHE_LINES:
             self._cache.popitem(last=False)
@@ -460,6 +496,7 @@ class TraceView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._memo.clear()
 
     def on_resize(self) -> None:
         self._ensure_layout()

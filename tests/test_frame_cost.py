@@ -1,0 +1,206 @@
+"""A live frame repaints what changed (issue 9, third pass), and shows what a full repaint shows.
+
+The trace and the timeline scroll by a row per appended event; their rows are put back by
+what they show (``repaint.RowMemo``), the timeline keeps rows whose event did not change,
+scrollbars repaint only when the thumb moves (``QuietScrollBar``), and a pane's new title
+repaints its border row. Each test checks both halves: the cells on screen are the ones a
+full repaint gives (a reused row that should have changed would differ), and the work
+skipped is skipped (rows reused, strips the same objects)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.geometry import Region
+
+from prose_tui.model import Event, EventKind, StatementState, TraceLine
+from prose_tui.tui.widgets.repaint import QuietScrollBar, set_border
+from prose_tui.tui.widgets.timeline import Timeline
+from prose_tui.tui.widgets.trace_view import TraceView
+
+T0 = datetime(2026, 3, 1, 10, 0, 0, tzinfo=timezone.utc)
+
+
+class _Views(App[None]):
+    CSS = """
+    #pane { height: 14; border: round white; }
+    TraceView { height: 10; }
+    Timeline { height: 8; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="pane"):
+            yield TraceView()
+        yield Timeline()
+
+
+def _line(i: int, state: StatementState) -> TraceLine:
+    note = "executing" if state is StatementState.EXECUTING else ("done in a while" if i % 3 else None)
+    return TraceLine(line=i + 1, text=f"let value_{i} = session: worker", state=state, note=note)
+
+
+def _event(i: int) -> Event:
+    return Event(seq=i, kind=EventKind.STATEMENT_COMPLETED, text=f"{i}→ step_{i} ✓", time=T0 + timedelta(seconds=3 * i))
+
+
+def _cells(widget) -> list[list[tuple[str, object]]]:
+    """What the widget's rows show (text and style per segment), as last painted."""
+    strips = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+    return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+def _looks(strips) -> list[list[tuple[str, object]]]:
+    return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+async def _repainted_whole(pilot, widget) -> list[list[tuple[str, object]]]:
+    """The rows a full repaint paints (every cache dropped)."""
+    widget._memo.clear()
+    widget._cache.clear()
+    widget.refresh()
+    await pilot.pause()
+    return _cells(widget)
+
+
+async def test_a_following_trace_scrolls_a_row_per_append_and_paints_only_new_rows():
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        trace = app.query_one(TraceView)
+        lines = [_line(i, StatementState.COMPLETE) for i in range(40)]
+        lines[-1] = _line(39, StatementState.EXECUTING)
+        trace.set_lines(lines)
+        await pilot.pause()
+        for i in range(40, 52):  # the run goes on: the executing line moves down, one row a time
+            lines[-1] = _line(i - 1, StatementState.COMPLETE)
+            lines.append(_line(i, StatementState.EXECUTING))
+            top = trace.scroll_offset.y
+            painted = trace._memo.painted
+            trace.lines_changed({i - 1, i})
+            await pilot.pause()
+            assert trace.scroll_offset.y > top, "following scrolls to the new executing line"
+            assert trace._memo.painted - painted <= 5, "a one-row scroll paints the rows that changed, not the view"
+            shown = _cells(trace)
+            assert any(f"value_{i} " in "".join(t for t, _ in row) for row in shown)
+            assert shown == await _repainted_whole(pilot, trace), f"append {i}: the rows differ from a full repaint"
+        assert trace._memo.reused > 5 * 12
+
+
+async def test_the_timeline_keeps_rows_whose_event_stayed_and_shows_what_a_full_repaint_shows():
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        timeline = app.query_one(Timeline)
+        events = [_event(i) for i in range(30)]
+        timeline.set_events(events, len(events) - 1)
+        await pilot.pause()
+        for i in range(30, 40):
+            before = {index: entry[0] for index, entry in timeline._cache.items()}
+            events.append(_event(i))
+            timeline.set_events(events, len(events) - 1)
+            await pilot.pause()
+            kept = [index for index, entry in timeline._cache.items() if before.get(index) == entry[0]]
+            # the previous row gains its step's length (its successor came), the cursor moved off it
+            assert set(before) - set(kept) == {i - 1}, "only the row whose step got an end was painted again"
+            shown = _cells(timeline)
+            assert "step_" + str(i) in "".join(t for row in shown for t, _ in row)
+            assert shown == await _repainted_whole(pilot, timeline), f"event {i}: the rows differ from a full repaint"
+
+
+async def test_a_timeline_row_gets_its_duration_when_the_next_event_comes_with_the_cursor_elsewhere():
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        timeline = app.query_one(Timeline)
+        events = [_event(i) for i in range(3)]
+        timeline.set_events(events, 0)  # the reader is on the first event: not live
+        await pilot.pause()
+        for i in range(3, 7):
+            events.append(_event(i))
+            timeline.set_events(events, 0)
+            await pilot.pause()
+            rows = ["".join(t for t, _ in row) for row in _cells(timeline)]
+            assert "+3s" in rows[i - 1], f"the step before event {i} now has a length: {rows[i - 1]!r}"
+            assert "+3s" not in rows[i]
+            assert _cells(timeline) == await _repainted_whole(pilot, timeline)
+
+
+async def test_a_scrollbar_repaints_only_when_its_thumb_moves():
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        trace = app.query_one(TraceView)
+        lines = [_line(i, StatementState.COMPLETE) for i in range(2000)]
+        lines[-1] = _line(1999, StatementState.EXECUTING)
+        trace.set_lines(lines)
+        await pilot.pause()
+        bar = trace.vertical_scrollbar
+        assert isinstance(bar, QuietScrollBar) and bar.display
+        crop = Region(0, 0, bar.size.width, bar.size.height)
+        first = bar.render_lines(crop)
+        lines[-1] = _line(1999, StatementState.COMPLETE)
+        lines.append(_line(2000, StatementState.EXECUTING))
+        trace.lines_changed({1999, 2000})
+        await pilot.pause()
+        assert bar.render_lines(crop) is first, "one more line of 2,000 leaves the thumb where it was"
+        trace.set_following(False)
+        trace.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        moved = bar.render_lines(crop)
+        assert moved is not first
+        # what it shows is what Textual's own scrollbar paints for the same state
+        bar._last = None
+        assert _looks(moved) == _looks(super(QuietScrollBar, bar).render_lines(crop))
+        assert _looks(moved) != _looks(first)
+
+
+async def test_a_new_pane_title_repaints_the_border_row_and_shows():
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        pane = app.query_one("#pane")
+        set_border(pane, title="History (1)")
+        await pilot.pause()
+        set_border(pane, title="History (2)")
+        assert pane._styles_cache._dirty_lines == {0}, "the top border row only"
+        await pilot.pause()
+        top = "".join(seg.text for seg in app.screen._compositor.render_strips()[pane.region.y])
+        assert "History (2)" in top
+        set_border(pane, subtitle="3 new")
+        assert pane._styles_cache._dirty_lines == {pane.outer_size.height - 1}, "the bottom border row only"
+        await pilot.pause()
+        bottom = "".join(seg.text for seg in app.screen._compositor.render_strips()[pane.region.bottom - 1])
+        assert "3 new" in bottom
+
+
+async def test_a_run_list_row_that_looks_the_same_is_not_repainted_and_a_changed_one_is():
+    from dataclasses import replace
+    from pathlib import Path
+
+    from prose_tui.model import Run, RunStatus
+    from prose_tui.tui.glyphs import STATUS_SHORT
+    from prose_tui.tui.widgets.run_list import RunList
+
+    class _List(App[None]):
+        CSS = "RunList { width: 50; height: 10; }"
+
+        def compose(self) -> ComposeResult:
+            yield RunList()
+
+    app = _List()
+    async with app.run_test(size=(60, 14)) as pilot:
+        runs = app.query_one(RunList)
+        live = Run(id="20260301-100000-abcdef", path=Path("/runs/a"), program="p.prose", status=RunStatus.RUNNING,
+                   started=T0, updated=T0)
+        runs.set_runs([live, replace(live, id="20260301-090000-abcdef", path=Path("/runs/b"))], clock=lambda: T0)
+        await pilot.pause()
+        refreshed: list[int] = []
+        original = runs.refresh_line
+        runs.refresh_line = lambda y: (refreshed.append(y), original(y))  # type: ignore[method-assign]
+        runs.update_run(live)  # first news of it: painted
+        live.trace = []  # a live run changes in place; what its row shows did not
+        runs.update_run(live)
+        runs.update_run(live)
+        assert refreshed == [0], "a row that looks the same is not repainted"
+        live.status = RunStatus.FAILED
+        runs.update_run(live)
+        assert refreshed == [0, 0], "a new status is"
+        await pilot.pause()
+        assert STATUS_SHORT[RunStatus.FAILED][0] in "".join(seg.text for seg in runs.render_line(0))

@@ -1,0 +1,67 @@
+"""What a long event log keeps per event (issue 9: <= 1 KB per event past the first 1,000).
+
+A log history's refs are an array of trace lines (``LineRefs``), not an object per event,
+and behave as the list of ``EventRef`` they replace; the parser makes one int object per
+number where a line's number in the file, an event's ``seq`` and a trace line's number
+are equal."""
+
+from __future__ import annotations
+
+import pytest
+
+from prose_tui.backends.filesystem.tail import EventLogParser
+from prose_tui.history.refs import EventRef, LineRefs
+
+
+def test_line_refs_behave_as_the_list_of_event_refs_they_replace():
+    plain = [EventRef(trace_line=t) for t in (1, None, 3, 3, 5)]
+    refs = LineRefs(r.trace_line for r in plain)
+    assert refs == plain and list(refs) == plain and len(refs) == 5
+    assert refs[1] == EventRef() and refs[-1].trace_line == 5 and refs[1:3] == plain[1:3]
+    del refs[3:]
+    del plain[3:]
+    refs.append(EventRef(trace_line=9))
+    plain.append(EventRef(trace_line=9))
+    refs[0] = EventRef(trace_line=2)
+    plain[0] = EventRef(trace_line=2)
+    refs[:] = [*refs, EventRef()]
+    plain[:] = [*plain, EventRef()]
+    assert refs == plain
+    assert [r.trace_line for r in refs] == [2, None, 3, 9, None]
+    assert refs + [EventRef(trace_line=1)] == [*plain, EventRef(trace_line=1)]
+
+
+@pytest.mark.parametrize("bad", [EventRef(trace_line=1, revision="ab" * 32), EventRef(path=None, trace_line=0)])
+def test_line_refs_refuse_what_they_cannot_hold(bad, tmp_path):
+    refs = LineRefs([1])
+    with pytest.raises(ValueError):
+        refs.append(bad)
+    with pytest.raises(ValueError):
+        refs.append(EventRef(path=tmp_path / "a.md"))
+    assert refs == [EventRef(trace_line=1)]
+
+
+def test_a_log_history_keeps_its_trace_lines_in_an_array(tmp_path):
+    from prose_tui.backends.filesystem.backend import FilesystemBackend
+    from prose_tui.history.stream import history_of
+
+    run = tmp_path / ".prose" / "runs" / "20260301-100000-abcdef"
+    run.mkdir(parents=True)
+    lines = "".join(f"{i}→ step_{i} ✓\n" for i in range(1, 401))
+    (run / "state.md").write_text(f"# run:20260301-100000-abcdef long.prose\n{lines}", encoding="utf-8")
+    loaded = FilesystemBackend().open(run)
+    history = history_of(loaded)
+    assert isinstance(history.refs, LineRefs)
+    assert [r.trace_line for r in history.refs] == [t.line for t in loaded.trace]
+
+
+def test_the_parser_makes_one_int_per_number_for_seq_line_and_trace_line():
+    parser = EventLogParser()
+    parser.feed(["# run:20260301-100000-abcdef long.prose", *(f"{i}→ step_{i} ✓" for i in range(1, 2001))])
+    log = parser.log
+    numbers = [n for e in log.events for n in (e.seq, e.line)] + [t.line for t in log.trace]
+    big = [n for n in numbers if n is not None and n > 256]  # smaller ints are Python's own shared ones
+    assert len({id(n) for n in big}) == len(set(big)), "one object per value"
+    assert [e.seq for e in log.events] == list(range(2000))
+    assert [t.line for t in log.trace] == list(range(1, 2001))
+    assert [e.line for e in log.events] == list(range(2, 2002))

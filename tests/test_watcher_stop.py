@@ -1,0 +1,70 @@
+"""The shared watcher's engine is stopped by one Event: ``close``, ``unsubscribe`` of the
+last subscriber and ``update`` all reach it (the watch loop asks it every step).
+Waits on conditions (thread ends, a batch arrives), never sleeps."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from prose_tui.live.watcher import STEP_MS, Watcher
+
+
+def _delivered(watcher: Watcher, folder: Path, name: str) -> set[Path]:
+    got: list[set[Path]] = []
+    arrived = threading.Event()
+
+    def callback(batch: set[Path]) -> None:
+        got.append(batch)
+        if any(p.name == name for p in batch):
+            arrived.set()
+
+    ready = threading.Event()
+    sub = watcher.subscribe([folder], callback, on_ready=ready.set)
+    assert ready.wait(10), "the watch was installed"
+    (folder / name).write_text("x\n", encoding="utf-8")
+    assert arrived.wait(10), f"{name} was reported"
+    watcher.unsubscribe(sub)
+    return set().union(*got)
+
+
+def test_the_last_unsubscribe_and_close_end_the_watch_thread(tmp_path):
+    watcher = Watcher()
+    assert watcher.step_ms == STEP_MS
+    assert tmp_path / "state.md" in _delivered(watcher, tmp_path, "state.md")
+    thread = watcher._thread
+    if thread is not None:  # the last subscriber left: the engine stops, the thread ends
+        thread.join(10)
+        assert not thread.is_alive()
+    # subscribing again starts a new thread, and close() stops it
+    assert tmp_path / "b.md" in _delivered(watcher, tmp_path, "b.md")
+    ready = threading.Event()
+    watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
+    assert ready.wait(10)
+    thread = watcher._thread
+    assert thread is not None and thread.is_alive()
+    watcher.close()
+    assert not thread.is_alive(), "close() stopped the engine within its join"
+
+
+def test_update_restarts_the_watch_on_the_new_roots(tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    watcher = Watcher()
+    got: list[Path] = []
+    arrived = threading.Event()
+    installs = threading.Semaphore(0)
+
+    def callback(batch: set[Path]) -> None:
+        got.extend(batch)
+        if second / "state.md" in batch:
+            arrived.set()
+
+    sub = watcher.subscribe([first], callback, on_ready=installs.release)
+    assert installs.acquire(timeout=10)
+    watcher.update(sub, [second])
+    assert installs.acquire(timeout=10), "the watch restarted"
+    (second / "state.md").write_text("x\n", encoding="utf-8")
+    assert arrived.wait(10)
+    watcher.close()
