@@ -27,7 +27,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from prose_tui.history import Journal
@@ -44,6 +44,7 @@ from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
+from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
 from prose_tui.tui.widgets.run_header import RunHeader
@@ -162,7 +163,7 @@ class ExplorerScreen(Screen[None]):
                     yield ValueViewer(id="value")
         yield SearchBar()
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
