@@ -227,6 +227,10 @@ async def test_buttons_and_escape_on_the_confirmation(tmp_path):
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, MissionControlScreen), "back on Mission Control")
         assert load(path)["desired_state"] == "run_once"
+        # A Button ignores clicks while its press effect (0.2 s by a timer) lasts: on a fast
+        # run the second click came within it and was dropped. Click once it has ended.
+        stop = app.screen.query_one("#mission-stop", Button)
+        await until(pilot, lambda: not stop.has_class("-active"), "the Stop button's press effect to end")
         await pilot.click("#mission-stop")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the stop confirmation")
         await pilot.click("#confirm-yes")
