@@ -5,7 +5,7 @@ layout of the screen) every time the screen's bindings may have changed: on ever
 change, every mount of a focusable widget, every screen resume, and again for each of
 several such signals arriving in one turn. ``KeyFooter`` coalesces the signals of one turn
 into one check and rebuilds only when the keys it would show differ from those on screen,
-so moving between panes whose keys are the same costs no layout at all.
+so a focus change between widgets with the same keys costs no footer rebuild.
 """
 
 from __future__ import annotations
