@@ -8,9 +8,13 @@ Writes are read-modify-write of the whole file with ``open(path, "w")``, as in t
 SIGTERM finishes the current session, writes current_state "terminated" (as the real runtime
 does) and exits.
 
-``--race`` mode instead rewrites the file in a tight loop (keeping whatever desired_state it
-read, cycling current_state and counting ``beat``); on SIGTERM it stops and records its last
-current_state and beat in the ``--log`` file as JSON.
+``--race`` mode is an agent racing Mission Control, driven step by step by the test (``Racer``)
+so that the race is produced by the test, never by the scheduler: each ``read`` on its standard
+input takes a reading of the file and holds it; each ``write`` writes the reading it holds (or a
+fresh one) back, keeping whatever desired_state it read, cycling current_state and counting
+``beat``; a held reading taken before Mission Control's write clobbers that write. Each command
+is answered with a line ``ok BEAT`` once done. At the end of its input (or on SIGTERM) it records
+its last current_state and beat in the ``--log`` file as JSON.
 
 Every session is logged to ``--log`` as JSON lines: {"event": "start"|"end", "kind": ..., "n": ...}.
 """
@@ -21,7 +25,10 @@ import argparse
 import itertools
 import json
 import os
+import random
 import signal
+import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 
@@ -111,23 +118,110 @@ def run_state_machine(agent: Agent, poll: float, session: float, gate: str | Non
     agent.write(current="terminated")
 
 
-def run_racer(agent: Agent, window: float, pause: float) -> None:
+def run_racer(agent: Agent, commands, replies) -> None:
+    """Obey ``read``/``write`` lines from ``commands`` (see the module docstring)."""
     beat = 0
     current = "pause"
+    held: dict | None = None
     cycle = itertools.cycle(("continuous", "pause", "run_once", "run_cleanup"))
-    while not stopping:
-        beat += 1
-        current = next(cycle)
-        state = agent.read()
-        time.sleep(window)  # a slow agent: whatever Mission Control writes now gets overwritten
-        state["current_state"] = current
-        state["beat"] = beat
-        with open(agent.path, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-        time.sleep(pause)
+    for line in commands:
+        if stopping:
+            break
+        command = line.strip()
+        if command == "read":
+            held = agent.read()
+        elif command == "write":
+            state = held if held is not None else agent.read()
+            held = None
+            beat += 1
+            current = next(cycle)
+            state["current_state"] = current
+            state["beat"] = beat
+            with open(agent.path, "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+        else:
+            replies.write(f"unknown command {command!r}\n")
+            replies.flush()
+            continue
+        replies.write(f"ok {beat}\n")
+        replies.flush()
     if agent.log:
         with open(agent.log, "w", encoding="utf-8") as handle:
             json.dump({"current_state": current, "beat": beat}, handle)
+
+
+class Racer:
+    """The ``--race`` agent in a subprocess, one step at a time (for the tests).
+
+    ``step`` stands in for Mission Control's ``sleep`` between its checks (pass it as
+    ``sleep=``): the agent writes the reading it holds (a clobber when Mission Control wrote
+    since it was taken), then, as ``random.Random(seed)`` decides, takes a reading to write at
+    the next step, rewrites the file at once from a fresh reading, or does nothing. ``meddle``
+    is the agent writing between Mission Control's reading and its rename. A stale reading is
+    thus written within one check of Mission Control's write: exactly the race the verify
+    window is there to catch, however the machine schedules the processes.
+    """
+
+    def __init__(self, path, log, *, seed: int = 0, hold: float = 0.4, fresh: float = 0.3,
+                 meddle: float = 0.3) -> None:
+        self.path, self.log = path, log
+        self.choose = random.Random(seed)
+        self.hold, self.fresh, self.meddle_chance = hold, fresh, meddle
+        self.holding = False
+        self.beat = 0  # the beat of the agent's last write
+        self.clobbers = 0  # writes of a reading that no longer matched the file (Mission Control wrote since)
+        self.meddles = 0
+        self._held_from: str | None = None
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, str(path), "--race", "--log", str(log), "--max-seconds", "60"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def _say(self, command: str) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        reply = self.process.stdout.readline()
+        if not reply.startswith("ok "):
+            raise AssertionError(f"the racing agent did not do {command!r}: {reply!r}")
+        self.beat = int(reply.split()[1])
+
+    def read(self) -> None:
+        self._held_from = open(self.path, encoding="utf-8").read()
+        self._say("read")
+        self.holding = True
+
+    def write(self) -> None:
+        if self.holding and open(self.path, encoding="utf-8").read() != self._held_from:
+            self.clobbers += 1
+        self._say("write")
+        self.holding = False
+
+    def step(self, seconds: float = 0.0) -> None:
+        """One of Mission Control's pauses (``seconds`` is ignored: nothing waits)."""
+        if self.holding:
+            self.write()
+        roll = self.choose.random()
+        if roll < self.hold:
+            self.read()
+        elif roll < self.hold + self.fresh:
+            self.write()
+
+    def meddle(self) -> None:
+        """Mission Control has read the file and is about to write its own: as
+        ``random.Random(seed)`` decides, the agent rewrites it from a fresh reading now (unless
+        it holds a reading: that one is written at the next ``step``, over Mission Control's)."""
+        if not self.holding and self.choose.random() < self.meddle_chance:
+            self.meddles += 1
+            self.write()
+
+    def close(self) -> dict:
+        """End the agent; its record of its last current_state and beat."""
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+        if self.process.stdout:
+            self.process.stdout.close()
+        return json.loads(open(self.log, encoding="utf-8").read())
 
 
 def main() -> None:
@@ -137,9 +231,7 @@ def main() -> None:
     parser.add_argument("--session", type=float, default=0.4)
     parser.add_argument("--log")
     parser.add_argument("--gate", help="sessions end only when this file appears (a test's release)")
-    parser.add_argument("--race", action="store_true")
-    parser.add_argument("--race-window", type=float, default=0.0005)
-    parser.add_argument("--race-pause", type=float, default=0.0015)
+    parser.add_argument("--race", action="store_true", help="race step by step, as told on stdin (Racer)")
     parser.add_argument("--max-seconds", type=float, default=60.0)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _on_term)
@@ -147,7 +239,7 @@ def main() -> None:
     signal.setitimer(signal.ITIMER_REAL, args.max_seconds)  # never outlive a broken test
     agent = Agent(args.state, args.log)
     if args.race:
-        run_racer(agent, args.race_window, args.race_pause)
+        run_racer(agent, sys.stdin, sys.stdout)
     else:
         run_state_machine(agent, args.poll, args.session, args.gate)
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from mission_agent import Racer
 
 from prose_tui.mission import control
 from prose_tui.mission.control import (
@@ -27,7 +24,6 @@ from prose_tui.mission.control import (
 )
 
 NOW = datetime(2025, 10, 15, 22, 41, 19, 5000, tzinfo=timezone.utc)
-AGENT = Path(__file__).with_name("mission_agent.py")
 
 
 def clock() -> datetime:
@@ -250,51 +246,49 @@ def test_agent_acknowledging_ends_the_check_and_its_one_shot_reset_is_not_undone
     assert load(path)["current_state"] == "run_once"
 
 
-def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def test_race_with_an_agent_rewriting_in_a_tight_loop(tmp_path):
-    """Whatever the racer does, after each control the file holds the user's last choice, and
-    when the racer stops the file holds its last current_state and every other key."""
+def test_race_with_an_agent_rewriting_the_file_between_our_checks(tmp_path, monkeypatch):
+    """An agent process rewrites the file all through each control: between Mission Control's
+    reading and its rename, and between its checks, sometimes from a reading taken before
+    Mission Control's write (the clobber the verify window catches). The agent is stepped by
+    the test (``Racer``), so every run races the same way whatever the scheduler does. After
+    each control the file holds the user's choice and the agent's last write (never lossy);
+    when the agent stops the file holds its last current_state and every other key."""
     path = seed_file(tmp_path, desired_state="pause", current_state="pause")
-    record = tmp_path / "racer.json"
-    # Read then write at once (no 1 ms sleep between): under load that sleep wakes tens of ms
-    # late and the racer holds a stale file nearly always, clobbering all 25 re-applies.
-    racer = subprocess.Popen([sys.executable, str(AGENT), str(path), "--race", "--log", str(record),
-                              "--race-window", "0", "--race-pause", "0.001", "--max-seconds", "30"])
+    racer = Racer(path, tmp_path / "racer.json", seed=5)
+    real = control.tempfile.NamedTemporaryFile
+
+    def agent_writes_before_our_rename(*args, **kwargs):
+        racer.meddle()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(control.tempfile, "NamedTemporaryFile", agent_writes_before_our_rename)
+
+    def between_checks(seconds: float) -> None:
+        assert load(path).get("beat", 0) == racer.beat, "Mission Control's write dropped the agent's last write"
+        racer.step(seconds)
+
+    chooser = random.Random(5)
+    chosen = None
+    reapplied = 0
     try:
-        wait_for(lambda: "beat" in path.read_text(), what="the racer to start")
-        chooser = random.Random(5)
-        chosen = None
+        racer.step()
         for _ in range(12):
             action = chooser.choice(["start", "stop", "once", "cleanup"])
-            # A verify window well above a loaded scheduler's time slice: the agent's read-to-write
-            # gap can only clobber a choice after the check if it is descheduled that long.
-            result = apply_action(path, action, note=f"choice {action}", verify_window=0.5)
+            result = apply_action(path, action, note=f"choice {action}", verify_window=0.1, sleep=between_checks)
             chosen = result.desired_state
-            seen = wait_for(lambda: _readable(path), what="a readable file")
-            assert seen["desired_state"] == chosen, f"the racer undid {action}"
+            reapplied += result.reapplied
+            seen = load(path)
+            assert seen["desired_state"] == chosen, f"the agent undid {action}"
             assert seen["note"] == f"choice {action}"
+            assert seen.get("beat", 0) == racer.beat, "Mission Control lost the agent's last write"
+            racer.step()  # the agent writes what it holds: a reading taken after our last check
+            assert load(path)["desired_state"] == chosen, f"the agent undid {action} after the check"
     finally:
-        racer.send_signal(signal.SIGTERM)
-        racer.wait(timeout=10)
-    last = json.loads(record.read_text())
+        last = racer.close()
+    print(f"clobbers {racer.clobbers}, writes before our rename {racer.meddles}, re-applied {reapplied}")
+    assert racer.clobbers >= 3 and racer.meddles >= 3 and reapplied >= 3, "the race did not happen"
     final = load(path)
     assert final["desired_state"] == chosen
     assert final["current_state"] == last["current_state"]
     assert final["beat"] == last["beat"]
     assert final["session_count"] == 7
-
-
-def _readable(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except ValueError:
-        return None

@@ -17,11 +17,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from prose_tui.history.compare import Comparison, StatementOutcome, ValueDiff
 from prose_tui.history.report import describe_seconds, size_text
 from prose_tui.model import Run
+from prose_tui.tui.widgets.key_footer import KeyFooter
 
 CHANGE_WORDS = {"outcome": "outcome", "retries": "retries", "slower": "slower", "faster": "faster",
                 "text": "text changed", "only_a": "only in A", "only_b": "only in B"}
@@ -104,7 +105,7 @@ class CompareScreen(Screen[None]):
                     yield DataTable(id="agents", cursor_type="row")
                     with VerticalScroll(classes="diff"):
                         yield Static(id="agent-diff")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#statements", DataTable).add_columns("statement", "A", "B", "what changed")

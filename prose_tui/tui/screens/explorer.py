@@ -25,9 +25,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from prose_tui.history import Journal
@@ -44,6 +45,7 @@ from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
+from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
 from prose_tui.tui.widgets.run_header import RunHeader
@@ -139,12 +141,15 @@ class ExplorerScreen(Screen[None]):
             self.reads_done += 1
 
     def compose(self) -> ComposeResult:
+        # The classes the first layout sets, set before the panes mount: set after, each
+        # restyles every widget below the screen (a tenth of a start's CSS work).
+        self.set_class(self._compact_at(self.app.size), "compact", update=False)
         yield PaneBar([name for name, _, _ in PANES], id="pane-bar")
         with Horizontal(id="main"):
             with Vertical(id="runs-pane", classes="pane"):
                 yield RunList(id="runs")
             with Vertical(id="center"):
-                with Vertical(id="trace-pane", classes="pane"):
+                with Vertical(id="trace-pane", classes="pane -active" if self.active == TRACE else "pane"):
                     yield RunHeader(id="run-head")
                     yield TraceView(id="trace")
                 yield ContextStrip(id="strip")
@@ -162,7 +167,7 @@ class ExplorerScreen(Screen[None]):
                     yield ValueViewer(id="value")
         yield SearchBar()
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
@@ -183,10 +188,13 @@ class ExplorerScreen(Screen[None]):
 
     @property
     def compact(self) -> bool:
+        return self._compact_at(self.size)
+
+    def _compact_at(self, size: Size) -> bool:
         layout = getattr(self.app, "layout_mode", "auto")  # the config file's layout (or --layout)
         if layout in ("narrow", "wide"):
             return layout == "narrow"
-        return self.size.width < COMPACT_WIDTH or self.size.height < COMPACT_HEIGHT
+        return size.width < COMPACT_WIDTH or size.height < COMPACT_HEIGHT
 
     # The narrow layout of earlier versions is the compact one.
     narrow = compact

@@ -28,11 +28,12 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from prose_tui.mission.control import ACTION_LABELS, ACTIONS, VERIFY_WINDOW
 from prose_tui.mission.state import Clock, Kind, find_agent_state, utc_now
 from prose_tui.tui.keys import keyed
+from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.mission_panel import MissionPanel
 
 
@@ -100,7 +101,7 @@ class MissionControlScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield MissionPanel(self.agent_state_path, **self._panel_options)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = str(self.agent_state_path)

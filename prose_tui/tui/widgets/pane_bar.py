@@ -26,6 +26,9 @@ class PaneBar(Static):
         self._spans: list[tuple[int, int]] = []
 
     def set_active(self, index: int) -> None:
+        """Highlight pane ``index``; the same index again changes nothing (no repaint, no layout)."""
+        if index == self.active and self._spans:
+            return
         self.active = index
         text = Text(no_wrap=True)
         self._spans = []
