@@ -1,4 +1,5 @@
-"""The explorer's runs: the first read, full reads, the live pipeline, polled sources, the tick.
+"""The explorer's runs: the first read, full reads, the live pipeline, the tick; polled
+sources through ``SourcePoll`` (``explorer_poll``).
 
 ``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
 in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
@@ -31,6 +32,7 @@ from prose_tui.live.pipeline import LivePipeline, journal_sink
 from prose_tui.live.workspace import Applied, Workspace, placeholder
 from prose_tui.model import Delta, Run, RunStatus
 from prose_tui.tui.live_inbox import LiveInbox
+from prose_tui.tui.screens.explorer_poll import SourcePoll
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
 
@@ -79,13 +81,12 @@ class RunFeed:
         self.pipeline: LivePipeline | None = None
         self.inbox: LiveInbox | None = None
         self.watcher_state = "watch off" if not live else "starting watcher"
-        self._stop = threading.Event()
+        self.stopped = threading.Event()  # the screen is going: polling ends
         self._activated = False
         self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
-        self._polled_lock = threading.Lock()
-        self._waiting: Applied | None = None  # what polls found, waiting for the screen to take it
-        self.polls = 0  # polls of the sources so far (tests wait on it)
+        self._first_lock = threading.Lock()
+        self.poller = SourcePoll(self)
         self._first: list[Run] = []  # a database's first page, read while the app mounts
         self._first_read = threading.Event()
         self._mounted = False
@@ -145,7 +146,7 @@ class RunFeed:
             self._first_page(first)
 
     def _take_first(self) -> list[Run]:
-        with self._polled_lock:
+        with self._first_lock:
             first, self._first = self._first, []
         return first
 
@@ -263,7 +264,7 @@ class RunFeed:
         if self.live:
             self._start_live()
             if self.workspace.sources:
-                self._poll_sources()
+                self.poller.start()
         if not runs:
             return
         if self.initial is None or self.initial not in self.workspace.runs:
@@ -446,94 +447,11 @@ class RunFeed:
         index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)
         trace.move_cursor(max(0, index - 1))
 
-    # -- sources off disk, and the tick -----------------------------------------------------------------
-    def _poll_sources(self) -> None:
-        self.screen.run_worker(self._poll, name="_poll_sources", group="poll", exclusive=True, thread=True)
-
-    def _poll(self) -> None:
-        """Runs off disk (a PostgreSQL database) are polled, not watched: on a fixed cadence of
-        ``poll_interval`` seconds (or at once on a LISTEN notification), whatever the screen
-        is doing. The source lists new and removed runs and polls the runs read in full (the
-        pipeline leaves them to it). What a poll found is handed over without waiting for the
-        screen (:meth:`_hand_over`): a run's delta goes to the live inbox (merged with one
-        still waiting, shown as a delta like a change on disk), the rest to one waiting call."""
-        worker = get_current_worker()
-        sources = self.workspace.sources
-        interval = min(s.poll_interval for s in sources)
-        wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
-        shown: list[str] | None = None
-        due = time.monotonic()
-        while not worker.is_cancelled and not self._stop.is_set():
-            applied = self.workspace.poll_sources()
-            self.polls += 1
-            states = self.workspace.source_states()
-            if not applied.empty or states != shown:  # nothing to hand over for a quiet poll
-                if not self._hand_over(applied, states != shown):
-                    return
-                shown = states
-            due += interval
-            now = time.monotonic()
-            if due < now:
-                due = now  # a poll slower than the cadence: the next one at once, no burst to catch up
-            if wait is not None:
-                if wait(due - now):
-                    due = time.monotonic()  # notified: polled now, the cadence restarts from here
-            else:
-                self._stop.wait(due - now)
-
-    def _hand_over(self, applied: Applied, state_moved: bool) -> bool:
-        """Give what one poll found to the screen without waiting for it (poll worker): the
-        deltas to the inbox, the rest (and a source's new state, ``state_moved``) to one call
-        that waits for the screen, merged into it while it waits. ``False`` when the screen
-        is gone."""
-        inbox = self.inbox
-        rest = Applied(runs_added=applied.runs_added, runs_removed=applied.runs_removed)
-        for path, change in applied.changed.items():
-            delta = applied.deltas.get(path)
-            if delta is not None and inbox is not None:
-                delta.paths |= change.paths  # what show_run is told changed (the run's key: more than bindings)
-                inbox.put(delta)
-            else:
-                rest.changed[path] = change
-        if rest.empty and not state_moved:
-            return True  # only deltas: the inbox tells the screen
-        with self._polled_lock:
-            waiting = self._waiting
-            if waiting is not None:  # the screen has not taken the last one yet: merge into it
-                waiting.changed.update(rest.changed)
-                waiting.runs_added += [p for p in rest.runs_added if p not in waiting.runs_added]
-                waiting.runs_removed += rest.runs_removed
-                return True
-            self._waiting = rest
-        if not self.screen.is_attached:
-            return False
-        try:
-            self.screen.call_later(self._take_polled)  # posts a message: thread-safe, does not wait
-        except RuntimeError:  # the app's loop is closed
-            return False
-        return True
-
-    def _take_polled(self) -> None:
-        with self._polled_lock:
-            applied, self._waiting = self._waiting, None
-        if applied is not None and self.screen.is_attached:
-            try:
-                self._polled(applied)
-            except NoMatches:
-                pass  # the screen is closing
-
-    def _polled(self, applied: Applied) -> None:
-        """What polls found besides the deltas (the inbox shows those): the source's state,
-        runs added or removed, runs whose list row changed."""
-        self.screen.panes.status()  # a source's state (connected, reconnecting) may have changed
-        if applied.runs_added or applied.runs_removed:
-            self.runs_changed(applied)
-        run_list = self.screen.query_one(RunList)
-        for path, change in applied.changed.items():
-            run_list.update_run(change.run, clock=self.workspace.clock)
-            current = self.screen.current_run
-            if current is not None and path == current.path:
-                self.screen.show_run(change.run, changed=change.paths)
+    # -- sources off disk (explorer_poll.SourcePoll), and the tick ------------------------------------
+    @property
+    def polls(self) -> int:
+        """Polls of the sources so far (tests wait on it)."""
+        return self.poller.polls
 
     def tick(self) -> None:
         """Every ``poll_interval``: the watcher's state when live, else statuses re-inferred."""
@@ -549,7 +467,7 @@ class RunFeed:
 
     def stop(self) -> None:
         """The screen is going: stop polling and watching."""
-        self._stop.set()
+        self.stopped.set()
         self._first_painted.set()  # a scan waiting for the first page's frame waits no more
         if self.pipeline is not None:
             self.pipeline.stop()
