@@ -244,7 +244,8 @@ class Panes:
         moment = self.model.moment()
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         header = self.screen.query_one(RunHeader)
-        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner))
+        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
+                    key=run.path if run is not None else None)
         self.head_text = header.shown
         self.titles()
         self.status()
