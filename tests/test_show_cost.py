@@ -54,3 +54,103 @@ async def test_the_first_live_change_after_opening_a_run_lays_nothing_out(tmp_pa
         assert layouts == []
         assert header.size.height == rows  # the shorter text is padded, not re-laid out
         assert header.render_line(0).text.strip().startswith("●")  # the new text is what is painted
+
+
+# --- the bindings tree grows in place -----------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+from textual.app import App, ComposeResult  # noqa: E402
+
+from prose_tui.model import Agent, Binding, Run  # noqa: E402
+from prose_tui.model.agent import Segment  # noqa: E402
+from prose_tui.tui.widgets.binding_tree import BindingTree  # noqa: E402
+
+RUN = Path("/runs/r1")
+
+
+class _Tree(App[None]):
+    def compose(self) -> ComposeResult:
+        yield BindingTree()
+
+
+def _run(bindings: list[tuple[str, int | None]], segments: int = 0) -> Run:
+    agent_memory = RUN / "agents" / "captain" / "memory.md"
+    return Run(id="r1", path=RUN,
+               bindings=[Binding(name=name, path=RUN / "bindings" / f"{name}-{eid}.md", kind="let", execution_id=eid)
+                         for name, eid in bindings],
+               agents=[Agent(name="captain", scope="execution", memory=agent_memory,
+                             segments=[Segment(number=i + 1, path=RUN / "agents" / "captain" / f"captain-{i + 1:03d}.md",
+                                               timestamp=f"12:00:{i:02d}") for i in range(segments)]),
+                       Agent(name="scout", scope="stateless")],
+               state_file=RUN / "state.md")
+
+
+def _looks(tree: BindingTree) -> list:
+    """Every node: depth, label, target, expanded; and what is kept back for lazy nodes."""
+    out = []
+
+    def walk(node, depth):
+        for child in node.children:
+            data = child.data
+            kept = tree._lazy.get(child.id)
+            out.append((depth, child.label.plain, child.label.spans == child.label.spans and str(child.label.spans),
+                        (data.kind, data.path) if data is not None else None, child.is_expanded,
+                        [(label.plain, t.path if t else None) for label, t in kept] if kept is not None else None))
+            walk(child, depth + 1)
+
+    walk(tree.root, 0)
+    return out
+
+
+async def test_new_bindings_and_segments_grow_the_tree_in_place_as_a_fresh_tree_would_be():
+    before = [(f"v{i:03d}", None) for i in range(0, 40, 2)] + [("a", 3), ("b", 3), ("c", 7)]
+    grown = before + [("v005", None), ("v999", None), ("aa", 3), ("new", 12), ("zz", 1)]
+    app = _Tree()
+    async with app.run_test(size=(80, 60)) as pilot:
+        tree = app.query_one(BindingTree)
+        tree.show(_run(before, segments=2))
+        await pilot.pause()
+        group = next(n for n in tree._walk() if n.label.plain.startswith("execution 3"))
+        group.collapse()  # the user's expansion, and cursor, are kept
+        agent = next(n for n in tree._walk() if n.label.plain.startswith("captain"))
+        agent.expand()
+        await pilot.pause()
+        leaf = next(n for n in tree._walk() if n.data is not None and n.data.title.startswith("v010"))
+        tree.move_cursor(leaf)
+        await pilot.pause()
+        rebuilds = tree.rebuilds
+        run = _run(grown, segments=4)
+        tree.show(run)
+        await pilot.pause()
+        assert tree.rebuilds == rebuilds  # grown in place
+        assert tree.cursor_node is leaf
+        assert not group.is_expanded and agent.is_expanded
+        fresh_app = _Tree()
+        async with fresh_app.run_test(size=(80, 60)) as fresh_pilot:
+            fresh = fresh_app.query_one(BindingTree)
+            fresh.show(_run(before, segments=2))
+            await fresh_pilot.pause()
+            next(n for n in fresh._walk() if n.label.plain.startswith("execution 3")).collapse()
+            next(n for n in fresh._walk() if n.label.plain.startswith("captain")).expand()
+            await fresh_pilot.pause()
+            fresh.set_run(run)  # the whole rebuild, as before this pass
+            await fresh_pilot.pause()
+            assert _looks(tree) == _looks(fresh)
+        assert tree.shape == tree.shape_of(run)
+
+
+async def test_a_changed_binding_or_a_paged_group_still_rebuilds():
+    app = _Tree()
+    async with app.run_test(size=(80, 30)) as pilot:
+        tree = app.query_one(BindingTree)
+        tree.show(_run([("a", None), ("b", None)]))
+        await pilot.pause()
+        rebuilds = tree.rebuilds
+        changed = _run([("a", None), ("b", None)])
+        changed.bindings[0].exists = False
+        tree.show(changed)
+        assert tree.rebuilds == rebuilds + 1
+        assert "missing" in _looks(tree)[2][1]
+        tree.show(_run([(f"x{i:03d}", None) for i in range(201)]))  # past a page: rebuilt, paged
+        assert tree.rebuilds == rebuilds + 2

@@ -152,9 +152,7 @@ class Panes:
             elif lines != trace.lines:
                 trace.set_lines(lines)
             self._stack(view)
-        tree = self.screen.query_one(BindingTree)
-        if tree.shape_of(view) != tree.shape:
-            tree.set_run(view)
+        self.screen.query_one(BindingTree).show(view)
         timeline = self.screen.query_one(Timeline)
         if timeline.events is not self.model.nav.events or timeline.cursor != self.model.nav.position:
             timeline.set_events(self.model.nav.events, self.model.nav.position)
