@@ -154,3 +154,25 @@ async def test_a_changed_binding_or_a_paged_group_still_rebuilds():
         assert "missing" in _looks(tree)[2][1]
         tree.show(_run([(f"x{i:03d}", None) for i in range(201)]))  # past a page: rebuilt, paged
         assert tree.rebuilds == rebuilds + 2
+
+
+async def test_a_paged_group_takes_new_bindings_after_its_last_in_place():
+    before = [(f"x{i:03d}", None) for i in range(399)]
+    app = _Tree()
+    async with app.run_test(size=(80, 30)) as pilot:
+        tree = app.query_one(BindingTree)
+        tree.show(_run(before))
+        await pilot.pause()
+        rebuilds = tree.rebuilds
+        for extra in ([("y000", None)], [("y000", None), ("y001", None), ("y002", None)]):
+            run = _run(before + extra)
+            tree.show(run)
+            assert tree.rebuilds == rebuilds
+            fresh_app = _Tree()
+            async with fresh_app.run_test(size=(80, 30)) as fresh_pilot:
+                fresh = fresh_app.query_one(BindingTree)
+                fresh.set_run(run)
+                await fresh_pilot.pause()
+                assert _looks(tree) == _looks(fresh)
+        tree.show(_run(before + [("y000", None), ("y001", None), ("y002", None), ("a", None)]))  # before the last: rebuilt
+        assert tree.rebuilds == rebuilds + 1

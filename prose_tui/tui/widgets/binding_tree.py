@@ -70,10 +70,11 @@ class BindingTree(Tree[Target]):
         self._bindings_node: TreeNode[Target] | None = None
         self._groups: dict[str, TreeNode[Target]] = {}
         self._members: dict[str, list[str]] = {}
+        self._pages: dict[str, list[TreeNode[Target]]] = {}  # a paged group's pages, in order
         self._group_keys: list[tuple] = []
         self._agent_nodes: list[TreeNode[Target]] = []
         self._binding_set: frozenset = frozenset()
-        self._binding_paths: frozenset = frozenset()
+        self._binding_keys: frozenset = frozenset()  # (path, name, execution id) of each binding
         self.rebuilds = 0  # whole rebuilds (``set_run``), for tests
 
     @staticmethod
@@ -83,7 +84,7 @@ class BindingTree(Tree[Target]):
             return ()
         return (
             run.path,
-            tuple((b.path, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
+            tuple((b.path, b.name, b.execution_id, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
             tuple((a.name, a.scope, a.memory, tuple((s.path, s.timestamp) for s in a.segments)) for a in run.agents),
             tuple((i.import_handle, i.status, BindingTree.shape_of(i)) for i in run.imports),
             run.program_path, run.state_file, tuple(sec.title for sec in run.sections), tuple(run.tables),
@@ -110,8 +111,8 @@ class BindingTree(Tree[Target]):
         if not self._binding_set <= new_set or len(new_set) != len(shape[1]):
             return False
         added = new_set - self._binding_set
-        if any(entry[0] in self._binding_paths for entry in added):
-            return False  # a binding changed, not only added
+        if any(entry[:3] in self._binding_keys for entry in added):
+            return False  # a binding changed, not only added (a database's bindings share a path)
         old_agents, new_agents = old[2], shape[2]
         if len(old_agents) != len(new_agents) or len(self._agent_nodes) != len(run.agents):
             return False
@@ -125,13 +126,18 @@ class BindingTree(Tree[Target]):
             if not was[3] and was[2] is None and node.id not in self._lazy:
                 return False  # its "no memory" line is on screen: rebuild
             grown.append(i)
-        added_paths = {entry[0] for entry in added}
-        new_bindings = [b for b in run.bindings if b.path in added_paths]
+        added_keys = {entry[:3] for entry in added}
+        new_bindings = [b for b in run.bindings if (b.path, b.name, b.execution_id) in added_keys]
         counts: dict[str, int] = {}
         for b in new_bindings:
             group = f"service {b.service}" if b.service else b.scope
             counts[group] = counts.get(group, 0) + 1
-        if any(len(self._members.get(g, ())) + n > PAGE for g, n in counts.items()):
+        for b in new_bindings:  # a paged group takes new names after its last one only
+            group = f"service {b.service}" if b.service else b.scope
+            names = self._members.get(group, [])
+            if group in self._pages and names and b.name < names[-1]:
+                return False
+        if any(g not in self._pages and len(self._members.get(g, ())) + n > PAGE for g, n in counts.items()):
             return False  # the group would be paged: rebuild
         for b in new_bindings:
             self._add_binding(b, run)
@@ -140,7 +146,7 @@ class BindingTree(Tree[Target]):
             self._add_segments(self._agent_nodes[i], run.agents[i], len(old_agents[i][3]))
         self.shape = shape
         self._binding_set = frozenset(shape[1])
-        self._binding_paths = frozenset(entry[0] for entry in shape[1])
+        self._binding_keys = frozenset(entry[:3] for entry in shape[1])
         return True
 
     def _add_binding(self, b, run: Run) -> None:
@@ -158,7 +164,23 @@ class BindingTree(Tree[Target]):
         names = self._members[group]
         at = bisect_right(names, b.name)
         names.insert(at, b.name)
-        node.add_leaf(_binding_label(b), binding_target(b, run), before=at if at < len(names) - 1 else None)
+        leaf = (_binding_label(b), binding_target(b, run))
+        pages = self._pages.get(group)
+        if pages is None:
+            node.add_leaf(*leaf, before=at if at < len(names) - 1 else None)
+        else:  # appended to the last page, or a new one
+            start = PAGE * (len(pages) - 1)
+            if len(names) - start > PAGE:
+                start += PAGE
+                pages.append(node.add(Text("", "dim"), expand=False))
+                self._lazy[pages[-1].id] = []
+            page = pages[-1]
+            page.set_label(Text(f"{start + 1}–{len(names)}", "dim"))
+            kept = self._lazy.get(page.id)
+            if kept is not None:
+                kept.append(leaf)
+            else:
+                page.add_leaf(*leaf)
         node.set_label(Text(f"{group} ({len(names)})", "italic"))
 
     def _add_segments(self, node: TreeNode[Target], agent, start: int) -> None:
@@ -184,9 +206,9 @@ class BindingTree(Tree[Target]):
         self._lazy.clear()
         self._imports.clear()
         self._bindings_node = None
-        self._groups, self._members, self._group_keys, self._agent_nodes = {}, {}, [], []
+        self._groups, self._members, self._group_keys, self._agent_nodes, self._pages = {}, {}, [], [], {}
         self._binding_set = frozenset(self.shape[1]) if run is not None else frozenset()
-        self._binding_paths = frozenset(entry[0] for entry in self._binding_set)
+        self._binding_keys = frozenset(entry[:3] for entry in self._binding_set)
         self.clear()
         if run is None:
             return
@@ -224,6 +246,8 @@ class BindingTree(Tree[Target]):
             for start in range(0, len(leaves), PAGE):
                 page = node.add(Text(f"{start + 1}–{min(start + PAGE, len(leaves))}", "dim"), expand=False)
                 self._lazy[page.id] = leaves[start:start + PAGE]
+                if top:
+                    self._pages.setdefault(group, []).append(page)
         agents = parent.add(Text(f"Agents ({len(run.agents)})", "bold"), expand=bool(run.agents))
         for a in run.agents:
             label = _agent_label(a)
