@@ -243,7 +243,8 @@ class Panes:
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         header = self.screen.query_one(RunHeader)
         header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
-                    key=run.path if run is not None else None)
+                    # Rows are kept for live changes after the run's full read was shown.
+                    key=run.path if run is not None and self.model.nav.live and self.model.loaded_run == run.path else None)
         self.head_text = header.shown
         self.titles()
         self.status()
