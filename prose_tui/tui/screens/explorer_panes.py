@@ -152,9 +152,7 @@ class Panes:
             elif lines != trace.lines:
                 trace.set_lines(lines)
             self._stack(view)
-        tree = self.screen.query_one(BindingTree)
-        if tree.shape_of(view) != tree.shape:
-            tree.set_run(view)
+        self.screen.query_one(BindingTree).show(view)
         timeline = self.screen.query_one(Timeline)
         if timeline.events is not self.model.nav.events or timeline.cursor != self.model.nav.position:
             timeline.set_events(self.model.nav.events, self.model.nav.position)
@@ -244,7 +242,9 @@ class Panes:
         moment = self.model.moment()
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         header = self.screen.query_one(RunHeader)
-        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner))
+        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
+                    # Rows are kept for live changes after the run's full read was shown.
+                    key=run.path if run is not None and self.model.nav.live and self.model.loaded_run == run.path else None)
         self.head_text = header.shown
         self.titles()
         self.status()

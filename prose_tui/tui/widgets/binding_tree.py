@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from pathlib import Path
 
 from rich.text import Text
@@ -15,6 +17,7 @@ from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
 
 _KIND_STYLE = {"input": "cyan", "output": "bold green", "let": "", "const": "blue"}
+_COUNT = re.compile(r" \(\d+\)$")
 PAGE = 200  # bindings per page in a scope with more than this
 
 
@@ -62,6 +65,17 @@ class BindingTree(Tree[Target]):
         self.shape: tuple = ()
         self._lazy: dict[int, list[tuple[Text, Target | None]]] = {}
         self._imports: dict[int, str] = {}  # tree node id -> import handle
+        # The shown run's top level, for growing in place (``show``): the "Bindings" node, each
+        # scope group's node and its members' names in order, each agent's node.
+        self._bindings_node: TreeNode[Target] | None = None
+        self._groups: dict[str, TreeNode[Target]] = {}
+        self._members: dict[str, list[str]] = {}
+        self._pages: dict[str, list[TreeNode[Target]]] = {}  # a paged group's pages, in order
+        self._group_keys: list[tuple] = []
+        self._agent_nodes: list[TreeNode[Target]] = []
+        self._binding_set: frozenset = frozenset()
+        self._binding_keys: frozenset = frozenset()  # (path, name, execution id) of each binding
+        self.rebuilds = 0  # whole rebuilds (``set_run``), for tests
 
     @staticmethod
     def shape_of(run: Run | None) -> tuple:
@@ -70,21 +84,131 @@ class BindingTree(Tree[Target]):
             return ()
         return (
             run.path,
-            tuple((b.path, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
+            tuple((b.path, b.name, b.execution_id, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
             tuple((a.name, a.scope, a.memory, tuple((s.path, s.timestamp) for s in a.segments)) for a in run.agents),
             tuple((i.import_handle, i.status, BindingTree.shape_of(i)) for i in run.imports),
             run.program_path, run.state_file, tuple(sec.title for sec in run.sections), tuple(run.tables),
         )
 
-    def set_run(self, run: Run | None) -> None:
+    def show(self, run: Run | None) -> None:
+        """Show ``run``: nothing when its shape did not change; new bindings and new agent
+        segments of the run shown are added in place (the group's and the agent's counts
+        updated); any other change rebuilds (``set_run``)."""
+        shape = self.shape_of(run)
+        if shape == self.shape:
+            return
+        if run is None or not self._grow(run, shape):
+            self.set_run(run, shape=shape)
+
+    def _grow(self, run: Run, shape: tuple) -> bool:
+        """Add what ``run`` (shape ``shape``) has beyond the shown shape, when that is only
+        new bindings (in groups of at most ``PAGE``) and new segments of known agents; False
+        (nothing changed) otherwise."""
+        old = self.shape
+        if not old or shape[0] != old[0] or shape[3:] != old[3:] or self._bindings_node is None:
+            return False
+        new_set = set(shape[1])
+        if not self._binding_set <= new_set or len(new_set) != len(shape[1]):
+            return False
+        added = new_set - self._binding_set
+        if any(entry[:3] in self._binding_keys for entry in added):
+            return False  # a binding changed, not only added (a database's bindings share a path)
+        old_agents, new_agents = old[2], shape[2]
+        if len(old_agents) != len(new_agents) or len(self._agent_nodes) != len(run.agents):
+            return False
+        grown: list[int] = []
+        for i, (was, now) in enumerate(zip(old_agents, new_agents)):
+            if was == now:
+                continue
+            if was[:3] != now[:3] or now[3][:len(was[3])] != was[3]:
+                return False
+            node = self._agent_nodes[i]
+            if not was[3] and was[2] is None and node.id not in self._lazy:
+                return False  # its "no memory" line is on screen: rebuild
+            grown.append(i)
+        added_keys = {entry[:3] for entry in added}
+        new_bindings = [b for b in run.bindings if (b.path, b.name, b.execution_id) in added_keys]
+        counts: dict[str, int] = {}
+        for b in new_bindings:
+            group = f"service {b.service}" if b.service else b.scope
+            counts[group] = counts.get(group, 0) + 1
+        for b in new_bindings:  # a paged group takes new names after its last one only
+            group = f"service {b.service}" if b.service else b.scope
+            names = self._members.get(group, [])
+            if group in self._pages and names and b.name < names[-1]:
+                return False
+        if any(g not in self._pages and len(self._members.get(g, ())) + n > PAGE for g, n in counts.items()):
+            return False  # the group would be paged: rebuild
+        for b in new_bindings:
+            self._add_binding(b, run)
+        self._bindings_node.set_label(Text(f"Bindings ({len(run.bindings)})", "bold"))
+        for i in grown:
+            self._add_segments(self._agent_nodes[i], run.agents[i], len(old_agents[i][3]))
+        self.shape = shape
+        self._binding_set = frozenset(shape[1])
+        self._binding_keys = frozenset(entry[:3] for entry in shape[1])
+        return True
+
+    def _add_binding(self, b, run: Run) -> None:
+        assert self._bindings_node is not None
+        group = f"service {b.service}" if b.service else b.scope
+        node = self._groups.get(group)
+        if node is None:
+            key = (group != "root", _eid(group), group)
+            at = bisect_right(self._group_keys, key)
+            self._group_keys.insert(at, key)
+            node = self._bindings_node.add(Text(f"{group} (0)", "italic"), before=at if at < len(self._group_keys) - 1 else None,
+                                           expand=group == "root" or len(self._group_keys) <= 3)
+            self._groups[group] = node
+            self._members[group] = []
+        names = self._members[group]
+        at = bisect_right(names, b.name)
+        names.insert(at, b.name)
+        leaf = (_binding_label(b), binding_target(b, run))
+        pages = self._pages.get(group)
+        if pages is None:
+            node.add_leaf(*leaf, before=at if at < len(names) - 1 else None)
+        else:  # appended to the last page, or a new one
+            start = PAGE * (len(pages) - 1)
+            if len(names) - start > PAGE:
+                start += PAGE
+                pages.append(node.add(Text("", "dim"), expand=False))
+                self._lazy[pages[-1].id] = []
+            page = pages[-1]
+            page.set_label(Text(f"{start + 1}–{len(names)}", "dim"))
+            kept = self._lazy.get(page.id)
+            if kept is not None:
+                kept.append(leaf)
+            else:
+                page.add_leaf(*leaf)
+        node.set_label(Text(f"{group} ({len(names)})", "italic"))
+
+    def _add_segments(self, node: TreeNode[Target], agent, start: int) -> None:
+        node.set_label(_agent_label(agent))
+        children = [_segment_child(agent, seg) for seg in agent.segments[start:]]
+        kept = self._lazy.get(node.id)
+        if kept is not None:
+            if kept and kept[-1][1] is None:  # "no memory (stateless)": it has some now
+                kept.pop()
+            kept.extend(children)
+            return
+        for label, target in children:
+            node.add_leaf(label, target)
+
+    def set_run(self, run: Run | None, *, shape: tuple | None = None) -> None:
         """Rebuild for ``run``, keeping expanded groups and the highlighted item when the run is the same."""
         same = run is not None and run.path == self._run_path
         expanded = {self._label_key(n) for n in self._walk() if n.is_expanded} if same else set()
         selected = self.cursor_node.data if same and self.cursor_node else None
         self._run_path = run.path if run else None
-        self.shape = self.shape_of(run)
+        self.shape = self.shape_of(run) if shape is None else shape
+        self.rebuilds += 1
         self._lazy.clear()
         self._imports.clear()
+        self._bindings_node = None
+        self._groups, self._members, self._group_keys, self._agent_nodes, self._pages = {}, {}, [], [], {}
+        self._binding_set = frozenset(self.shape[1]) if run is not None else frozenset()
+        self._binding_keys = frozenset(entry[:3] for entry in self._binding_set)
         self.clear()
         if run is None:
             return
@@ -97,7 +221,10 @@ class BindingTree(Tree[Target]):
                     break
 
     def _fill(self, parent: TreeNode[Target], run: Run, expanded: set[str]) -> None:
+        top = parent is self.root
         bindings = parent.add(Text(f"Bindings ({len(run.bindings)})", "bold"), expand=True)
+        if top:
+            self._bindings_node = bindings
         groups: dict[str, list] = {}
         for b in run.bindings:
             group = f"service {b.service}" if b.service else b.scope
@@ -106,6 +233,10 @@ class BindingTree(Tree[Target]):
             members = sorted(groups[group], key=lambda b: b.name)
             node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
                                 expand=group == "root" or group in expanded or len(groups) <= 3)
+            if top:
+                self._groups[group] = node
+                self._members[group] = [b.name for b in members]
+                self._group_keys.append((group != "root", _eid(group), group))
             leaves: list[tuple[Text, Target | None]] = [(_binding_label(b), binding_target(b, run)) for b in members]
             if len(leaves) <= PAGE:
                 for label, target in leaves:
@@ -115,23 +246,20 @@ class BindingTree(Tree[Target]):
             for start in range(0, len(leaves), PAGE):
                 page = node.add(Text(f"{start + 1}–{min(start + PAGE, len(leaves))}", "dim"), expand=False)
                 self._lazy[page.id] = leaves[start:start + PAGE]
+                if top:
+                    self._pages.setdefault(group, []).append(page)
         agents = parent.add(Text(f"Agents ({len(run.agents)})", "bold"), expand=bool(run.agents))
         for a in run.agents:
-            label = Text(a.name)
-            label.append(f"  {a.scope or '—'}", "dim")
-            if a.segments:
-                label.append(f"  {len(a.segments)} segments", "dim")
+            label = _agent_label(a)
             children: list[tuple[Text, Target | None]] = []
             if a.memory is not None:
                 children.append((Text("memory.md"), Target("memory", f"{a.name} memory", a.memory)))
-            for seg in a.segments:
-                seg_label = Text(f"{seg.number:03d}")
-                if seg.timestamp:
-                    seg_label.append(f"  {seg.timestamp}", "dim")
-                children.append((seg_label, Target("segment", f"{a.name} segment {seg.number:03d}", seg.path)))
+            children.extend(_segment_child(a, seg) for seg in a.segments)
             if not children:
                 children.append((Text("no memory (stateless)", "dim"), None))
             node = agents.add(label, expand=False)
+            if top:
+                self._agent_nodes.append(node)
             self._lazy[node.id] = children  # an agent's segments are added when it is opened
             if self._label_key_text(label) in expanded:
                 node.expand()
@@ -211,7 +339,9 @@ class BindingTree(Tree[Target]):
 
     @staticmethod
     def _label_key_text(label: Text) -> str:
-        return label.plain.split("  ")[0]
+        """What names a node across rebuilds: its label's first part without a count
+        (``execution 3 (12)`` -> ``execution 3``: a group keeps its expansion as it grows)."""
+        return _COUNT.sub("", label.plain.split("  ")[0])
 
     def _label_key(self, node: TreeNode) -> str:
         return self._label_key_text(node.label) if isinstance(node.label, Text) else str(node.label)
@@ -267,6 +397,21 @@ class BindingTree(Tree[Target]):
             return
         if event.node.data is not None:
             self.post_message(self.TargetChosen(event.node.data, opened=True))
+
+
+def _agent_label(a) -> Text:
+    label = Text(a.name)
+    label.append(f"  {a.scope or '—'}", "dim")
+    if a.segments:
+        label.append(f"  {len(a.segments)} segments", "dim")
+    return label
+
+
+def _segment_child(a, seg) -> tuple[Text, Target | None]:
+    label = Text(f"{seg.number:03d}")
+    if seg.timestamp:
+        label.append(f"  {seg.timestamp}", "dim")
+    return label, Target("segment", f"{a.name} segment {seg.number:03d}", seg.path)
 
 
 def _eid(group: str) -> int:

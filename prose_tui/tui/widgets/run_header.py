@@ -36,10 +36,29 @@ def header_text(run: Run | None, view: Run | None, *, moment: str | None, compac
 
 class RunHeader(Static):
     """``show`` redraws only when the text changed, and lays the screen out only when the
-    header needs another number of rows; ``shown`` is the text on screen."""
+    header needs more rows than it has shown for this run: a shorter text is padded with
+    blank rows to the height the header already has (the run going from a long reason,
+    ``interrupted``, to a short one, ``running``, on its first live change cost a layout of
+    the whole screen, 50-100 ms). The height settles back when another run is shown.
+    ``shown`` is the text on screen (without the padding)."""
 
     shown: Text = Text()
 
-    def show(self, text: Text) -> None:
-        if show_text(self, text, shown=self.shown):
-            self.shown = text
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._key: object = None  # the run whose rows are kept
+        self._painted: Text = Text()  # ``shown`` with its padding
+
+    def show(self, text: Text, *, key: object = None) -> None:
+        """Show ``text`` for the run ``key`` (its path; None keeps no rows)."""
+        painted = text
+        if key is not None and key == self._key and self.is_mounted and self.display and self.size and text.plain:
+            width = self.content_region.width
+            rows = len(text.wrap(self.app.console, width)) if width > 0 else 0
+            if 0 < rows < self.size.height:  # the rows the header has now, kept
+                painted = text.copy()
+                painted.append("\n" * (self.size.height - rows))
+        self._key = key
+        if show_text(self, painted, shown=self._painted):
+            self._painted = painted
+        self.shown = text
