@@ -176,3 +176,28 @@ async def test_a_paged_group_takes_new_bindings_after_its_last_in_place():
                 assert _looks(tree) == _looks(fresh)
         tree.show(_run(before + [("y000", None), ("y001", None), ("y002", None), ("a", None)]))  # before the last: rebuilt
         assert tree.rebuilds == rebuilds + 1
+
+
+async def test_a_rebuild_keeps_the_cursor_on_its_binding_when_bindings_share_one_file():
+    """A database run's bindings all live in its ``state.db``: after a rebuild the cursor
+    stays on the binding it was on, not on the first one with the same file."""
+    db = RUN / "state.db"
+
+    def db_run(missing: str | None = None) -> Run:
+        return Run(id="r1", path=RUN, state_file=db,
+                   bindings=[Binding(name=name, path=db, kind="let", exists=name != missing)
+                             for name in ("alpha", "beta", "gamma", "delta")])
+
+    app = _Tree()
+    async with app.run_test(size=(80, 30)) as pilot:
+        tree = app.query_one(BindingTree)
+        tree.show(db_run())
+        await pilot.pause()
+        leaf = next(n for n in tree._walk() if n.data is not None and n.data.title.startswith("gamma"))
+        tree.move_cursor(leaf)
+        await pilot.pause()
+        rebuilds = tree.rebuilds
+        tree.show(db_run(missing="alpha"))  # a changed binding: the tree is rebuilt
+        await pilot.pause()
+        assert tree.rebuilds == rebuilds + 1
+        assert tree.cursor_node is not None and tree.cursor_node.data.title.startswith("gamma")

@@ -215,10 +215,11 @@ class BindingTree(Tree[Target]):
         self._fill(self.root, run, expanded)
         self.root.expand()
         if selected is not None:
-            for node in self._walk():
-                if node.data is not None and node.data.path == selected.path and node.data.kind == selected.kind:
-                    self.move_cursor(node)
-                    break
+            # By the target's key (kind, file, title), not its file alone: a database run's
+            # bindings all live in one file. The new nodes get their lines on the next refresh.
+            node = next((n for n in self._walk() if n.data is not None and n.data.key == selected.key), None)
+            if node is not None:
+                self.call_after_refresh(self.move_cursor, node)
 
     def _fill(self, parent: TreeNode[Target], run: Run, expanded: set[str]) -> None:
         top = parent is self.root
