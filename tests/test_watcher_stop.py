@@ -68,3 +68,19 @@ def test_update_restarts_the_watch_on_the_new_roots(tmp_path):
     (second / "state.md").write_text("x\n", encoding="utf-8")
     assert arrived.wait(10)
     watcher.close()
+
+
+def test_a_quiet_watch_looks_less_often_and_a_change_makes_it_quick_again(tmp_path):
+    """Idle, the engine's step is the idle one (fewer wake-ups: idle CPU); a subscription or
+    a change puts it on the fast step for ``ACTIVE_S`` seconds, so a run just opened or one
+    that writes is followed quickly."""
+    from prose_tui.live.watcher import ACTIVE_S, IDLE_STEP_MS
+
+    watcher = Watcher()
+    assert watcher.step(0.0) == IDLE_STEP_MS > STEP_MS  # nothing changed yet
+    seen = _delivered(watcher, tmp_path, "state.md")
+    assert tmp_path / "state.md" in seen
+    changed_at = watcher._active_until - ACTIVE_S  # when the batch was handed over
+    assert watcher.step(changed_at + ACTIVE_S / 2) == STEP_MS
+    assert watcher.step(changed_at + ACTIVE_S + 0.001) == IDLE_STEP_MS
+    watcher.close()
