@@ -10,9 +10,9 @@ from prose_tui.tui.widgets.call_stack import EMPTY_NOTE, CallStackView
 
 
 class _Side(App):
-    """The call stack alone in a column as wide as the side pane at 120x40 (38 cells)."""
+    """The call stack alone in a column as wide as the side pane's inside at 120x40 (34 cells)."""
 
-    CSS = "CallStackView { width: 38; height: 8; }"
+    CSS = "CallStackView { width: 34; height: 8; }"
 
     def compose(self) -> ComposeResult:
         yield CallStackView(id="stack")

@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 from prose_tui.model import Frame
 
 _COLUMNS = ("id", "block", "depth", "status")  # id: the frame's execution_id
-EMPTY_NOTE = "no block is executing (root scope)"
+EMPTY_NOTE = "no block executing (root scope)"
 _STATUS_STYLE = {"executing": "bold yellow", "waiting": "dim", "failed": "bold red", "complete": "green"}
 
 
