@@ -35,6 +35,7 @@ from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
+from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
@@ -100,6 +101,7 @@ class ExplorerScreen(Screen[None]):
         self.search_term = ""
         self.first_read_done = False  # every run listed and the layout settled after the first read
         self.panes = Panes(self, self.model, workspace)
+        self.heap = HeapKeeper()  # frozen once a run's full read is shown (prose_tui.tui.heap)
         self._started = False
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
@@ -434,6 +436,7 @@ class ExplorerScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.feed.stop()
+        self.heap.release()
 
 
 __all__ = ["ExplorerScreen", "PANES", "when_text"]

@@ -104,6 +104,9 @@ class Panes:
         if model.is_full_read(run):
             self.open_on_failure()
             model.loaded_run = run.path
+            heap = self.screen.heap
+            if heap.frozen != run.path:  # after the frame that shows it
+                self.screen.call_after_refresh(heap.run_shown, run.path)
 
     def open_on_failure(self) -> None:
         """A failed run seen for the first time opens on its first failure, once its full read
