@@ -141,13 +141,12 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     tail = tails.get(run_dir)
     if tail is not None and run.format in EVENT_LOG_FORMATS and run.state_file == tail.file.path:
         try:
-            change, st = tail.file.check()
+            change, st, data = tail.file.look()  # one open, one read: the bytes since the committed offset
         except OSError:
-            change, st = Change.RESET, None
+            change, st, data = Change.RESET, None, b""
         if change is not Change.RESET and st is not None:
             # Grew, or a provisional last line (no newline yet) changed: parse from the
             # committed offset; nothing new when the bytes there are the provisional ones.
-            data = tail.file.read_new() if (change is Change.GREW or tail.pending_data) else b""
             if data != tail.pending_data:
                 _grow(run, tail, data, st, delta, summary=summary)
             return delta

@@ -220,7 +220,7 @@ def _feed(place: _Place, data: bytes, st: os.stat_result | None, name: str, node
         text = data[:end].decode("utf-8", errors="replace")
         _read_lines(text, name, node, chain, warnings, place.lines + 1)
         place.lines += text.count("\n")
-        place.tail.advance(end, st)
+        place.tail.advance(end, st, data)
     elif st is not None and place.tail.inode is None:
         place.tail.advance(0, st)
     rest = data[end:].decode("utf-8", errors="replace").strip()
@@ -288,10 +288,9 @@ class LedgerTail:
                 changed = True
                 continue
             try:
-                change, st = place.tail.check()
+                change, st, data = place.tail.look(MAX_LEDGER_BYTES)
                 if change is Change.SAME:
                     continue
-                data = place.tail.read_new(MAX_LEDGER_BYTES) if change is Change.GREW else b""
             except OSError:
                 continue
             if change is Change.RESET:

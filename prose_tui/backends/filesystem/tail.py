@@ -1,7 +1,7 @@
 """Tailing append-only files: read only the bytes appended since the last read.
 
-:class:`FileTail` keeps a byte offset and the identity of what it read (inode, size, a hash
-of the bytes just before the offset) and says whether a file grew, shrank, was replaced or
+:class:`FileTail` keeps a byte offset and the identity of what it read (inode, size, the
+bytes just before the offset) and says whether a file grew, shrank, was replaced or
 rewritten in place. :class:`EventLogParser` is the compact event log parser
 (:mod:`prose_tui.backends.filesystem.eventlog`; FORMATS.md, Generations 2-4) kept as a
 state machine, so appended lines are parsed alone: open frames, open parallels, the
@@ -14,7 +14,6 @@ when more bytes arrive, so the run shows it as a fresh open would.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from array import array
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from prose_tui.backends.filesystem.eventlog import (
 from prose_tui.backends.filesystem.eventlog_lines import classify_line
 from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
 
-PROBE = 256  # bytes before the offset whose hash tells an append from a rewrite
+PROBE = 256  # bytes before the offset that tell an append from a rewrite
 
 
 class Change(Enum):
@@ -48,23 +47,36 @@ class Change(Enum):
 @dataclass(slots=True)
 class FileTail:
     """Where the last read of ``path`` stopped: ``offset`` (bytes), the file's inode and
-    device, and the SHA-1 of the ``PROBE`` bytes before ``offset``."""
+    device, and ``probe``, the (at most ``PROBE``) bytes just before ``offset`` as they were
+    read: the same bytes there later mean the file was appended to, not rewritten."""
 
     path: Path
     offset: int = 0
     inode: tuple[int, int] | None = None
     probe: bytes = b""
 
+    def look(self, limit: int | None = None) -> tuple[Change, os.stat_result, bytes]:
+        """Compare the file on disk with what was read, and read what is new, with one
+        open and one read: ``(change, stat, bytes from offset to the end)`` (at most
+        ``limit`` bytes; ``b""`` on a reset). ``OSError`` when it cannot be read."""
+        with open(self.path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if self.inode is not None and (st.st_ino, st.st_dev) != self.inode:
+                return Change.RESET, st, b""
+            if st.st_size < self.offset:
+                return Change.RESET, st, b""
+            start = self.offset - len(self.probe)
+            fh.seek(start)
+            if self.probe and fh.read(len(self.probe)) != self.probe:
+                return Change.RESET, st, b""
+            if st.st_size == self.offset:
+                return Change.SAME, st, b""
+            return Change.GREW, st, fh.read() if limit is None else fh.read(limit)
+
     def check(self) -> tuple[Change, os.stat_result | None]:
-        """Compare the file on disk with what was read. ``OSError`` when it cannot be read."""
-        st = os.stat(self.path)
-        if self.inode is not None and (st.st_ino, st.st_dev) != self.inode:
-            return Change.RESET, st
-        if st.st_size < self.offset:
-            return Change.RESET, st
-        if self.offset and self._probe_hash() != self.probe:
-            return Change.RESET, st
-        return (Change.GREW if st.st_size > self.offset else Change.SAME), st
+        """``look`` without keeping the new bytes."""
+        change, st, _data = self.look(0)
+        return change, st
 
     def read_new(self, limit: int | None = None) -> bytes:
         """The bytes from ``offset`` to the end (at most ``limit``); does not move ``offset``."""
@@ -72,22 +84,27 @@ class FileTail:
             fh.seek(self.offset)
             return fh.read() if limit is None else fh.read(limit)
 
-    def advance(self, consumed: int, st: os.stat_result | None = None) -> None:
-        """Mark ``consumed`` more bytes as read and remember the file's identity."""
-        self.offset += consumed
+    def advance(self, consumed: int, st: os.stat_result | None = None, data: bytes | None = None) -> None:
+        """Mark ``consumed`` more bytes as read and remember the file's identity. ``data``,
+        when given, holds the bytes read from the old offset (at least ``consumed`` of them):
+        the new probe is taken from it, without reading the file again."""
         if st is not None:
             self.inode = (st.st_ino, st.st_dev)
-        self.probe = self._probe_hash() if self.offset else b""
+        if data is not None and len(data) >= consumed:
+            self.probe = (self.probe + data[:consumed])[-PROBE:] if consumed else self.probe
+            self.offset += consumed
+            return
+        self.offset += consumed
+        self.probe = self._read_probe() if self.offset else b""
 
     def reset(self) -> None:
         self.offset, self.inode, self.probe = 0, None, b""
 
-    def _probe_hash(self) -> bytes:
+    def _read_probe(self) -> bytes:
         start = max(0, self.offset - PROBE)
         with open(self.path, "rb") as fh:
             fh.seek(start)
-            data = fh.read(self.offset - start)
-        return hashlib.sha1(data).digest()
+            return fh.read(self.offset - start)
 
 
 _KINDS = list(EventKind)
@@ -430,7 +447,7 @@ class EventLogTail:
         complete, rest = data[:cut], data[cut:]
         if complete:
             changed |= parser.feed(decode(complete).splitlines())
-        self.file.advance(len(complete), st)
+        self.file.advance(len(complete), st, data)
         self.pending_data = rest
         if rest:
             self.pending = parser.checkpoint()
