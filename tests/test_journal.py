@@ -216,6 +216,27 @@ def test_event_log_state_is_not_journaled(tmp_path):
     assert history_of(open_run(run_dir), journal=journal).origin == "log"
 
 
+def test_a_growing_event_log_stays_unjournaled_and_a_snapshot_put_in_its_place_is_kept(tmp_path):
+    """The journal remembers that ``state.md`` is an event log while it only grows (it is not
+    read again per appended event); a snapshot that replaces it is journaled with its text."""
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-090000-c0ffee"
+    run_dir.mkdir(parents=True)
+    state = run_dir / "state.md"
+    state.write_text("# run:20260301-090000-c0ffee x.prose\n1→ a ✓\n", encoding="utf-8")
+    journal = Journal(tmp_path / "state")
+    assert journal.record(run_dir, {state}, START) == 0
+    with open(state, "a", encoding="utf-8") as fh:
+        fh.write("2→ b ✓\n")
+    assert journal.record(run_dir, {state}, START + timedelta(seconds=1)) == 0
+    snapshot = "## Execution Trace\n```prose\nsession \"a\"  # <-- EXECUTING\n```\n"
+    tmp = run_dir / ".state.tmp"
+    tmp.write_text(snapshot, encoding="utf-8")
+    os.replace(tmp, state)
+    assert journal.record(run_dir, {state}, START + timedelta(seconds=2)) == 1
+    [entry] = journal.entries(run_dir)
+    assert entry.kind == "state" and entry.text == snapshot
+
+
 def test_journal_that_stopped_early_still_ends_live(tmp_path):
     vm, journal, live, _ = journal_demo(tmp_path, steps=5)
     run = open_run(vm.run_dir)

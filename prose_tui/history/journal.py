@@ -85,6 +85,7 @@ class _Seen:
     files: dict[str, tuple[int, int]]
     entries: int
     stored: int = 0  # bytes of revision texts kept for this run
+    event_log: tuple[int, int, int] | None = None  # (inode, device, size) of state.md when last seen as an event log
 
 
 MAX_WALK_DEPTH = 8
@@ -288,18 +289,29 @@ class Journal:
         return added
 
     def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime) -> JournalEntry | None:
+        # An event log is its own history and encrypted text tells nothing: neither is kept.
+        # A log that only grew since it was last seen as one (same inode, not shorter) is
+        # still one: it is not read again (it is the whole run, read per appended event).
         try:
             with open(path, "rb") as fh:
                 st = os.fstat(fh.fileno())
-                data = fh.read()
+                known = seen.event_log
+                if known is not None and known[:2] == (st.st_ino, st.st_dev) and st.st_size >= known[2]:
+                    seen.event_log = (st.st_ino, st.st_dev, st.st_size)
+                    return None
+                head = fh.read(65536)
+                if looks_like_event_log(decode(head)):
+                    seen.event_log = (st.st_ino, st.st_dev, st.st_size)
+                    return None
+                seen.event_log = None
+                if looks_encrypted(decode(head[:4096])):
+                    return None
+                data = head + fh.read()
         except OSError:
             if seen.state is not None:
                 seen.state = None
                 return JournalEntry(now, "removed", path)
             return None
-        head = decode(data[:4096])
-        if looks_encrypted(head) or looks_like_event_log(decode(data[:65536])):
-            return None  # an event log is its own history; encrypted text tells nothing
         sha = hashlib.sha256(data).hexdigest()
         from prose_tui.history.stream import remember_current
 
