@@ -84,3 +84,25 @@ def test_a_quiet_watch_looks_less_often_and_a_change_makes_it_quick_again(tmp_pa
     assert watcher.step(changed_at + ACTIVE_S / 2) == STEP_MS
     assert watcher.step(changed_at + ACTIVE_S + 0.001) == IDLE_STEP_MS
     watcher.close()
+
+
+def test_a_stream_of_changes_is_looked_at_on_the_idle_step_until_it_stops():
+    """Five batches a second for two seconds make a stream: the engine looks less often (the
+    explorer shows a stream once a second); two seconds at most after the last batch, or while
+    batches come slower, the step is the fast one."""
+    from prose_tui.live.watcher import IDLE_STEP_MS, STREAM_BATCHES, STREAM_WINDOW_S
+
+    watcher = Watcher()
+    t = 100.0
+    for _ in range(STREAM_BATCHES):  # a change every 0.35 s: not a stream
+        watcher.handed_over(t)
+        t += 0.35
+    assert watcher.step(t) == STEP_MS
+    for _ in range(STREAM_BATCHES):  # ten a second
+        watcher.handed_over(t)
+        t += 0.1
+    assert watcher.streaming(t) and watcher.step(t) == IDLE_STEP_MS
+    last = t - 0.1
+    assert watcher.step(last + STREAM_WINDOW_S - STREAM_BATCHES * 0.1 + 0.05) == IDLE_STEP_MS
+    assert watcher.step(last + STREAM_WINDOW_S + 0.01) == STEP_MS  # stopped: quick again
+    watcher.close()
