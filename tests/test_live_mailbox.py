@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from prose_tui.live.mailbox import DeltaMailbox, Pace, merge
+from prose_tui.live.mailbox import STREAMING, DeltaMailbox, Pace, merge
 from prose_tui.model import Delta, Event, EventKind, Run
 
 
@@ -110,9 +110,9 @@ def test_pace_shows_a_burst_at_once_then_a_stream_at_the_frame_rate():
     assert pace.wait() == 0.0
 
 
-def test_pace_slows_to_the_busy_interval_only_under_sustained_pressure():
+def test_pace_slows_to_the_busy_then_the_stream_interval_only_under_sustained_pressure():
     now = [0.0]
-    pace = Pace(ratio=0.0, interval=0.3, busy_interval=0.5, burst=3, clock=lambda: now[0])
+    pace = Pace(ratio=0.0, interval=0.3, busy_interval=0.5, stream_interval=1.0, burst=3, clock=lambda: now[0])
 
     def frames(period: float, merged: int, until: float) -> tuple[list[float], int]:
         shown, arrived = [], 0
@@ -127,11 +127,19 @@ def test_pace_slows_to_the_busy_interval_only_under_sustained_pressure():
     # One change every 0.34 s, each alone: every one shown when it arrives, however long it goes on.
     lone, arrived = frames(0.34, 1, 20.0)
     assert len(lone) == arrived
-    # A stream whose frames each carry several changes: two frames a second.
+    # A stream whose frames each carry several changes: two frames a second, then, once
+    # it lasts (STREAMING frames), one a second.
     now[0] = 40.0
-    stream, _ = frames(0.01, 5, 50.0)
-    steady = [b - a for a, b in zip(stream[5:], stream[6:])]
-    assert steady and all(abs(g - 0.5) < 0.02 for g in steady)
+    stream, _ = frames(0.01, 5, 60.0)
+    gaps = [round(b - a, 2) for a, b in zip(stream, stream[1:])]
+    assert 0.5 in gaps[:STREAMING]
+    assert gaps[STREAMING:] and all(abs(g - 1.0) < 0.02 for g in gaps[STREAMING:])
+    # A frame with a single change ends the pressure: the next change after a quiet
+    # moment is shown at once, and a steady trickle goes back to the plain interval.
+    now[0] = 70.0
+    trickle, _ = frames(0.34, 1, 75.0)
+    assert trickle[0] == 70.0
+    assert [round(b - a, 2) for a, b in zip(trickle, trickle[1:])][-3:] == [0.34, 0.34, 0.34]
 
 
 class _Screen:
