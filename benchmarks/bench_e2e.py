@@ -49,6 +49,7 @@ from generate import EventLogWriter, huge_run  # noqa: E402
 
 SIZE = (200, 50)
 PERIOD = 0.3
+SETTLE = 1.0  # seconds from the run on screen to the first write (--settle)
 CASES = ["eventlog-0", "eventlog-2000", "eventlog-20000", "eventlog-100000", "binding", "snapshot-500",
          "snapshot-2000"]
 TARGET = {"snapshot-2000": 80}
@@ -173,6 +174,7 @@ def tmux_case(name: str, rounds: int) -> list[float]:
                 raise RuntimeError(f"{name}: the app did not start:\n{term.screen()}")
             opened = "start" if case.where == "value" else "step_" if name != "eventlog-0" and name.startswith("eventlog") else ("value_" if name.startswith("snapshot") else "Trace")
             term.wait_for(opened, 120)
+            time.sleep(SETTLE)
             samples = []
             for i in range(rounds):
                 t0 = time.perf_counter()
@@ -267,6 +269,7 @@ async def headless_case(name: str, rounds: int, profile: str | None = None) -> l
             trace = explorer.query_one(TraceView)
             viewer = explorer.query_one(ValueViewer)
             await until(lambda: explorer.watcher_state.startswith("watching") and bool(trace.lines), 120)
+            await asyncio.sleep(SETTLE)
 
             # The live worker may re-state the trace list in place before the UI has taken
             # the delta: a marker counts once the trace was told (set_lines/lines_changed).
@@ -327,9 +330,12 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--settle", type=float, default=1.0,
+                        help="seconds between the run on screen and the first write (0: while the open settles)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="headless: cProfile the UI thread over the rounds into PREFIX.CASE.prof")
     args = parser.parse_args()
+    globals()["SETTLE"] = args.settle
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
     drivers = ["headless", "tmux"] if args.driver == "both" else [args.driver]
     if "tmux" in drivers and shutil.which("tmux") is None:
