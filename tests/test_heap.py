@@ -66,3 +66,66 @@ async def test_the_explorer_freezes_after_each_run_it_shows_and_thaws_when_it_cl
         await wait_until(pilot, lambda: explorer.heap.frozen == other, what="the freeze after the second run")
         assert explorer.heap.freezes == 2
     assert gc.get_freeze_count() == before  # nothing stays frozen once the screen is gone
+
+
+def test_a_hold_keeps_the_collector_off_until_the_run_is_shown_or_it_expires(monkeypatch):
+    import prose_tui.tui.heap as heap_module
+
+    assert gc.isenabled()
+    keeper = HeapKeeper()
+    try:
+        keeper.hold()
+        assert not gc.isenabled()
+        keeper.expire()  # not HOLD_S seconds yet
+        assert not gc.isenabled()
+        later = keeper.held_since + heap_module.HOLD_S
+        monkeypatch.setattr(heap_module.time, "monotonic", lambda: later)
+        keeper.expire()  # an open that never showed a run: on again
+        assert gc.isenabled() and keeper.held_since is None
+        keeper.hold()
+        keeper.run_shown("a")
+        assert gc.isenabled()
+        keeper.hold()
+        keeper.release()
+        assert gc.isenabled()
+        gc.disable()  # someone else's: the keeper neither holds nor ends it
+        keeper.hold()
+        keeper.release()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        keeper.release()
+
+
+async def test_no_garbage_collection_runs_while_the_explorer_opens_a_run(monkeypatch):
+    """From the screen's start to the freeze after the first run is shown, the collector
+    does not run (a run's open makes objects that all stay: a collection only pauses it)."""
+    seen: list[str] = []
+    real_hold, real_shown = HeapKeeper.hold, HeapKeeper.run_shown
+
+    def hold(self):
+        seen.append("hold")
+        real_hold(self)
+
+    def run_shown(self, key):
+        seen.append("shown")
+        real_shown(self, key)
+
+    def collected(phase, info):
+        if phase == "start":
+            seen.append(f"gc{info['generation']}")
+
+    monkeypatch.setattr(HeapKeeper, "hold", hold)
+    monkeypatch.setattr(HeapKeeper, "run_shown", run_shown)
+    gc.callbacks.append(collected)
+    try:
+        app = make_app(PROJECT)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settled(pilot)
+            explorer = app.explorer
+            await wait_until(pilot, lambda: explorer.heap.frozen is not None, what="the freeze")
+            assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(collected)
+    start, end = seen.index("hold"), seen.index("shown")
+    assert start < end and not [s for s in seen[start:end] if s.startswith("gc")]

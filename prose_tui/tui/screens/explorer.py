@@ -35,7 +35,7 @@ from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
-from prose_tui.tui.heap import HeapKeeper
+from prose_tui.tui.heap import HOLD_S, HeapKeeper
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
@@ -181,6 +181,7 @@ class ExplorerScreen(Screen[None]):
         self._started = True
         self.panes.start()
         self._layout()
+        self._hold_heap()
         self.feed.scan()
         self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self.feed.tick)
 
@@ -273,7 +274,14 @@ class ExplorerScreen(Screen[None]):
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
+        if self.heap.frozen != path:
+            self._hold_heap()
         self.feed.open(path)
+
+    def _hold_heap(self) -> None:
+        """No garbage collection while a run is read and first shown (``prose_tui.tui.heap``)."""
+        self.heap.hold()
+        self.set_timer(HOLD_S, self.heap.expire)
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
