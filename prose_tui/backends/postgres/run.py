@@ -17,7 +17,8 @@ the order they were observed, continuing ``run.events``' numbering.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +46,8 @@ from prose_tui.model import Backend, Delta, Event, Run, RunFormat, RunStatus
 
 DEFAULT_WINDOW = 500
 """Execution rows read with a run's first screen; older ones are paged (``RunView.page``)."""
+FIRST_SCREEN_ROWS = 100
+"""Execution rows of the first screen shown before the rest of the run is read (a screen or two)."""
 MAX_LIVE_ROWS = 5000
 """Execution rows kept in the trace while watching; older ones drop out of the window."""
 
@@ -118,9 +121,15 @@ class RunView:
     execution: ExecutionReader | None = None
 
     # -- first read ---------------------------------------------------------------------
-    def load(self) -> Run:
+    def load(self, first_screen: Callable[[Run], None] | None = None) -> Run:
         """Read the run in full (its first screen). Raises ``DatabaseUnavailable``; a failing
-        statement (a column the VM dropped) becomes a warning and the rest is still read."""
+        statement (a column the VM dropped) becomes a warning and the rest is still read.
+
+        ``first_screen(run)``, when given, is called first with what a screen shows at once:
+        the ``run`` row and the last ``FIRST_SCREEN_ROWS`` execution rows (trace, events,
+        call stack; no bindings, agents, imports or receipts yet), as a copy of the run that
+        is never changed afterwards; the whole window and the rest are read after it returns
+        (two more short queries in all: the row count and the open call stack again)."""
         run = self.run
         run.warnings.clear()
         run.sections.clear()
@@ -128,8 +137,11 @@ class RunView:
         if not tables:
             run.warnings.append(f"schema '{self.reader.schema}' has no tables this role can read.")
             return run
-        for part in (self._load_run_row, self._load_execution, self._load_bindings, self._load_agents,
-                     self._load_imports, self._load_receipts, self._load_metrics):
+        parts = [self._load_run_row, self._load_execution, self._load_bindings, self._load_agents,
+                 self._load_imports, self._load_receipts, self._load_metrics]
+        if first_screen is not None and self._first_screen(first_screen):
+            del parts[0]  # the run row is read
+        for part in parts:
             try:
                 part()
             except QueryFailed as exc:
@@ -138,6 +150,26 @@ class RunView:
         run.tables = T.extension_tables(self.reader)
         run.header["database"] = self.reader.label
         return run
+
+    def _first_screen(self, show: Callable[[Run], None]) -> bool:
+        """The run row and the last rows, given to ``show`` as a copy; ``True`` when the run
+        row was read (the execution rows are read again, the whole window, by ``load``)."""
+        run = self.run
+        try:
+            self._load_run_row()
+        except QueryFailed:
+            run.warnings.clear()  # the full read says why
+            return False
+        kept = len(run.warnings)
+        try:
+            self._load_execution(min(FIRST_SCREEN_ROWS, self.window))
+            first: Run | None = replace(run, header=dict(run.header), warnings=list(run.warnings))
+        except QueryFailed:
+            first = None  # the full read says why
+        del run.warnings[kept:]  # the execution rows' warnings come again with the whole window
+        if first is not None:
+            show(first)
+        return True
 
     def _load_run_row(self) -> None:
         run = self.run
@@ -158,7 +190,8 @@ class RunView:
         if word is not None and run.status is RunStatus.UNKNOWN:
             run.warnings.append(f"run status {word!r} is not one the spec names.")
 
-    def _load_execution(self) -> None:
+    def _load_execution(self, window: int | None = None) -> None:
+        """The last ``window`` (default: the view's) execution rows: trace, events, call stack."""
         run = self.run
         cols = self.reader.tables().get("execution")
         if cols is None:
@@ -173,7 +206,7 @@ class RunView:
             run.warnings.append(f"table 'execution' lacks column(s) {', '.join(missing)}.")
         self.execution = ExecutionReader(self.reader, run.id, cols)
         total = self.execution.count()
-        rows = self.execution.last(self.window)
+        rows = self.execution.last(self.window if window is None else window)
         self.rows = {r.id: r for r in rows}
         self.first_line = total - len(rows) + 1
         self.max_id = max(self.rows, default=0)
@@ -354,9 +387,9 @@ class RunView:
         self.depth.update(depths(added, self.parents, self.execution.parents))
         position = {rid: i for i, rid in enumerate(self.order)} if len(added) < len(changed) else {}
         touched: set[int] = set()
-        # A new list, never the old one changed in place: views compare the list they were
-        # given with the run's to know whether to redraw.
-        self.run.trace = list(self.run.trace)
+        # The run's own list grows and is re-stated in place, as a SQLite run's does: the
+        # delta names the lines (``trace_lines``), so a view repaints those and the history
+        # extends by the new events; a new list would make both start again per change.
         for r in changed:
             if r.id in self.rows:
                 i = position[r.id]
@@ -385,8 +418,7 @@ class RunView:
         delta.status = True
 
     def _append_events(self, events: list[Event], delta: Delta) -> None:
-        self.run.events = list(self.run.events)  # a new list, as for the trace
-        for event in events:
+        for event in events:  # appended in place, as for the trace
             key = _key(event)
             if key in self.emitted:
                 continue

@@ -64,6 +64,7 @@ PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows wh
 FIRST_PAGE = 200  # a database's newest runs, shown before its whole list is read (a screen or more)
 FIRST_WAIT = 15.0  # seconds the scan waits for that page (a connection and a statement time out sooner)
 PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
+FIRST_WAIT_PAINT = 0.5  # seconds a run's full read waits for its first screen's paint (a frame or two)
 
 
 class RunFeed:
@@ -303,12 +304,30 @@ class RunFeed:
                                thread=True)
 
     def _open_in_full(self, path: Path) -> None:
+        def first_screen(run: Run) -> None:
+            # A database run's last rows, shown (``_detailed``: if it is still the run chosen)
+            # even when a later choice cancelled this worker (choosing the same run again
+            # waits for this read); the rest is read once they are painted: read during the
+            # paint, it would hold the GIL the paint needs.
+            painted = threading.Event()
+
+            def show() -> None:
+                self._detailed(run)
+                self.screen.call_after_refresh(painted.set)
+
+            if self.screen.is_attached:
+                try:
+                    self.screen.app.call_from_thread(self._if_attached, show)
+                except RuntimeError:  # the app stopped
+                    raise _ScreenGone from None
+                painted.wait(FIRST_WAIT_PAINT)
+
         try:
             if path not in self.workspace.runs:
                 summary = self.workspace.summary(path)
                 if summary is not None:
                     self._from_thread(self._detailed, summary)
-            run = self.workspace.detail(path)
+            run = self.workspace.detail(path, first_screen=first_screen)
             if run is not None:
                 self._from_thread(self._detailed, run)
         except _ScreenGone:
