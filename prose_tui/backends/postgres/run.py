@@ -8,7 +8,8 @@ have changed (no spec version sends NOTIFY):
 * execution rows with an ``id`` above the highest seen, plus the rows still open
   (pending/executing), re-read by primary key: one round trip;
 * one row of signatures: the ``run`` row's status and ``updated_at``, ``count``/``max(updated_at)``
-  of the run's bindings, agents, segments and imports, ``max(id)`` of its receipts;
+  of the run's bindings and agents, the highest id of the segments and receipt tables, and
+  every ``SLOW_PARTS_EVERY`` seconds ``count``/``max(resolved_at)`` of its imports;
   a part is read again only when its signature moved.
 
 The result is a :class:`~prose_tui.model.Delta` naming what changed; events are appended in
@@ -17,6 +18,7 @@ the order they were observed, continuing ``run.events``' numbering.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -50,6 +52,8 @@ FIRST_SCREEN_ROWS = 100
 """Execution rows of the first screen shown before the rest of the run is read (a screen or two)."""
 MAX_LIVE_ROWS = 5000
 """Execution rows kept in the trace while watching; older ones drop out of the window."""
+SLOW_PARTS_EVERY = 2.0
+"""Seconds between polls that look at the parts found only by a scan (``imports``)."""
 
 RUN_STATUS = {
     "running": RunStatus.RUNNING, "executing": RunStatus.RUNNING,
@@ -118,6 +122,7 @@ class RunView:
     order: list[int] = field(default_factory=list)  # ids of the rows in the trace, in trace order
     base_reason: str = ""
     offline: bool = False
+    slow_at: float = 0.0  # time.monotonic() of the last poll that looked at the slow parts
     execution: ExecutionReader | None = None
 
     # -- first read ---------------------------------------------------------------------
@@ -147,6 +152,7 @@ class RunView:
             except QueryFailed as exc:
                 run.warnings.append(f"{part.__name__.removeprefix('_load_').replace('_', ' ')} could not be read: {exc}.")
         self.signatures = self._signatures()
+        self.slow_at = time.monotonic()
         run.tables = T.extension_tables(self.reader)
         run.header["database"] = self.reader.label
         return run
@@ -279,8 +285,9 @@ class RunView:
         T.load_metrics(self.reader, self.run)
 
     # -- polling --------------------------------------------------------------------------
-    def _signatures(self) -> dict[str, object]:
-        """One round trip: a value per part that moves when the part changes."""
+    def _signatures(self, slow: bool = True) -> dict[str, object]:
+        """One round trip: a value per part that moves when the part changes. The parts the
+        spec gives no index to find a run's rows by (``imports``) only when ``slow``."""
         tables = self.reader.tables()
         parts: list[tuple[str, str, int]] = []  # (name, SQL, number of run-id parameters)
         cols: list[str]
@@ -294,6 +301,11 @@ class RunView:
             cols = tables.get(name, [])
             if "run_id" not in cols:
                 continue
+            if name == "imports" and not slow:
+                # Its primary key is (alias, run_id): a run's imports are a scan of the
+                # whole table, and it has no id to take the highest of. Looked at every
+                # SLOW_PARTS_EVERY seconds (a VM resolves imports as a run starts), not every poll.
+                continue
             if name == "agent_segments" and "id" in cols:
                 # The spec indexes segments by (agent_name, run_id) only: a run's segments are
                 # a scan of the whole table, every poll. The table's highest id is one primary
@@ -305,7 +317,10 @@ class RunView:
             expr = f"count(*)::text || '|' || coalesce(max({stamp})::text, '')" if stamp else "count(*)::text"
             parts.append((name, f"SELECT {expr} FROM {self.reader.table(name)} WHERE {where}", n))
         if {"id", "run_id"} <= set(tables.get("receipt", [])):
-            parts.append(("receipt", f"SELECT max(id)::text FROM {self.reader.table('receipt')} WHERE run_id = %s", 1))
+            # No index on run_id in the spec either: the table's highest id (one primary key
+            # lookup) moves when any run writes a receipt; this run's new ones are then read
+            # by id (``load_receipts``: ``id >`` the last seen, a range of the primary key).
+            parts.append(("receipt", f"SELECT max(id)::text FROM {self.reader.table('receipt')}", 0))
         if not parts:
             return {}
         sql = "SELECT " + ", ".join(f"({q})" for _, q, _ in parts)
@@ -347,9 +362,14 @@ class RunView:
             changed = [r for r in fresh if r.id not in self.rows or _differs(self.rows[r.id], r)]
             if changed:
                 self._apply_rows(changed, delta)
-        signatures = self._signatures()
+        now = time.monotonic()
+        slow = now - self.slow_at >= SLOW_PARTS_EVERY
+        if slow:
+            self.slow_at = now
+        signatures = self._signatures(slow)
         moved = {k for k, v in signatures.items() if self.signatures.get(k) != v}
-        self.signatures = signatures
+        receipts_seen = self.signatures.get("receipt")  # the receipt table's highest id at the last poll
+        self.signatures = {**self.signatures, **signatures}  # a part not asked this time keeps its value
         if "run" in moved:
             before = (run.status, run.program)
             self._load_run_row()
@@ -368,13 +388,19 @@ class RunView:
         if "imports" in moved:
             self._load_imports()
             delta.imports = True
+        receipts: list = []
         if "receipt" in moved:
-            receipts, self.receipt_id = T.load_receipts(self.reader, run, self.receipt_id)
+            receipts, top = T.load_receipts(self.reader, run, self.receipt_id)
+            # Next time from the highest id the last poll saw (other runs' receipts below it
+            # are not looked at again), or this run's own highest when that is higher.
+            seen = int(receipts_seen) if isinstance(receipts_seen, str) and receipts_seen.isdigit() else 0
+            self.receipt_id = max(top, seen)
+        if receipts:  # another run's receipts move the signature too
             run.receipts.extend(receipts)
             self._nodes()
             self._append_events(_receipt_events(receipts), delta)
             delta.status = True
-        if delta.events or moved & {"receipt"}:
+        if delta.events or receipts:
             self._load_metrics()
         return None if delta.empty else delta
 
