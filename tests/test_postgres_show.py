@@ -144,3 +144,35 @@ async def test_a_row_committed_while_watching_shows_in_the_trace_and_the_history
         assert "the committed row" in event.text and event.execution_id == marker
         assert "the committed row" in trace.lines[trace.cursor].text
     vm.close()
+
+
+async def test_a_committed_row_is_shown_while_the_run_list_check_is_still_reading(db, sources, tmp_path):
+    vm = VmWriter(db, NEWER)
+    vm.start()
+    vm.finish(vm.statement('session "first"'))
+    source = sources(db, poll_interval=0.05)
+    held, release = threading.Event(), threading.Event()
+    poll_runs = source.poll_runs
+
+    def slow_list(**kw):  # the run list moved (a team's runs come and go): its check reads for a while
+        if held.is_set():
+            assert release.wait(60), "the test never released the run list's check"
+        return poll_runs(**kw)
+
+    source.poll_runs = slow_list  # type: ignore[method-assign]
+    app = ProseTUI(tmp_path, watch=True, sources=[source])
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            explorer = app.explorer
+            path = source.path_of(NEWER)
+            await wait_until(pilot, lambda: explorer.loaded_run == path and explorer.feed.polls > 0,
+                             what="the run read and polled", turns=1500)
+            held.set()
+            vm.statement('session "committed meanwhile"')
+            trace = explorer.query_one(TraceView)
+            await wait_until(pilot, lambda: "committed meanwhile" in trace_text(trace), what="the row on screen",
+                             turns=1500)
+            assert not release.is_set()
+    finally:
+        release.set()
+    vm.close()

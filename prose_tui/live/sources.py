@@ -110,11 +110,14 @@ class SourceRuns:
         """One line per source for the status bar (connected, reconnecting and why)."""
         return [source.state for source in self.sources]
 
-    def poll_sources(self) -> Applied:
+    def poll_sources(self, on_deltas: Callable[[Applied], None] | None = None) -> Applied:
         """Ask every source what changed: first the runs read in full (the run on screen: a
         committed row must not wait behind the run list), then the list (new, changed and
         removed runs; the source asks the database at most every few seconds). Blocking
-        I/O, never under ``lock``: call it from a worker thread every ``poll_interval`` s."""
+        I/O, never under ``lock``: call it from a worker thread every ``poll_interval`` s.
+        With ``on_deltas``, what the runs read in full gave is handed to it before the list
+        is asked (a list that moved costs a query per changed run), and only the list's
+        changes are returned."""
         out = Applied()
         now = self.clock()
         for source in self.sources:
@@ -127,6 +130,9 @@ class SourceRuns:
                     paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
                     out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
                     out.deltas[path] = delta  # what changed, line by line (the trace can repaint just those)
+        if on_deltas is not None:
+            on_deltas(out)
+            out = Applied()
         for source in self.sources:
             try:
                 listed = source.poll_runs()
