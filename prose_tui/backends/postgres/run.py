@@ -34,7 +34,9 @@ from prose_tui.backends.postgres.connect import (
 )
 from prose_tui.backends.common.depths import depths
 from prose_tui.backends.postgres.rows import (
+    FAILED_STATUSES,
     OPEN_STATUSES,
+    STACK_STATUSES,
     ExecutionReader,
     call_stack,
 )
@@ -245,8 +247,8 @@ class RunView:
     def _stack_and_failure(self) -> None:
         run = self.run
         assert self.execution is not None
-        run.call_stack = call_stack(self.execution, self.rows)
-        failed = self.execution.latest_with_status(("failed", "error"))
+        latest, failed = self.execution.latest_of_each(STACK_STATUSES, FAILED_STATUSES)  # one round trip
+        run.call_stack = call_stack(self.execution, self.rows, latest, read=False)
         reason = ""
         if failed is not None:
             run.header["failed_execution_id"] = str(failed.id)
