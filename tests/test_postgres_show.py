@@ -176,3 +176,33 @@ async def test_a_committed_row_is_shown_while_the_run_list_check_is_still_readin
     finally:
         release.set()
     vm.close()
+
+
+async def test_a_chosen_run_whose_rows_are_late_shows_its_summary_meanwhile(db, sources, tmp_path, monkeypatch):
+    big_run(db, 10)
+    source = sources(db)
+    release = threading.Event()
+    load_execution = RunView._load_execution
+
+    def held(self: RunView, window=None) -> None:  # the database answers the big run's rows late
+        if self.run.id == BIG:
+            assert release.wait(60), "the test never saw the summary"
+        load_execution(self, window)
+
+    monkeypatch.setattr(RunView, "_load_execution", held)
+    app = ProseTUI(tmp_path, watch=False, sources=[source])
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            explorer = app.explorer
+            await wait_until(pilot, lambda: explorer.first_read_done and explorer.loaded_run == source.path_of(NEWER),
+                             what="the newer run read", turns=1500)
+            path = source.path_of(BIG)
+            explorer.open_run_at(path)
+            await wait_until(pilot, lambda: explorer.current_run is not None and explorer.current_run.path == path,
+                             what="the summary shown", turns=3000)
+            assert not explorer.current_run.trace and explorer.loaded_run is None  # the run list's row, not read yet
+            release.set()
+            await wait_until(pilot, lambda: explorer.loaded_run == path, what="the full read on screen", turns=1500)
+            assert len(explorer.current_run.trace) == 10
+    finally:
+        release.set()
