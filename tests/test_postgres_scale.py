@@ -201,3 +201,56 @@ def test_a_poll_reads_no_table_whole_where_the_spec_gives_an_index_or_a_primary_
         c.execute("INSERT INTO openprose.agent_segments (agent_name, run_id, segment_number, prompt) VALUES ('helper', %s, 1, 'p')", (RUN,))
     delta = view.poll()
     assert delta is not None and delta.agents and any(a.name == "helper" for a in view.run.agents)
+
+
+def test_a_poll_scans_neither_imports_nor_receipts_and_still_finds_them(db, sources, monkeypatch):
+    """The spec indexes neither ``imports`` nor ``receipt`` by run_id: a poll asks the receipt
+    table for its highest id (its primary key) and looks at imports only every few seconds;
+    this run's new receipts and imports are still found, another run's receipts change nothing."""
+    from prose_tui.backends.postgres import run as run_module
+
+    vm = VmWriter(db, RUN)
+    vm.start()
+    vm.finish(vm.statement('session "one"'))
+    vm.close()
+    receipt = ("INSERT INTO openprose.receipt (run_id, node, contract_fingerprint, wake, input_fingerprints, fingerprints, "
+               "status, sig) VALUES (%s, %s, 'c', '{}', '{}', '{}', 'rendered', '{}')")
+    with psycopg.connect(db, autocommit=True) as c:
+        c.execute("INSERT INTO openprose.run (id) SELECT 'r' || g FROM generate_series(1, 2000) g")
+        c.execute("INSERT INTO openprose.imports (alias, run_id, source_ref) "
+                  "SELECT 'i' || g, 'r' || (g % 2000 + 1), 'src' FROM generate_series(1, 50000) g")
+        c.execute("INSERT INTO openprose.receipt (run_id, node, contract_fingerprint, wake, input_fingerprints, fingerprints, "
+                  "status, sig) SELECT 'r' || (g % 2000 + 1), 'n', 'c', '{}', '{}', '{}', 'rendered', '{}' "
+                  "FROM generate_series(1, 50000) g")
+        c.execute("ANALYZE")
+    source = sources(db)
+    source.open(source.path_of(RUN))
+    view = source.views[source.path_of(RUN)]
+    reader = view.reader
+    rows = reader.rows
+    seen: list[tuple[str, object]] = []
+
+    def capture(sql, params=None):
+        seen.append((sql, params))
+        return rows(sql, params)
+
+    reader.rows = capture  # type: ignore[method-assign]
+    try:
+        assert view.poll() is None  # right after the read: the slow parts are not due
+    finally:
+        reader.rows = rows  # type: ignore[method-assign]
+    signature = next((sql, params) for sql, params in seen if "count(*)" in sql)
+    assert "imports" not in signature[0]
+    plan = "\n".join(r[0] for r in rows("EXPLAIN " + signature[0], signature[1]))
+    assert "Seq Scan on receipt" not in plan, f"the poll scans receipt whole:\n{plan}"
+    with psycopg.connect(db, autocommit=True) as c:
+        c.execute(receipt, ("r7", "other"))
+    assert view.poll() is None and view.run.receipts == []  # another run's receipt
+    with psycopg.connect(db, autocommit=True) as c:
+        c.execute(receipt, (RUN, "brief"))
+        c.execute("INSERT INTO openprose.imports (alias, run_id, source_ref) VALUES ('lib', %s, 'std/lib')", (RUN,))
+    delta = view.poll()
+    assert delta is not None and [r.node for r in view.run.receipts] == ["brief"] and not delta.imports
+    monkeypatch.setattr(run_module, "SLOW_PARTS_EVERY", 0.0)  # the slow parts due now
+    delta = view.poll()
+    assert delta is not None and delta.imports and [i.id for i in view.run.imports] == ["lib"]

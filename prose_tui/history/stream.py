@@ -33,6 +33,7 @@ from prose_tui.backends.filesystem.snapshot import SnapshotState
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.nodes import with_receipt_failures
 from prose_tui.history.refs import EventRef, LineRefs
+from prose_tui.history.step_lines import StepLines
 from prose_tui.model import (
     Event,
     EventKind,
@@ -56,6 +57,8 @@ LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFor
                RunFormat.NARRATION, RunFormat.REACTOR)
 # formats whose trace is the log itself, one line per event line (``_log_trace_lines``)
 LINE_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
+# formats whose events map to trace lines by step (``StepLines``): a row per line
+STEP_FORMATS = (RunFormat.SQLITE, RunFormat.POSTGRES)
 _FAILED = (K.STATEMENT_FAILED, K.RUN_ERRORED)
 
 
@@ -184,6 +187,7 @@ class _LogCache:
     history: History
     sources: list[Event]
     note_format: RunFormat
+    steps: StepLines | None = None  # a database run's line mapping, extended with the run
 
 
 _HISTORIES: OrderedDict[tuple[Path, str], Any] = OrderedDict()
@@ -248,9 +252,11 @@ def _log_history(run: Run) -> History:
             _HISTORIES.move_to_end(key)
             return cached.history
     events = [_share(e, i) for i, e in enumerate(src)]
-    refs = LineRefs(_log_trace_lines(run, events))  # a trace line per event, 4 bytes each
+    steps = StepLines(run.trace) if run.format in STEP_FORMATS else None
+    lines = steps.lines_for(events) if steps is not None else _log_trace_lines(run, events)
+    refs = LineRefs(lines)  # a trace line per event, 4 bytes each
     history = History(events, "log", _log_note(run, events), refs)
-    _keep(key, _LogCache(history, list(src), run.format))
+    _keep(key, _LogCache(history, list(src), run.format, steps))
     return history
 
 
@@ -259,6 +265,7 @@ def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
     history, src = cached.history, run.events
     if same == len(src) == len(history.events):
         return
+    appended = same == len(history.events)  # nothing of the history's own is dropped
     del history.events[same:]
     del history.refs[same:]
     del cached.sources[same:]
@@ -276,9 +283,23 @@ def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
                 last_line = event.line
             line = run.trace[rank - 1].line if rank - 1 < len(run.trace) else None
             history.refs.append(EventRef(trace_line=line))
+    elif run.format in STEP_FORMATS:
+        steps = cached.steps
+        if steps is not None and appended and steps.extend(run.trace):
+            # Rows appended (or re-stated in place): only the new events are mapped.
+            for t in steps.lines_for(fresh):
+                history.refs.append(EventRef(trace_line=t))
+        else:
+            _map_steps(cached, run)
     else:
         history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]  # in place
     history.note = _log_note(run, history.events)
+
+
+def _map_steps(cached: _LogCache, run: Run) -> None:
+    """A database run's refs mapped again from the whole trace (``StepLines`` started anew)."""
+    steps = cached.steps = StepLines(run.trace)
+    cached.history.refs[:] = [EventRef(trace_line=t) for t in steps.lines_for(cached.history.events)]  # in place
 
 
 def _prepend_log(cached: _LogCache, run: Run, older: int) -> None:
@@ -286,7 +307,10 @@ def _prepend_log(cached: _LogCache, run: Run, older: int) -> None:
     the history grows at its start, the same object, ``prepended`` counting them."""
     history, src = cached.history, run.events
     history.events[:] = [_share(e, i) for i, e in enumerate(src)]
-    history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]  # in place
+    if run.format in STEP_FORMATS:
+        _map_steps(cached, run)
+    else:
+        history.refs[:] = [EventRef(trace_line=t) for t in _log_trace_lines(run, history.events)]  # in place
     cached.sources[:] = src
     history.prepended += older
     history.note = _log_note(run, history.events)

@@ -23,7 +23,8 @@ class RunSource(Protocol):
     """A place runs live that is not a folder (``backends.postgres.PostgresSource``).
 
     ``first_runs(n)`` the newest ``n`` runs of ``list_runs`` (one short query: the run list
-    shows them while the whole list is read);
+    shows them while the whole list is read); ``open(path, first_screen=f)`` reads a run in
+    full, calling ``f`` first with a copy of what a screen shows at once (a run's last rows);
     ``poll`` returns a delta per run read in full that changed (cheap: what changed);
     ``poll_runs`` what happened to the list (``added``/``changed`` runs, ``removed``
     paths), at most every few seconds and cheap when nothing did. Both block on I/O and
@@ -37,7 +38,7 @@ class RunSource(Protocol):
     def owns(self, path: Path) -> bool: ...
     def list_runs(self) -> list[Run]: ...
     def first_runs(self, limit: int) -> list[Run]: ...
-    def open(self, path: Path) -> Run: ...
+    def open(self, path: Path, *, first_screen: Callable[[Run], None] | None = None) -> Run: ...
     def poll(self, path: Path | None = None) -> dict[Path, Delta]: ...
     def poll_runs(self) -> Any: ...
 
@@ -92,11 +93,12 @@ class SourceRuns:
                     if run.path not in self.detailed:
                         self.runs[run.path] = run
 
-    def _read_source(self, source: RunSource, path: Path, *, summary: bool) -> Run | None:
+    def _read_source(self, source: RunSource, path: Path, *, summary: bool,
+                     first_screen: Callable[[Run], None] | None = None) -> Run | None:
         if summary:
             return self.runs.get(path)
         try:
-            run = source.open(path)
+            run = source.open(path, first_screen=first_screen) if first_screen is not None else source.open(path)
         except (OSError, KeyError):
             return self.runs.get(path)
         with self.lock:
@@ -108,11 +110,14 @@ class SourceRuns:
         """One line per source for the status bar (connected, reconnecting and why)."""
         return [source.state for source in self.sources]
 
-    def poll_sources(self) -> Applied:
+    def poll_sources(self, on_deltas: Callable[[Applied], None] | None = None) -> Applied:
         """Ask every source what changed: first the runs read in full (the run on screen: a
         committed row must not wait behind the run list), then the list (new, changed and
         removed runs; the source asks the database at most every few seconds). Blocking
-        I/O, never under ``lock``: call it from a worker thread every ``poll_interval`` s."""
+        I/O, never under ``lock``: call it from a worker thread every ``poll_interval`` s.
+        With ``on_deltas``, what the runs read in full gave is handed to it before the list
+        is asked (a list that moved costs a query per changed run), and only the list's
+        changes are returned."""
         out = Applied()
         now = self.clock()
         for source in self.sources:
@@ -125,6 +130,9 @@ class SourceRuns:
                     paths = set(delta.bindings) | ({path} if not delta.bindings or delta.events or delta.status else set())
                     out.changed[path] = RunChange(delta.run, {Part.STATE}, paths)
                     out.deltas[path] = delta  # what changed, line by line (the trace can repaint just those)
+        if on_deltas is not None:
+            on_deltas(out)
+            out = Applied()
         for source in self.sources:
             try:
                 listed = source.poll_runs()

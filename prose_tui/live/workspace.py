@@ -115,19 +115,22 @@ class Workspace(SourceRuns):
                 return self.runs.get(path)
         return self._read(path, summary=True)
 
-    def detail(self, path: Path) -> Run | None:
-        """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on."""
+    def detail(self, path: Path, *, first_screen: Callable[[Run], None] | None = None) -> Run | None:
+        """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on.
+        ``first_screen(run)``: for a run kept in a source (a database), called on this thread
+        with a copy of the run's first screen (its last rows) before the rest is read."""
         with self.lock:
             if path in self.detailed and path in self.runs:
                 return self.runs[path]
-        run = self._read(path, summary=False)
+        run = self._read(path, summary=False, first_screen=first_screen)
         if run is not None:
             self.catch_up(path)  # bytes the VM appended while the run was being read
             with self.lock:
                 run = self.runs.get(path, run)
         return run
 
-    def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
+    def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None,
+              first_screen: Callable[[Run], None] | None = None) -> Run | None:
         if summary is False:
             # One full read of a run at a time: the start-up read and "open in full" often ask
             # for the same run at once; the second waits and takes the first's result, instead
@@ -137,7 +140,7 @@ class Workspace(SourceRuns):
                 with self.lock:
                     if path in self.detailed and path in self.runs:
                         return self.runs[path]
-                return self._read_now(path, progress=progress, partial=partial, summary=False)
+                return self._read_now(path, progress=progress, partial=partial, summary=False, first_screen=first_screen)
         return self._read_now(path, progress=progress, partial=partial, summary=summary)
 
     def _full_read_lock(self, path: Path) -> threading.Lock:
@@ -147,10 +150,12 @@ class Workspace(SourceRuns):
                 lock = self._full_reads[path] = threading.Lock()
             return lock
 
-    def _read_now(self, path: Path, *, progress=None, partial=None, summary: bool | None = None) -> Run | None:
+    def _read_now(self, path: Path, *, progress=None, partial=None, summary: bool | None = None,
+                  first_screen: Callable[[Run], None] | None = None) -> Run | None:
         source = self.source_of(path)
         if source is not None:
-            return self._read_source(source, path, summary=path not in self.detailed if summary is None else summary)
+            return self._read_source(source, path, summary=path not in self.detailed if summary is None else summary,
+                                     first_screen=first_screen)
         with self.lock:
             ref = self.refs.get(path)
             if summary is None:

@@ -135,6 +135,21 @@ class ExecutionReader:
         rows = self._rows("run_id = %s AND status = ANY(%s)", (self.run_id, list(statuses)), "ORDER BY id DESC LIMIT 1")
         return rows[0] if rows else None
 
+    def latest_of_each(self, *statuses: tuple[str, ...]) -> list[ExecutionRow | None]:
+        """For each tuple of ``statuses``, the run's latest row with one of them (``None``:
+        none), in one round trip (``latest_with_status`` for each, as one ``UNION ALL``)."""
+        if "status" not in self.cols or not statuses:
+            return [None for _ in statuses]
+        one = (f"(SELECT %s::int, {self._select} FROM {self._table} WHERE run_id = %s AND status = ANY(%s) "
+               f"ORDER BY id DESC LIMIT 1)")
+        params: list = []
+        for i, wanted in enumerate(statuses):
+            params += [i, self.run_id, list(wanted)]
+        out: list[ExecutionRow | None] = [None for _ in statuses]
+        for raw in self.reader.rows(" UNION ALL ".join(one for _ in statuses), tuple(params)):
+            out[int(raw[0])] = to_row(dict(zip(self.cols, raw[1:])))
+        return out
+
     def parents(self, ids: set[int]) -> dict[int, int | None]:
         """``{id: parent_id}`` for ``ids`` (missing rows map to ``None``)."""
         if not ids or "parent_id" not in self.cols:
@@ -143,10 +158,16 @@ class ExecutionReader:
         return {i: found.get(i) for i in ids}
 
 
-def call_stack(execution: ExecutionReader, known: dict[int, ExecutionRow]) -> list[Frame]:
-    """Open frames, innermost first: the latest executing row and its ``parent_id`` chain,
-    block invocations only (state/postgres.md, Scope Resolution Query)."""
-    row = execution.latest_with_status(("executing", "running", "retrying"))
+STACK_STATUSES = ("executing", "running", "retrying")
+FAILED_STATUSES = ("failed", "error")
+
+
+def call_stack(execution: ExecutionReader, known: dict[int, ExecutionRow], latest: ExecutionRow | None = None, *,
+               read: bool = True) -> list[Frame]:
+    """Open frames, innermost first: the latest executing row (``latest``, read here when
+    ``read``) and its ``parent_id`` chain, block invocations only (state/postgres.md, Scope
+    Resolution Query)."""
+    row = execution.latest_with_status(STACK_STATUSES) if read else latest
     if row is None:
         return []
     chain: list[ExecutionRow] = []

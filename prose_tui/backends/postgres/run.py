@@ -8,7 +8,8 @@ have changed (no spec version sends NOTIFY):
 * execution rows with an ``id`` above the highest seen, plus the rows still open
   (pending/executing), re-read by primary key: one round trip;
 * one row of signatures: the ``run`` row's status and ``updated_at``, ``count``/``max(updated_at)``
-  of the run's bindings, agents, segments and imports, ``max(id)`` of its receipts;
+  of the run's bindings and agents, the highest id of the segments and receipt tables, and
+  every ``SLOW_PARTS_EVERY`` seconds ``count``/``max(resolved_at)`` of its imports;
   a part is read again only when its signature moved.
 
 The result is a :class:`~prose_tui.model.Delta` naming what changed; events are appended in
@@ -17,7 +18,9 @@ the order they were observed, continuing ``run.events``' numbering.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +34,9 @@ from prose_tui.backends.postgres.connect import (
 )
 from prose_tui.backends.common.depths import depths
 from prose_tui.backends.postgres.rows import (
+    FAILED_STATUSES,
     OPEN_STATUSES,
+    STACK_STATUSES,
     ExecutionReader,
     call_stack,
 )
@@ -45,8 +50,12 @@ from prose_tui.model import Backend, Delta, Event, Run, RunFormat, RunStatus
 
 DEFAULT_WINDOW = 500
 """Execution rows read with a run's first screen; older ones are paged (``RunView.page``)."""
+FIRST_SCREEN_ROWS = 100
+"""Execution rows of the first screen shown before the rest of the run is read (a screen or two)."""
 MAX_LIVE_ROWS = 5000
 """Execution rows kept in the trace while watching; older ones drop out of the window."""
+SLOW_PARTS_EVERY = 2.0
+"""Seconds between polls that look at the parts found only by a scan (``imports``)."""
 
 RUN_STATUS = {
     "running": RunStatus.RUNNING, "executing": RunStatus.RUNNING,
@@ -115,12 +124,19 @@ class RunView:
     order: list[int] = field(default_factory=list)  # ids of the rows in the trace, in trace order
     base_reason: str = ""
     offline: bool = False
+    slow_at: float = 0.0  # time.monotonic() of the last poll that looked at the slow parts
     execution: ExecutionReader | None = None
 
     # -- first read ---------------------------------------------------------------------
-    def load(self) -> Run:
+    def load(self, first_screen: Callable[[Run], None] | None = None) -> Run:
         """Read the run in full (its first screen). Raises ``DatabaseUnavailable``; a failing
-        statement (a column the VM dropped) becomes a warning and the rest is still read."""
+        statement (a column the VM dropped) becomes a warning and the rest is still read.
+
+        ``first_screen(run)``, when given, is called first with what a screen shows at once:
+        the ``run`` row and the last ``FIRST_SCREEN_ROWS`` execution rows (trace, events,
+        call stack; no bindings, agents, imports or receipts yet), as a copy of the run that
+        is never changed afterwards; the whole window and the rest are read after it returns
+        (two more short queries in all: the row count and the open call stack again)."""
         run = self.run
         run.warnings.clear()
         run.sections.clear()
@@ -128,16 +144,40 @@ class RunView:
         if not tables:
             run.warnings.append(f"schema '{self.reader.schema}' has no tables this role can read.")
             return run
-        for part in (self._load_run_row, self._load_execution, self._load_bindings, self._load_agents,
-                     self._load_imports, self._load_receipts, self._load_metrics):
+        parts = [self._load_run_row, self._load_execution, self._load_bindings, self._load_agents,
+                 self._load_imports, self._load_receipts, self._load_metrics]
+        if first_screen is not None and self._first_screen(first_screen):
+            del parts[0]  # the run row is read
+        for part in parts:
             try:
                 part()
             except QueryFailed as exc:
                 run.warnings.append(f"{part.__name__.removeprefix('_load_').replace('_', ' ')} could not be read: {exc}.")
         self.signatures = self._signatures()
+        self.slow_at = time.monotonic()
         run.tables = T.extension_tables(self.reader)
         run.header["database"] = self.reader.label
         return run
+
+    def _first_screen(self, show: Callable[[Run], None]) -> bool:
+        """The run row and the last rows, given to ``show`` as a copy; ``True`` when the run
+        row was read (the execution rows are read again, the whole window, by ``load``)."""
+        run = self.run
+        try:
+            self._load_run_row()
+        except QueryFailed:
+            run.warnings.clear()  # the full read says why
+            return False
+        kept = len(run.warnings)
+        try:
+            self._load_execution(min(FIRST_SCREEN_ROWS, self.window))
+            first: Run | None = replace(run, header=dict(run.header), warnings=list(run.warnings))
+        except QueryFailed:
+            first = None  # the full read says why
+        del run.warnings[kept:]  # the execution rows' warnings come again with the whole window
+        if first is not None:
+            show(first)
+        return True
 
     def _load_run_row(self) -> None:
         run = self.run
@@ -158,7 +198,8 @@ class RunView:
         if word is not None and run.status is RunStatus.UNKNOWN:
             run.warnings.append(f"run status {word!r} is not one the spec names.")
 
-    def _load_execution(self) -> None:
+    def _load_execution(self, window: int | None = None) -> None:
+        """The last ``window`` (default: the view's) execution rows: trace, events, call stack."""
         run = self.run
         cols = self.reader.tables().get("execution")
         if cols is None:
@@ -173,7 +214,7 @@ class RunView:
             run.warnings.append(f"table 'execution' lacks column(s) {', '.join(missing)}.")
         self.execution = ExecutionReader(self.reader, run.id, cols)
         total = self.execution.count()
-        rows = self.execution.last(self.window)
+        rows = self.execution.last(self.window if window is None else window)
         self.rows = {r.id: r for r in rows}
         self.first_line = total - len(rows) + 1
         self.max_id = max(self.rows, default=0)
@@ -206,8 +247,8 @@ class RunView:
     def _stack_and_failure(self) -> None:
         run = self.run
         assert self.execution is not None
-        run.call_stack = call_stack(self.execution, self.rows)
-        failed = self.execution.latest_with_status(("failed", "error"))
+        latest, failed = self.execution.latest_of_each(STACK_STATUSES, FAILED_STATUSES)  # one round trip
+        run.call_stack = call_stack(self.execution, self.rows, latest, read=False)
         reason = ""
         if failed is not None:
             run.header["failed_execution_id"] = str(failed.id)
@@ -246,8 +287,9 @@ class RunView:
         T.load_metrics(self.reader, self.run)
 
     # -- polling --------------------------------------------------------------------------
-    def _signatures(self) -> dict[str, object]:
-        """One round trip: a value per part that moves when the part changes."""
+    def _signatures(self, slow: bool = True) -> dict[str, object]:
+        """One round trip: a value per part that moves when the part changes. The parts the
+        spec gives no index to find a run's rows by (``imports``) only when ``slow``."""
         tables = self.reader.tables()
         parts: list[tuple[str, str, int]] = []  # (name, SQL, number of run-id parameters)
         cols: list[str]
@@ -261,6 +303,11 @@ class RunView:
             cols = tables.get(name, [])
             if "run_id" not in cols:
                 continue
+            if name == "imports" and not slow:
+                # Its primary key is (alias, run_id): a run's imports are a scan of the
+                # whole table, and it has no id to take the highest of. Looked at every
+                # SLOW_PARTS_EVERY seconds (a VM resolves imports as a run starts), not every poll.
+                continue
             if name == "agent_segments" and "id" in cols:
                 # The spec indexes segments by (agent_name, run_id) only: a run's segments are
                 # a scan of the whole table, every poll. The table's highest id is one primary
@@ -272,7 +319,10 @@ class RunView:
             expr = f"count(*)::text || '|' || coalesce(max({stamp})::text, '')" if stamp else "count(*)::text"
             parts.append((name, f"SELECT {expr} FROM {self.reader.table(name)} WHERE {where}", n))
         if {"id", "run_id"} <= set(tables.get("receipt", [])):
-            parts.append(("receipt", f"SELECT max(id)::text FROM {self.reader.table('receipt')} WHERE run_id = %s", 1))
+            # No index on run_id in the spec either: the table's highest id (one primary key
+            # lookup) moves when any run writes a receipt; this run's new ones are then read
+            # by id (``load_receipts``: ``id >`` the last seen, a range of the primary key).
+            parts.append(("receipt", f"SELECT max(id)::text FROM {self.reader.table('receipt')}", 0))
         if not parts:
             return {}
         sql = "SELECT " + ", ".join(f"({q})" for _, q, _ in parts)
@@ -314,9 +364,14 @@ class RunView:
             changed = [r for r in fresh if r.id not in self.rows or _differs(self.rows[r.id], r)]
             if changed:
                 self._apply_rows(changed, delta)
-        signatures = self._signatures()
+        now = time.monotonic()
+        slow = now - self.slow_at >= SLOW_PARTS_EVERY
+        if slow:
+            self.slow_at = now
+        signatures = self._signatures(slow)
         moved = {k for k, v in signatures.items() if self.signatures.get(k) != v}
-        self.signatures = signatures
+        receipts_seen = self.signatures.get("receipt")  # the receipt table's highest id at the last poll
+        self.signatures = {**self.signatures, **signatures}  # a part not asked this time keeps its value
         if "run" in moved:
             before = (run.status, run.program)
             self._load_run_row()
@@ -335,13 +390,19 @@ class RunView:
         if "imports" in moved:
             self._load_imports()
             delta.imports = True
+        receipts: list = []
         if "receipt" in moved:
-            receipts, self.receipt_id = T.load_receipts(self.reader, run, self.receipt_id)
+            receipts, top = T.load_receipts(self.reader, run, self.receipt_id)
+            # Next time from the highest id the last poll saw (other runs' receipts below it
+            # are not looked at again), or this run's own highest when that is higher.
+            seen = int(receipts_seen) if isinstance(receipts_seen, str) and receipts_seen.isdigit() else 0
+            self.receipt_id = max(top, seen)
+        if receipts:  # another run's receipts move the signature too
             run.receipts.extend(receipts)
             self._nodes()
             self._append_events(_receipt_events(receipts), delta)
             delta.status = True
-        if delta.events or moved & {"receipt"}:
+        if delta.events or receipts:
             self._load_metrics()
         return None if delta.empty else delta
 
@@ -354,9 +415,9 @@ class RunView:
         self.depth.update(depths(added, self.parents, self.execution.parents))
         position = {rid: i for i, rid in enumerate(self.order)} if len(added) < len(changed) else {}
         touched: set[int] = set()
-        # A new list, never the old one changed in place: views compare the list they were
-        # given with the run's to know whether to redraw.
-        self.run.trace = list(self.run.trace)
+        # The run's own list grows and is re-stated in place, as a SQLite run's does: the
+        # delta names the lines (``trace_lines``), so a view repaints those and the history
+        # extends by the new events; a new list would make both start again per change.
         for r in changed:
             if r.id in self.rows:
                 i = position[r.id]
@@ -385,8 +446,7 @@ class RunView:
         delta.status = True
 
     def _append_events(self, events: list[Event], delta: Delta) -> None:
-        self.run.events = list(self.run.events)  # a new list, as for the trace
-        for event in events:
+        for event in events:  # appended in place, as for the trace
             key = _key(event)
             if key in self.emitted:
                 continue

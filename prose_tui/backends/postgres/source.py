@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,9 +233,11 @@ class PostgresSource:
             return out
 
     # -- one run ------------------------------------------------------------------------
-    def open(self, path: Path) -> Run:
+    def open(self, path: Path, *, first_screen: Callable[[Run], None] | None = None) -> Run:
         """The run at ``path`` read in full; from now on :meth:`poll` keeps it current.
-        Raises ``KeyError`` for a path this source does not know, ``DatabaseUnavailable``."""
+        ``first_screen(run)`` (optional) receives the run's first screen before the rest is
+        read (``RunView.load``; not called for a run read in full before). Raises
+        ``KeyError`` for a path this source does not know, ``DatabaseUnavailable``."""
         with self._lock:
             run_id = self.run_id_of(path)
             if run_id is None:
@@ -242,10 +245,17 @@ class PostgresSource:
             view = self.views.get(path)
             if view is not None:
                 return view.run
-            view = RunView(self.reader, new_run(run_id, self.label, self.location))
-            view.load()
-            if self.user_reader is not None:
-                self._user_agents(view.run)
+        # Read without the source's lock (the reader takes its own per statement): the polls
+        # of the runs shown go on meanwhile, and so does the read while ``first_screen``
+        # waits for the screen.
+        view = RunView(self.reader, new_run(run_id, self.label, self.location))
+        view.load(first_screen)
+        if self.user_reader is not None:
+            self._user_agents(view.run)
+        with self._lock:
+            known = self.views.get(path)
+            if known is not None:  # read meanwhile by another thread: one view per run
+                return known.run
             self.views[path] = view
             return view.run
 

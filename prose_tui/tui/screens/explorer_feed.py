@@ -64,6 +64,8 @@ PROGRESS_EVERY = 0.05  # seconds between progress reports and batches of rows wh
 FIRST_PAGE = 200  # a database's newest runs, shown before its whole list is read (a screen or more)
 FIRST_WAIT = 15.0  # seconds the scan waits for that page (a connection and a statement time out sooner)
 PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
+FIRST_WAIT_PAINT = 0.5  # seconds a run's full read waits for its first screen's paint (a frame or two)
+SUMMARY_AFTER = 0.3  # seconds a chosen database run's first screen may take before its summary is shown
 
 
 class RunFeed:
@@ -84,6 +86,7 @@ class RunFeed:
         self.stopped = threading.Event()  # the screen is going: polling ends
         self._activated = False
         self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
+        self._opening: Path | None = None  # a database run chosen, its first screen not shown yet
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
         self._first_lock = threading.Lock()
         self.poller = SourcePoll(self)
@@ -276,11 +279,24 @@ class RunFeed:
 
     # -- opening a run, full reads --------------------------------------------------------------------
     def open(self, path: Path) -> None:
-        """Show the run at ``path``: its summary at once, then all of it once read."""
+        """Show the run at ``path``: its summary at once, then all of it once read. A
+        database run's summary only if its first screen (its last rows, a few round trips)
+        is late: painted first, it held the screen for a frame of every pane (100-150 ms
+        under load) while those rows waited to be shown."""
         run = self.workspace.runs.get(path) or next((r for r in self.screen.query_one(RunList).runs if r.path == path), None)
-        self.screen.show_run(run)
+        late = run is not None and path not in self.workspace.detailed and self.workspace.source_of(path) is not None
+        self._opening = path if late else None
+        if run is not None and late:
+            self.screen.set_timer(SUMMARY_AFTER, partial(self._summary_if_late, path, run))
+        else:
+            self.screen.show_run(run)
         if path not in self.workspace.detailed:
             self.open_in_full(path)
+
+    def _summary_if_late(self, path: Path, run: Run) -> None:
+        if self._opening == path:
+            self._opening = None
+            self.screen.show_run(run)
 
     def open_import(self, parent: Path, handle: str) -> bool:
         """Show the import ``handle`` of the run at ``parent`` as a run of its own (read in
@@ -303,12 +319,30 @@ class RunFeed:
                                thread=True)
 
     def _open_in_full(self, path: Path) -> None:
+        def first_screen(run: Run) -> None:
+            # A database run's last rows, shown (``_detailed``: if it is still the run chosen)
+            # even when a later choice cancelled this worker (choosing the same run again
+            # waits for this read); the rest is read once they are painted: read during the
+            # paint, it would hold the GIL the paint needs.
+            painted = threading.Event()
+
+            def show() -> None:
+                self._detailed(run)
+                self.screen.call_after_refresh(painted.set)
+
+            if self.screen.is_attached:
+                try:
+                    self.screen.app.call_from_thread(self._if_attached, show)
+                except RuntimeError:  # the app stopped
+                    raise _ScreenGone from None
+                painted.wait(FIRST_WAIT_PAINT)
+
         try:
             if path not in self.workspace.runs:
                 summary = self.workspace.summary(path)
                 if summary is not None:
                     self._from_thread(self._detailed, summary)
-            run = self.workspace.detail(path)
+            run = self.workspace.detail(path, first_screen=first_screen)
             if run is not None:
                 self._from_thread(self._detailed, run)
         except _ScreenGone:
@@ -316,7 +350,8 @@ class RunFeed:
 
     def _detailed(self, run: Run) -> None:
         current = self.screen.current_run
-        if current is not None and current.path == run.path:
+        if (current is not None and current.path == run.path) or self._opening == run.path:
+            self._opening = None
             self.screen.show_run(run)
             self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
 

@@ -53,9 +53,17 @@ class SourcePoll:
         wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
         shown: list[str] | None = None
         due = time.monotonic()
+        gone = [False]
+
+        def runs_polled(applied: Applied) -> None:  # the runs read in full: handed over before the list is asked
+            if not applied.empty and not self._hand_over(applied, False):
+                gone[0] = True
+
         while not worker.is_cancelled and not self.feed.stopped.is_set():
-            applied = self.workspace.poll_sources()
+            applied = self.workspace.poll_sources(on_deltas=runs_polled)
             self.polls += 1
+            if gone[0]:
+                return
             states = self.workspace.source_states()
             if not applied.empty or states != shown:  # nothing to hand over for a quiet poll
                 if not self._hand_over(applied, states != shown):
