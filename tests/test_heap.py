@@ -5,6 +5,7 @@ frozen object outlives the screen."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 from app_helpers import make_app, settled, wait_until
@@ -68,33 +69,61 @@ async def test_the_explorer_freezes_after_each_run_it_shows_and_thaws_when_it_cl
     assert gc.get_freeze_count() == before  # nothing stays frozen once the screen is gone
 
 
-def test_a_hold_keeps_the_collector_off_until_the_run_is_shown_or_it_expires(monkeypatch):
-    import prose_tui.tui.heap as heap_module
+def test_a_hold_keeps_the_collector_off_until_the_run_is_shown_or_its_time_is_up():
+    from prose_tui.tui.heap import HOLD_S
+
+    limits: list["_Limit"] = []
+
+    class _Limit:
+        """A hold's time limit that the test runs out itself (no waiting on a clock)."""
+
+        def __init__(self, seconds, callback) -> None:
+            self.seconds, self.callback, self.cancelled = seconds, callback, False
+            limits.append(self)
+
+        def start(self) -> None:
+            pass
+
+        def cancel(self) -> None:
+            self.cancelled = True
 
     assert gc.isenabled()
-    keeper = HeapKeeper()
+    keeper = HeapKeeper(timer=_Limit)
     try:
         keeper.hold()
-        assert not gc.isenabled()
-        keeper.expire()  # not HOLD_S seconds yet
-        assert not gc.isenabled()
-        later = keeper.held_since + heap_module.HOLD_S
-        monkeypatch.setattr(heap_module.time, "monotonic", lambda: later)
-        keeper.expire()  # an open that never showed a run: on again
-        assert gc.isenabled() and keeper.held_since is None
+        assert not gc.isenabled() and keeper.holding and limits[-1].seconds == HOLD_S
+        keeper.hold()  # a second open while one runs: the same hold
+        assert len(limits) == 1
+        limits[-1].callback()  # an open that never showed a run: on again when time is up
+        assert gc.isenabled() and not keeper.holding
         keeper.hold()
         keeper.run_shown("a")
-        assert gc.isenabled()
+        assert gc.isenabled() and limits[-1].cancelled
         keeper.hold()
         keeper.release()
-        assert gc.isenabled()
+        assert gc.isenabled() and limits[-1].cancelled
         gc.disable()  # someone else's: the keeper neither holds nor ends it
         keeper.hold()
         keeper.release()
-        assert not gc.isenabled()
+        assert not gc.isenabled() and len(limits) == 3
     finally:
         gc.enable()
         keeper.release()
+
+
+def test_a_hold_ends_on_its_own_thread_when_nothing_else_ends_it():
+    done = threading.Event()
+
+    def timer(seconds, callback):
+        def ended():
+            callback()
+            done.set()
+
+        return threading.Timer(0.0, ended)  # the real kind of limit, run out at once
+
+    keeper = HeapKeeper(timer=timer)
+    keeper.hold()
+    assert done.wait(30) and gc.isenabled() and not keeper.holding
 
 
 async def test_no_garbage_collection_runs_while_the_explorer_opens_a_run(monkeypatch):

@@ -21,9 +21,9 @@ While a run is being read and first shown (``hold``, from the screen's start and
 choosing another run, to ``run_shown``) the collector does not run at all
 (``gc.disable()``): the open makes objects that all stay, so a collection then finds no
 garbage and only pauses the reader and the paint. The hold ends when the run is shown, when
-the screen goes, or after ``HOLD_S`` seconds (``expire``, from a timer the screen sets):
-an open that never shows a run (an empty folder, a failed read) leaves the collector off
-no longer than that.
+the screen goes, or after ``HOLD_S`` seconds (a timer thread of its own, so also when the
+app's loop is gone): an open that never shows a run (an empty folder, a failed read)
+leaves the collector off no longer than that.
 
 Textual-free; a keeper per explorer screen.
 """
@@ -31,10 +31,23 @@ Textual-free; a keeper per explorer screen.
 from __future__ import annotations
 
 import gc
-import time
-from collections.abc import Hashable
+import threading
+from collections.abc import Callable, Hashable
+from typing import Protocol
 
 HOLD_S = 10.0  # seconds at most that an open keeps the collector off
+
+
+class _Timer(Protocol):
+    def start(self) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+def _thread_timer(seconds: float, callback: Callable[[], None]) -> _Timer:
+    timer = threading.Timer(seconds, callback)
+    timer.daemon = True
+    return timer
 
 
 class HeapKeeper:
@@ -42,33 +55,44 @@ class HeapKeeper:
     is shown; see the module doc.
 
     ``enabled=False`` (or an interpreter without ``gc.freeze``) makes every call a no-op.
-    ``frozen`` is the key of the run the last freeze was for (``None``: nothing frozen).
+    ``frozen`` is the key of the run the last freeze was for (``None``: nothing frozen);
+    ``holding`` whether a hold has the collector off. ``timer(seconds, callback)`` makes the
+    hold's time limit (``threading.Timer`` unless a test gives another).
     """
 
-    def __init__(self, *, enabled: bool = True) -> None:
+    def __init__(self, *, enabled: bool = True,
+                 timer: Callable[[float, Callable[[], None]], _Timer] = _thread_timer) -> None:
         self.enabled = enabled and hasattr(gc, "freeze")
         self.frozen: Hashable | None = None
         self.freezes = 0  # how many times the heap was frozen (for tests and measurements)
-        self.held_since: float | None = None  # monotonic time the collector was turned off (None: on)
+        self._timer_of = timer
+        self._lock = threading.Lock()  # the time limit ends a hold on its own thread
+        self._limit: _Timer | None = None  # the running hold's time limit (None: no hold)
+
+    @property
+    def holding(self) -> bool:
+        return self._limit is not None
 
     def hold(self) -> None:
-        """A run is being read and shown: the collector is off until ``run_shown`` (at most
-        ``HOLD_S`` seconds: call ``expire`` then). Does nothing when the collector was
-        already off before the keeper (someone else turned it off: theirs to turn on)."""
-        if not self.enabled or self.held_since is not None or not gc.isenabled():
+        """A run is being read and shown: the collector is off until ``run_shown``, the
+        screen's ``release`` or ``HOLD_S`` seconds, whichever comes first. Does nothing while
+        a hold runs, or when the collector was off already (someone else's: theirs to end)."""
+        if not self.enabled:
             return
-        gc.disable()
-        self.held_since = time.monotonic()
-
-    def expire(self) -> None:
-        """Turn the collector on again if a hold has lasted ``HOLD_S`` seconds."""
-        if self.held_since is not None and time.monotonic() - self.held_since >= HOLD_S:
-            self._end_hold()
+        with self._lock:
+            if self._limit is not None or not gc.isenabled():
+                return
+            gc.disable()
+            limit = self._limit = self._timer_of(HOLD_S, self._end_hold)
+        limit.start()
 
     def _end_hold(self) -> None:
-        if self.held_since is not None:
-            self.held_since = None
+        with self._lock:
+            limit, self._limit = self._limit, None
+            if limit is None:
+                return
             gc.enable()
+        limit.cancel()  # a no-op when it is the limit itself that ends the hold
 
     def run_shown(self, key: Hashable) -> None:
         """The full read of the run ``key`` is on screen: freeze what is alive now and end a
@@ -86,8 +110,8 @@ class HeapKeeper:
         self._end_hold()
 
     def release(self) -> None:
-        """Give every frozen object back to the collector, and turn it on if a hold has it
-        off (the screen is going away)."""
+        """Give every frozen object back to the collector, and end a hold (the screen is
+        going away)."""
         self._end_hold()
         if self.enabled and self.frozen is not None:
             gc.unfreeze()

@@ -35,7 +35,7 @@ from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run
 from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
-from prose_tui.tui.heap import HOLD_S, HeapKeeper
+from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
@@ -281,7 +281,6 @@ class ExplorerScreen(Screen[None]):
     def _hold_heap(self) -> None:
         """No garbage collection while a run is read and first shown (``prose_tui.tui.heap``)."""
         self.heap.hold()
-        self.set_timer(HOLD_S, self.heap.expire)
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
