@@ -43,6 +43,9 @@ def test_a_keeper_freezes_once_per_run_and_gives_the_previous_run_back():
     finally:
         keeper.release()
     assert keeper.frozen is None and gc.get_freeze_count() == before
+    keeper.run_shown("d")  # a callback queued before the screen went: nothing
+    keeper.hold()
+    assert gc.get_freeze_count() == before and gc.isenabled()
 
 
 def test_a_disabled_keeper_leaves_the_collector_alone():

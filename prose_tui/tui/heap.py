@@ -110,9 +110,10 @@ class HeapKeeper:
         self._end_hold()
 
     def release(self) -> None:
-        """Give every frozen object back to the collector, and end a hold (the screen is
-        going away)."""
+        """Give every frozen object back to the collector, and end a hold: the screen is
+        going away, and later calls (a callback that was already queued) do nothing."""
         self._end_hold()
         if self.enabled and self.frozen is not None:
             gc.unfreeze()
             self.frozen = None
+        self.enabled = False

@@ -101,7 +101,7 @@ class ExplorerScreen(Screen[None]):
         self.search_term = ""
         self.first_read_done = False  # every run listed and the layout settled after the first read
         self.panes = Panes(self, self.model, workspace)
-        self.heap = HeapKeeper()  # frozen once a run's full read is shown (prose_tui.tui.heap)
+        self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------

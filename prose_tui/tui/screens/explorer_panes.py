@@ -105,7 +105,7 @@ class Panes:
             self.open_on_failure()
             model.loaded_run = run.path
             heap = self.screen.heap
-            if heap.frozen != run.path:  # after the frame that shows it
+            if heap.frozen != run.path or heap.holding:  # after the frame that shows it
                 self.screen.call_after_refresh(heap.run_shown, run.path)
 
     def open_on_failure(self) -> None:
