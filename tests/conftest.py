@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from pg_fixtures import cluster, db, sources  # noqa: F401 (the PostgreSQL tests' fixtures)
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"

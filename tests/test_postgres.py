@@ -15,48 +15,16 @@ import time
 import psycopg
 import pytest
 from app_helpers import wait_until
-from pg_server import VM_SCHEMA, VmWriter, cluster_or_skip
+from pg_server import VmWriter
 
 from prose_tui.backends.postgres import DatabaseUnavailable, DatabaseUrl, PostgresSource, QueryFailed, find_url
-from prose_tui.backends.postgres.backend import PostgresBackend, attach, detach
+from prose_tui.backends.postgres.backend import PostgresBackend
 from prose_tui.backends.postgres.rows import ExecutionReader
 from prose_tui.headless.cli import main
 from prose_tui.model import EventKind, RunStatus
 from prose_tui.tui.app import ProseTUI
 
 RUN = "20260116-143052-a7b3c9"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = cluster_or_skip()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def db(cluster):
-    """A fresh database with the VM's schema; yields its superuser URL."""
-    name = "t_" + secrets.token_hex(4)
-    cluster.create_db(name)
-    url = cluster.url(db=name)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(VM_SCHEMA)
-    return url
-
-
-@pytest.fixture
-def sources():
-    made: list[PostgresSource] = []
-
-    def make(url: str, **kw) -> PostgresSource:
-        source = attach(PostgresSource(DatabaseUrl(url), **kw))
-        made.append(source)
-        return source
-
-    yield make
-    for s in made:
-        detach(s)
 
 
 def wait_for(predicate, what: str, timeout: float = 30.0):

@@ -8,55 +8,20 @@ that make it, waiting on conditions (never on the clock).
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 
 import psycopg
 import pytest
 from app_helpers import wait_until
-from pg_server import VM_SCHEMA, VmWriter, cluster_or_skip
+from pg_server import VmWriter
 
-from prose_tui.backends.postgres import DatabaseUrl, PostgresSource
-from prose_tui.backends.postgres.backend import attach, detach
 from prose_tui.tui.app import ProseTUI
 from prose_tui.tui.screens.explorer_feed import FIRST_PAGE
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
 
 RUN = "20260116-143052-a7b3c9"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = cluster_or_skip()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def db(cluster):
-    """A fresh database with the VM's schema; yields its superuser URL."""
-    name = "t_" + secrets.token_hex(4)
-    cluster.create_db(name)
-    url = cluster.url(db=name)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(VM_SCHEMA)
-    return url
-
-
-@pytest.fixture
-def sources():
-    made: list[PostgresSource] = []
-
-    def make(url: str, **kw) -> PostgresSource:
-        source = attach(PostgresSource(DatabaseUrl(url), **kw))
-        made.append(source)
-        return source
-
-    yield make
-    for s in made:
-        detach(s)
 
 
 def wait_for(predicate, what: str, timeout: float = 30.0):
