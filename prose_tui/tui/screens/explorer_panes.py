@@ -246,8 +246,8 @@ class Panes:
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         header = self.screen.query_one(RunHeader)
         header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
-                    # Rows are kept for live changes once the run's full read is shown (also
-                    # when that show itself comes last, before ``loaded_run`` is set).
+                    # Rows are kept for live changes from the run's full read on (its show comes
+                    # before ``loaded_run`` is set).
                     key=run.path if run is not None and self.model.nav.live
                     and (self.model.loaded_run == run.path or self.model.is_full_read(run)) else None)
         self.head_text = header.shown

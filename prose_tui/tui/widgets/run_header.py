@@ -39,8 +39,9 @@ class RunHeader(Static):
     header needs more rows than it has shown for this run: a shorter text is padded with
     blank rows to the height the header already has (the run going from a long reason,
     ``interrupted``, to a short one, ``running``, on its first live change cost a layout of
-    the whole screen, 50-100 ms). The height settles back when another run is shown.
-    ``shown`` is the text on screen (without the padding)."""
+    the whole screen, 50-100 ms), but never past the rows of the text it showed last (the
+    height may still be an earlier text's, its layout not done yet). The height settles
+    back when another run is shown. ``shown`` is the text on screen (without the padding)."""
 
     shown: Text = Text()
 
@@ -54,10 +55,13 @@ class RunHeader(Static):
         painted = text
         if key is not None and key == self._key and self.is_mounted and self.display and self.size and text.plain:
             width = self.content_region.width
-            rows = len(text.wrap(self.app.console, width)) if width > 0 else 0
-            if 0 < rows < self.size.height:  # the rows the header has now, kept
-                painted = text.copy()
-                painted.append("\n" * (self.size.height - rows))
+            if width > 0:
+                rows = len(text.wrap(self.app.console, width))
+                last = len(self._painted.wrap(self.app.console, width)) if self._painted.plain else 0
+                keep = min(self.size.height, last)  # the rows the header has now, kept
+                if 0 < rows < keep:
+                    painted = text.copy()
+                    painted.append("\n" * (keep - rows))
         self._key = key
         if show_text(self, painted, shown=self._painted):
             self._painted = painted
