@@ -115,14 +115,20 @@ async def test_a_committed_row_is_shown_while_the_run_list_check_is_still_readin
     vm.start()
     vm.finish(vm.statement('session "first"'))
     source = sources(db, poll_interval=0.05)
-    held, release = threading.Event(), threading.Event()
-    poll_runs = source.poll_runs
+    committed, fresh, release = threading.Event(), threading.Event(), threading.Event()
+    poll, poll_runs = source.poll, source.poll_runs
+
+    def polling():  # the runs read in full, polled: from a poll that began after the commit on,
+        if committed.is_set():  # the list check after it is held
+            fresh.set()
+        return poll()
 
     def slow_list(**kw):  # the run list moved (a team's runs come and go): its check reads for a while
-        if held.is_set():
+        if fresh.is_set():
             assert release.wait(60), "the test never released the run list's check"
         return poll_runs(**kw)
 
+    source.poll = polling  # type: ignore[method-assign]
     source.poll_runs = slow_list  # type: ignore[method-assign]
     app = ProseTUI(tmp_path, watch=True, sources=[source])
     try:
@@ -131,8 +137,8 @@ async def test_a_committed_row_is_shown_while_the_run_list_check_is_still_readin
             path = source.path_of(NEWER)
             await wait_until(pilot, lambda: explorer.loaded_run == path and explorer.feed.polls > 0,
                              what="the run read and polled", turns=1500)
-            held.set()
             vm.statement('session "committed meanwhile"')
+            committed.set()  # a poll that had checked the runs before the commit is not held
             trace = explorer.query_one(TraceView)
             await wait_until(pilot, lambda: "committed meanwhile" in trace_text(trace), what="the row on screen",
                              turns=1500)
