@@ -7,12 +7,18 @@ Two drivers over the same cases:
 
 * ``tmux``: the real CLI (``prose-tui PATH``) in a tmux session at 200x50; the benchmark
   writes the file, then polls ``tmux capture-pane -p`` until the written marker is on the
-  screen. The figure includes one ``capture-pane`` round trip (about 3-5 ms here).
+  screen. By default the captures go through one control-mode client (``tmux -C``), a
+  capture every millisecond at 0.1 ms each; ``--probe spawn`` runs a ``tmux capture-pane``
+  process per capture, back to back (4 ms each, p95 6 here: a busy core beside the app,
+  and up to one capture's time in the figure), as the first passes measured.
 * ``headless``: Textual ``run_test`` at 200x50; done at the first frame handed to the
   display after the widget holds the marker (as ``bench_live.py``).
 
-Cases (one write per 0.3 s, ``--rounds`` each; the first round is the first change right
-after the run is on screen, so "first change after opening" is included):
+Cases (one write per 0.3 s, ``--period`` to change it, ``--rounds`` each; the first round is
+the first change right after the run is on screen, so "first change after opening" is
+included). The watcher looks for news every 5 ms for 3 s after a change, then every 10 ms,
+and every 30 ms after 10 s of quiet (``prose_tui.live.watcher``): ``--period 5`` and
+``--period 12`` measure changes after a pause, as most of a real run's are.
 
 * ``eventlog-N`` (N = 0, 2,000, 20,000, 100,000 earlier events): append one line to the
   event-log ``state.md``;
@@ -53,6 +59,8 @@ SETTLE = 1.0  # seconds from the run on screen to the first write (--settle)
 CASES = ["eventlog-0", "eventlog-2000", "eventlog-20000", "eventlog-100000", "binding", "snapshot-500",
          "snapshot-2000"]
 TARGET = {"snapshot-2000": 80}
+PROBE = "control"  # --probe: "control" (one tmux -C client) or "spawn" (a tmux process per capture)
+PROBE_GAP = 0.001  # seconds between two control-mode captures: the figure's resolution
 
 
 @dataclass
@@ -135,8 +143,35 @@ class Tmux:
                        check=True, env={**os.environ, "TERM": "xterm-256color"})
         self.pid = int(subprocess.run(["tmux", "display", "-p", "-t", name, "#{pane_pid}"], capture_output=True,
                                       text=True, check=True).stdout.strip())
+        self._control: subprocess.Popen[str] | None = None
+        if PROBE == "control":
+            # One control-mode client (tmux -C) asks for every capture: 0.1 ms each here,
+            # against 4 ms (p95 6) for a tmux process per capture, which kept a core busy
+            # beside the app on this 2-core machine. Its pane output is switched off.
+            self._control = subprocess.Popen(["tmux", "-u", "-C", "attach", "-t", name],
+                                             stdin=subprocess.PIPE, errors="replace",
+                                             stdout=subprocess.PIPE, text=True, bufsize=1)
+            self._command("refresh-client -f no-output")
+
+    def _command(self, command: str) -> str:
+        """One tmux command through the control client; its output (``%begin`` .. ``%end``)."""
+        assert self._control is not None and self._control.stdin and self._control.stdout
+        self._control.stdin.write(command + "\n")
+        self._control.stdin.flush()
+        lines: list[str] = []
+        inside = False
+        for line in self._control.stdout:
+            if line.startswith("%begin"):
+                inside = line.split()[-1] == "1"  # flag 1: this client's command (0: the attach's own)
+            elif inside and line.startswith(("%end", "%error")):
+                return "".join(lines)
+            elif inside:
+                lines.append(line)
+        raise RuntimeError("the tmux control client ended")
 
     def screen(self) -> str:
+        if self._control is not None:
+            return self._command(f"capture-pane -p -t {self.name}")
         return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True).stdout
 
     def wait_for(self, text: str, timeout: float = 60.0) -> float | None:
@@ -144,6 +179,8 @@ class Tmux:
         while time.perf_counter() < deadline:
             if text in self.screen():
                 return time.perf_counter()
+            if self._control is not None:
+                time.sleep(PROBE_GAP)
         return None
 
     def cpu_seconds(self) -> float:
@@ -162,7 +199,11 @@ class Tmux:
         return float("nan")
 
     def close(self) -> None:
+        if self._control is not None and self._control.stdin:
+            self._control.stdin.close()
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        if self._control is not None:
+            self._control.wait()
 
 
 def tmux_case(name: str, rounds: int) -> list[float]:
@@ -330,12 +371,18 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--period", type=float, default=PERIOD,
+                        help="seconds between two writes (past 10: each change after a quiet spell)")
     parser.add_argument("--settle", type=float, default=1.0,
                         help="seconds between the run on screen and the first write (0: while the open settles)")
+    parser.add_argument("--probe", choices=["control", "spawn"], default="control",
+                        help="tmux: capture through one control-mode client (default) or a tmux process each time")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="headless: cProfile the UI thread over the rounds into PREFIX.CASE.prof")
     args = parser.parse_args()
     globals()["SETTLE"] = args.settle
+    globals()["PERIOD"] = args.period
+    globals()["PROBE"] = args.probe
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
     drivers = ["headless", "tmux"] if args.driver == "both" else [args.driver]
     if "tmux" in drivers and shutil.which("tmux") is None:
@@ -352,7 +399,7 @@ def main() -> int:
                 print(f"| {name} | {driver} | {p50:.0f} | {p95:.0f} | {top:.0f} | <= {target} | "
                       f"{'pass' if p95 <= target else 'MISS'} |", flush=True)
     if UI_CPU:
-        print("\nUI thread CPU per change (headless; a write every 0.3 s without polling: the change, its "
+        print(f"\nUI thread CPU per change (headless; a write every {PERIOD:g} s without polling: the change, its "
               "paint, the app's timers): less sensitive to the machine's load than latency.\n")
         print("| case | p50 ms | p95 ms |\n|---|---|---|")
         for name, values in UI_CPU.items():
