@@ -5,6 +5,7 @@ Waits on conditions (thread ends, a batch arrives), never sleeps."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from prose_tui.live.watcher import STEP_MS, Watcher
@@ -71,18 +72,23 @@ def test_update_restarts_the_watch_on_the_new_roots(tmp_path):
 
 
 def test_a_quiet_watch_looks_less_often_and_a_change_makes_it_quick_again(tmp_path):
-    """Idle, the engine's step is the idle one (fewer wake-ups: idle CPU); a subscription or
-    a change puts it on the fast step for ``ACTIVE_S`` seconds, so a run just opened or one
-    that writes is followed quickly."""
-    from prose_tui.live.watcher import ACTIVE_S, IDLE_STEP_MS
+    """The step backs off as a run stays quiet (fewer wake-ups: idle CPU): the fast step for
+    ``BURST_S`` seconds after a subscription or a change, the steady one until ``ACTIVE_S``,
+    then the idle one; the next change makes it fast again."""
+    from prose_tui.live.watcher import ACTIVE_S, BURST_S, IDLE_STEP_MS, STEADY_STEP_MS
 
     watcher = Watcher()
-    assert watcher.step(0.0) == IDLE_STEP_MS > STEP_MS  # nothing changed yet
+    assert watcher.step(time.monotonic()) == IDLE_STEP_MS > STEADY_STEP_MS > STEP_MS  # nothing yet
+    before = time.monotonic()
     seen = _delivered(watcher, tmp_path, "state.md")
     assert tmp_path / "state.md" in seen
-    changed_at = watcher._active_until - ACTIVE_S  # when the batch was handed over
-    assert watcher.step(changed_at + ACTIVE_S / 2) == STEP_MS
+    changed_at = watcher._changed_at  # when the batch was handed over
+    assert changed_at >= before
+    assert watcher.step(changed_at + BURST_S / 2) == STEP_MS
+    assert watcher.step(changed_at + (BURST_S + ACTIVE_S) / 2) == STEADY_STEP_MS
     assert watcher.step(changed_at + ACTIVE_S + 0.001) == IDLE_STEP_MS
+    watcher.handed_over(changed_at + ACTIVE_S + 1)
+    assert watcher.step(changed_at + ACTIVE_S + 1.5) == STEP_MS
     watcher.close()
 
 

@@ -30,18 +30,20 @@ from watchfiles._rust_notify import RustNotify
 
 from prose_tui.live.watch import DEBOUNCE_MS, interesting
 
-# How often the engine looks for news (ms). A change is handed over once a look finds no
-# more changes than the look before: 1-2 steps after the write, 10-20 ms here. 5 ms halves
-# that (hand-over p50 11 -> 6 ms, p95 21 -> 11 ms) but each look wakes the thread: idle CPU
-# of the explorer went 0.7 -> 1.0-1.3 % (target <= 1 %) and +0.5 % at 10 events/s, so the
-# step stays watchfiles' 10 ms (docs/performance.md, third pass).
-STEP_MS = 10
-# While nothing changed for ACTIVE_S seconds the engine looks every IDLE_STEP_MS instead: at
-# 10 ms its hundred wake-ups a second were 0.7 % of a core, most of an idle explorer's CPU
-# (1.1-1.3 % in all against the 1 % target; 0.85 % with the idle step, 0.35 % of it the
-# watcher). A run that writes at least every ACTIVE_S seconds stays on the fast step; the
-# first change after a quiet spell is handed over one to two idle steps after the write. A
-# new subscription (a run just opened) starts on the fast step.
+# How often the engine looks for news (ms), by how long ago the last change (or subscription)
+# was. A change is handed over once a look finds no more changes than the look before: one
+# to two steps after the write. Each look wakes the thread (about 45 us of CPU here), so the
+# step backs off as a run stays quiet (docs/performance.md, third to fifth pass):
+# - STEP_MS within BURST_S seconds: a VM writes in bursts (a statement's end, the next one's
+#   start, its bindings), and the next change is likely soon; hand-over 6-10 ms;
+# - STEADY_STEP_MS until ACTIVE_S seconds: hand-over 10-20 ms;
+# - IDLE_STEP_MS after that (and while changes stream in, below): 30-60 ms. At 10 ms an idle
+#   explorer's hundred wake-ups a second were 0.7 % of a core, most of its CPU against the
+#   1 % target; a 5 ms step throughout put it at 1.0-1.1 %.
+# A new subscription (a run just opened) starts on the fast step.
+STEP_MS = 5
+BURST_S = 3.0
+STEADY_STEP_MS = 10
 IDLE_STEP_MS = 30
 ACTIVE_S = 10.0
 # A run streaming changes (STREAM_BATCHES batches handed over within STREAM_WINDOW_S
@@ -80,8 +82,9 @@ class Watcher:
         self._flat: Watcher | None = None  # files are followed in their folder, not below it
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
+        self.steady_step_ms = max(step_ms, STEADY_STEP_MS)
         self.idle_step_ms = max(step_ms, IDLE_STEP_MS)
-        self._active_until = 0.0  # monotonic time until which the engine looks every step_ms
+        self._changed_at = -ACTIVE_S  # monotonic time (s) of the last change or subscription
         self._handed: deque[float] = deque(maxlen=STREAM_BATCHES)  # when the last batches were handed over
         self.poll_s = poll_s
         self._subs: list[Subscription] = []
@@ -106,7 +109,7 @@ class Watcher:
         with self._lock:
             self._subs.append(sub)
             self._closed.clear()
-            self._active_until = time.monotonic() + ACTIVE_S  # just opened: its first changes quickly
+            self._changed_at = time.monotonic()  # just opened: its first changes quickly
             if self._thread is None:  # the thread clears this, under the lock, as it ends
                 self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
                 self._thread.start()
@@ -212,7 +215,7 @@ class Watcher:
 
     def handed_over(self, now: float) -> None:
         """A batch of changes was handed over at monotonic time ``now`` (seconds)."""
-        self._active_until = now + ACTIVE_S
+        self._changed_at = now
         self._handed.append(now)
 
     def streaming(self, now: float) -> bool:
@@ -222,13 +225,15 @@ class Watcher:
         return len(handed) == STREAM_BATCHES and now - handed[0] <= STREAM_WINDOW_S
 
     def step(self, now: float) -> int:
-        """The engine's step (ms) for the next watch call at monotonic time ``now``: ``step_ms``
-        within ``ACTIVE_S`` seconds of the last change or subscription, unless changes stream
-        in (``streaming``); else ``idle_step_ms``. A watch call returns at each batch and every
-        ``poll_s`` seconds, so the step follows within that."""
-        if now >= self._active_until or self.streaming(now):
+        """The engine's step (ms) for the next watch call at monotonic time ``now``
+        (seconds): ``step_ms`` within ``BURST_S`` of the last change or subscription,
+        ``steady_step_ms`` within ``ACTIVE_S``, else ``idle_step_ms``; also that while changes
+        stream in (``streaming``). A watch call returns at each batch and every ``poll_s``
+        seconds, so the step follows within that."""
+        quiet = now - self._changed_at
+        if quiet >= ACTIVE_S or self.streaming(now):
             return self.idle_step_ms
-        return self.step_ms
+        return self.step_ms if quiet < BURST_S else self.steady_step_ms
 
     def _vanished(self, folders: list[Path]) -> bool:
         return any(not f.exists() for f in folders)
