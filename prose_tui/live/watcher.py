@@ -32,10 +32,10 @@ from prose_tui.live.watch import DEBOUNCE_MS, interesting
 
 # How often the engine looks for news (ms), by how long ago the last change (or subscription)
 # was. A change is handed over once a look finds no more changes than the look before: one
-# to two steps after the write. Each look wakes the thread (about 45 us of CPU here), so the
+# to two steps after the write. Each look wakes the thread (about 50 us of CPU here), so the
 # step backs off as a run stays quiet (docs/performance.md, third to fifth pass):
 # - STEP_MS within BURST_S seconds: a VM writes in bursts (a statement's end, the next one's
-#   start, its bindings), and the next change is likely soon; hand-over 6-10 ms;
+#   start, its bindings), and the next change is likely soon; hand-over 5-11 ms;
 # - STEADY_STEP_MS until ACTIVE_S seconds: hand-over 10-20 ms;
 # - IDLE_STEP_MS after that (and while changes stream in, below): 30-60 ms. At 10 ms an idle
 #   explorer's hundred wake-ups a second were 0.7 % of a core, most of its CPU against the
