@@ -189,10 +189,15 @@ def scan_bindings(run_dir: Path) -> list[Binding]:
     return found
 
 
+def is_binding_name(name: str) -> bool:
+    """True when a file called ``name`` below ``bindings/`` is a binding file (its suffix)."""
+    return name.endswith(_BINDING_SUFFIXES)
+
+
 def is_binding_path(path: Path, run_dir: Path) -> bool:
     """True when ``path`` is a binding file of the run at ``run_dir``."""
     try:
         rel = path.relative_to(run_dir / "bindings")
     except ValueError:
         return False
-    return bool(rel.parts) and path.name.endswith(_BINDING_SUFFIXES)
+    return bool(rel.parts) and is_binding_name(path.name)
