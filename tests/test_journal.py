@@ -258,6 +258,49 @@ def test_imports_get_their_own_journal(tmp_path):
     assert history.events[-1].kind.value == "run_ended"
 
 
+def test_what_a_record_keeps_of_the_paths_it_is_given(tmp_path):
+    """A run's first record takes in its files; later ones keep only the run's own binding,
+    segment and state.md paths that changed, also when named through a symlink to the run,
+    and send imports to their own journal. Dot files, other files, the run folder itself and
+    paths outside the run are left out."""
+    run = tmp_path / "run"
+    for folder in ("bindings/sub", "agents/captain", "imports/lib/bindings"):
+        (run / folder).mkdir(parents=True)
+    files = {"state.md": "let a = session \"x\"\n", "bindings/a.md": "1\n", "bindings/gone.md": "2\n",
+             "bindings/sub/deep.json": "{}\n", "bindings/raw.bin": "3\n", "bindings/.draft.md": "4\n",
+             "agents/captain/captain-001.md": "s\n", "agents/captain/memory.md": "m\n",
+             "imports/lib/state.md": "let q = 1\n", "imports/lib/bindings/x.md": "x\n", "notes.txt": "n\n"}
+    for rel, text in files.items():
+        (run / rel).write_text(text, encoding="utf-8")
+    (tmp_path / "link").symlink_to(run)
+    journal = Journal(tmp_path / "state")
+
+    def rows(run_dir: Path) -> list[tuple[str, str]]:
+        return [(e.kind, e.path.relative_to(run_dir).as_posix()) for e in journal.entries(run_dir)]
+
+    journal.record(run, set(), START)
+    assert sorted(rows(run)) == [("binding", "bindings/a.md"), ("binding", "bindings/gone.md"),
+                                 ("binding", "bindings/sub/deep.json"), ("segment", "agents/captain/captain-001.md"),
+                                 ("state", "state.md")]
+    assert rows(run)[-1] == ("state", "state.md")  # the state revision last, as the VM writes it
+    assert rows(run / "imports" / "lib") == [("binding", "bindings/x.md"), ("state", "state.md")]
+
+    (run / "bindings" / "a.md").write_text("1 and more\n", encoding="utf-8")
+    (run / "bindings" / "gone.md").unlink()
+    (run / "agents" / "captain" / "captain-002.md").write_text("s2\n", encoding="utf-8")
+    (run / "imports" / "lib" / "bindings" / "x.md").write_text("x, later\n", encoding="utf-8")
+    (run / "bindings" / ".draft.md").write_text("5\n", encoding="utf-8")
+    changed = {tmp_path / "link" / "bindings" / "a.md", run / "bindings" / "gone.md",
+               run / "agents" / "captain" / "captain-002.md", run / "imports" / "lib" / "bindings" / "x.md",
+               run / "bindings" / ".draft.md", run / "bindings" / "raw.bin", run / "notes.txt", run,
+               run / "bindings", tmp_path / "elsewhere.md", run / "agents" / "captain" / "memory.md"}
+    added = journal.record(run, changed, START + timedelta(seconds=1))
+    assert added == 4
+    assert sorted(rows(run)[5:]) == [("binding", "bindings/a.md"), ("removed", "bindings/gone.md"),
+                                     ("segment", "agents/captain/captain-002.md")]
+    assert rows(run / "imports" / "lib")[-1] == ("binding", "bindings/x.md")
+
+
 # --- the headless recorder --------------------------------------------------------------------
 
 
