@@ -180,3 +180,50 @@ def test_a_run_not_on_screen_is_shown_at_once_outside_the_pace(tmp_path):
     inbox.put(Delta(_run(shown_run, 1), {shown_run}))
     inbox.deliver(shown_run)  # the shown run waits for the pace's next frame only, not behind the 100
     assert len(screen.timers) == 1 and screen.timers[0][0] <= 0.3
+
+
+def test_a_change_to_the_run_on_screen_is_painted_before_later_sinks_go_on(tmp_path):
+    """``wait_painted`` blocks from a put for the run on screen until its show is painted;
+    a list row (a run not on screen) and a stream being paced (shown once a second) make
+    nobody wait."""
+    from prose_tui.tui.live_inbox import LiveInbox
+
+    now = [0.0]
+    shown_run, other = tmp_path / "shown", tmp_path / "other"
+    screen = _Screen()
+    inbox = LiveInbox(screen, lambda d: None,  # type: ignore[arg-type]
+                      pace=Pace(ratio=0.0, interval=0.3, burst=1, clock=lambda: now[0]),
+                      on_screen=lambda path: path == shown_run)
+    assert inbox.wait_painted(0)
+    inbox.put(Delta(_run(other), status=True))
+    assert inbox.wait_painted(0), "a list row is not waited for"
+    inbox.put(Delta(_run(shown_run), {shown_run}))
+    assert not inbox.wait_painted(0), "the change on screen is not painted yet"
+    inbox.deliver(shown_run)  # shown; this screen runs the after-refresh call (the paint) at once
+    assert inbox.wait_painted(0)
+    for _ in range(STREAMING):  # frames that each carried merged changes: a stream
+        inbox.pace.begin(merged=2)
+    inbox.put(Delta(_run(shown_run, 1), {shown_run}))
+    assert inbox.wait_painted(0), "a paced stream is shown within a second: nobody waits for it"
+
+
+def test_the_journal_records_a_snapshot_change_after_its_paint(tmp_path):
+    from prose_tui.live.pipeline import PAINT_WAIT, journal_sink
+    from prose_tui.model import RunFormat
+
+    calls: list[object] = []
+
+    class _Journal:
+        def record(self, run_dir, paths, when) -> int:
+            calls.append(("record", run_dir))
+            return 1
+
+    sink = journal_sink(_Journal(), lambda: None, after_paint=lambda seconds: calls.append(("wait", seconds)))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    snapshot = Run(id="run", path=run_dir, format=RunFormat.SNAPSHOT)
+    sink(Delta(snapshot, {run_dir / "state.md"}))
+    assert calls == [("wait", PAINT_WAIT), ("record", run_dir)]
+    calls.clear()
+    sink(Delta(Run(id="run", path=run_dir, format=RunFormat.EVENT_LOG), {run_dir / "state.md"}))
+    assert calls == [], "an event log is its own history: neither journaled nor waited for"

@@ -234,7 +234,7 @@ class Journal:
         if seen.entries == 0:
             changed |= run_files(run_dir)
         # (mtime, rel, kind, path, stat or None): one stat per file. A run's first record takes
-        # in every file (500 bindings: 36 -> 13 ms here), on the live worker beside the first
+        # in every file (500 bindings: 35-40 -> 17-21 ms here), on the live worker beside the first
         # change's paint, so paths are split as text where they are plainly inside the run.
         files: list[tuple[float, str, str, Path, os.stat_result | None]] = []
         state: Path | None = None

@@ -34,6 +34,10 @@ from prose_tui.model import Delta
 
 Sink = Callable[[Delta], None]
 TICK = 1.0  # seconds between status re-inferences
+# The journal records a snapshot change after the UI painted it, or this many seconds after
+# the UI got it: both are Python on one GIL, and a run's first record takes in every file
+# (500 bindings: 17-35 ms), which slowed the paint of the first change after opening.
+PAINT_WAIT = 0.05
 _STOP = object()
 
 
@@ -244,9 +248,13 @@ class LivePipeline:
             self._apply(unread)
 
 
-def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None) -> Sink:
+def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, *,
+                 after_paint: Callable[[float], object] | None = None) -> Sink:
     """A sink that journals what a watched snapshot run wrote (its history for replay).
-    Event-log runs are their own history; the journal appends, never reads itself back."""
+    Event-log runs are their own history; the journal appends, never reads itself back.
+    ``after_paint(seconds)`` blocks until the UI painted the change (at most ``PAINT_WAIT``),
+    so the record does not compete with that paint; the UI's history catches up later
+    (``HISTORY_DELAY``, 0.4 s)."""
     from prose_tui.model import RunFormat
 
     state = {"journal": journal}
@@ -256,6 +264,8 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None) 
         journal = state["journal"]
         if journal is None or run.format is not RunFormat.SNAPSHOT or not delta.paths or not run.path.is_dir():
             return
+        if after_paint is not None:
+            after_paint(PAINT_WAIT)
         try:
             journal.record(run.path, delta.paths, clock())
         except (OSError, ValueError, RecursionError) as exc:

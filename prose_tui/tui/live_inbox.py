@@ -11,6 +11,7 @@ delta's, whatever piled up behind it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,13 +42,23 @@ class LiveInbox:
         self.pace = pace or Pace()
         self.mailbox = DeltaMailbox(self._notify)
         self.shown = 0  # merged deltas shown so far
+        self._painted = threading.Event()  # clear from a put for the run on screen to the paint
+        self._painted.set()
 
     def _notify(self, path: Path) -> None:
         self.screen.post_message(DeltasWaiting(path))  # thread-safe
 
     def put(self, delta: Delta) -> None:
         """The pipeline's UI sink (any thread)."""
+        if (self.on_screen is None or self.on_screen(delta.run.path)) and self.pace.current_interval <= self.pace.interval:
+            self._painted.clear()  # shown at once (no stream being paced): painted in a moment
         self.mailbox.put(delta)
+
+    def wait_painted(self, timeout: float) -> bool:
+        """Block (any thread but the UI's) until the changes put for the run on screen are
+        painted, or ``timeout`` seconds; False on the timeout. The live worker's later sinks
+        (the journal) wait for it: their Python would hold the GIL the paint needs."""
+        return self._painted.wait(timeout)
 
     def deliver(self, path: Path) -> None:
         """Show what waits for ``path`` now, or after the pace's wait. A run not on screen
@@ -76,4 +87,8 @@ class LiveInbox:
             self.shown += 1
             self.pace.end(turn)
             # The paint that follows is part of the change's cost.
-            self.screen.call_after_refresh(self.pace.end, turn)
+            self.screen.call_after_refresh(self._painted_now, turn)
+
+    def _painted_now(self, turn: int) -> None:
+        self.pace.end(turn)
+        self._painted.set()

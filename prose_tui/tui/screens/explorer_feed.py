@@ -378,7 +378,7 @@ class RunFeed:
 
             sinks: list[Callable[[Delta], None]] = [inbox.put]
             if self.journal is not None:
-                sinks.append(journal_sink(self.journal, self.workspace.clock, problem))
+                sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted))
             pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
             pipeline.start()
         else:
