@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from prose_tui.demo import DemoVM, write_history_runs  # noqa: E402
 from prose_tui.tui.app import ProseTUI  # noqa: E402
 from prose_tui.tui.screens.help import describe_key  # noqa: E402
+from prose_tui.tui.widgets.key_footer import KeyFooter  # noqa: E402
 
 # The cheat sheet: (heading, [(action ids shown as one row, label or None for the binding's own)]).
 CHEAT_SHEET = [
@@ -66,15 +67,45 @@ def build(project: Path, steps: int) -> None:
         os.utime(path, (stamp, stamp))
 
 
+READERS = ("scan", "detail", "value")  # worker groups that read runs and values
+TURNS = 2000  # turns of the event loop before giving up (never a wall-clock wait)
+
+
+def busy(app: ProseTUI) -> str | None:
+    """What the app still has on its way to the screen, or ``None`` when a capture would
+    show what it read: the start-up read, a run being read, its full read on the widgets,
+    the history catching up, the footer's keys (of the screen on top)."""
+    explorer = app.explorer
+    if explorer.reads_done < 1:
+        return "the start-up read"
+    if any(w.group in READERS and not w.is_finished for w in app.workers):
+        return "a run being read"
+    if explorer.loaded_run is None:
+        return "a run's full read"
+    if explorer.history_pending:
+        return "the history"
+    if not all(footer.up_to_date for footer in app.screen.query(KeyFooter)):
+        return "the footer's keys"
+    return None
+
+
+async def settle(pilot, app: ProseTUI) -> None:
+    for _ in range(TURNS):
+        await pilot.wait_for_scheduled_animations()
+        if busy(app) is None:
+            await pilot.pause()
+            if busy(app) is None:
+                return
+        await pilot.pause()
+    raise SystemExit(f"the explorer did not settle: still waiting for {busy(app)}")
+
+
 async def shoot(project: Path, name: str, size: tuple[int, int], keys: list[str]) -> None:
     app = ProseTUI(project, watch=False, clock=lambda: START + timedelta(minutes=4))
     async with app.run_test(size=size) as pilot:
-        for _ in range(500):  # until a run's full read is on the widgets
-            if app.explorer.loaded_run is not None:
-                break
-            await pilot.pause(0.02)
+        await settle(pilot, app)
         await pilot.press(*keys)
-        await pilot.pause(0.2)
+        await settle(pilot, app)
         app.save_screenshot(str(OUT / f"{name}.svg"))
     print(f"wrote screenshots/{name}.svg")
 

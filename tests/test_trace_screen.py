@@ -257,3 +257,20 @@ async def test_a_reconstructed_time_is_marked_where_it_is_shown(tmp_path, size):
         await wait_until(pilot, lambda: timeline.scrollable_content_region.height > 2, what="the history pane")
         rows = timeline_rows(timeline)
         assert any(row.lstrip().startswith(f"{timed} ≈02-28 09:0") for row in rows), rows
+
+
+async def test_the_footer_says_when_it_shows_the_focused_panes_keys():
+    """``KeyFooter.up_to_date`` (the screenshot script's ready signal) holds only once the
+    footer on screen has the keys of the pane now focused."""
+    from prose_tui.tui.widgets.key_footer import KeyFooter
+
+    app = make_app(FIXTURES / "project")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        await wait_until(pilot, lambda: footer.up_to_date, what="the footer's keys")
+        assert "Raw/Markdown" not in screen_lines(app)[-1]
+        await pilot.press("5")  # the value pane: its own keys (r for raw / Markdown)
+        await wait_until(pilot, lambda: footer.up_to_date and app.focused is app.explorer.query_one(ValueViewer),
+                         what="the value pane focused and its keys in the footer")
+        assert "Raw/Markdown" in screen_lines(app)[-1]

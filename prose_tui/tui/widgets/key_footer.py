@@ -23,6 +23,14 @@ class KeyFooter(Footer):
         super().__init__(*args, **kwargs)
         self._shown: tuple | None = None  # the keys on screen, as ``_keys`` gives them
         self._check_pending = False
+        self._recomposing = False
+
+    @property
+    def up_to_date(self) -> bool:
+        """Whether the footer shows the keys of the screen's bindings now: no check waiting,
+        no rebuild under way, the keys on screen the ones it would show (a ready signal for
+        scripts and tests that capture the screen)."""
+        return not self._check_pending and not self._recomposing and self._shown == self._keys()
 
     def _keys(self) -> tuple:
         """What ``Footer.compose`` would show: every shown binding's key, label, description,
@@ -55,4 +63,8 @@ class KeyFooter(Footer):
         if keys == self._shown:
             return
         self._shown = keys
-        await self.recompose()
+        self._recomposing = True
+        try:
+            await self.recompose()
+        finally:
+            self._recomposing = False
