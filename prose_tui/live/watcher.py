@@ -13,6 +13,12 @@ subscriber re-checks what it follows (the live pipeline re-stats its runs' state
 ``RustNotify`` (watchfiles' own engine, which ``watchfiles.watch`` wraps) is used directly
 for that moment.
 
+Between changes the thread sleeps on a doorbell (:mod:`prose_tui.live.doorbell`, inotify on
+Linux) and asks the engine only when it rings, so an idle explorer does not wake, and a
+change after a quiet spell is handed over as fast as one in a burst (about 5 ms). Where
+there is no doorbell the engine is asked every step, a step that backs off as the run stays
+quiet (below).
+
 Callbacks run on the watcher thread: they must be quick (put the batch in a queue).
 Textual-free.
 """
@@ -25,9 +31,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from watchfiles._rust_notify import RustNotify
 
+from prose_tui.live.doorbell import Doorbell, open_doorbell
 from prose_tui.live.watch import DEBOUNCE_MS, interesting
 
 # How often the engine looks for news (ms), by how long ago the last change (or subscription)
@@ -53,8 +61,16 @@ ACTIVE_S = 10.0
 # seconds at most after the stream stops the step is the fast one again.
 STREAM_BATCHES = 10
 STREAM_WINDOW_S = 2.0
+# With a doorbell (prose_tui.live.doorbell, Linux) the watcher sleeps until the kernel reports
+# a change, and only then asks the engine, looking every RING_STEP_MS: a batch is handed over
+# once a look finds no more changes than the one before, two to three looks after the ring.
+# The steps above then apply only while changes stream in and where there is no doorbell.
+# A ring the engine has nothing for (a change it does not report) ends after RING_TIMEOUT_MS.
+RING_STEP_MS = 2
+RING_TIMEOUT_MS = 20
 
 Callback = Callable[[set[Path]], None]
+Look = set[tuple[int, str]] | Literal["signal", "stop", "timeout"]  # what the engine's watch returns
 
 
 @dataclass(eq=False)
@@ -77,8 +93,11 @@ class Watcher:
     """Watch the union of every subscription's roots in one thread (started on first use)."""
 
     def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25,
-                 recursive: bool = True) -> None:
+                 recursive: bool = True, doorbell: bool = True) -> None:
         self.recursive = recursive
+        self.use_doorbell = doorbell  # sleep on inotify between changes where the system has it
+        self.doorbell_off: str | None = None  # why the last watch went without one, when it did
+        self._doorbell: Doorbell | None = None
         self._flat: Watcher | None = None  # files are followed in their folder, not below it
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
@@ -102,7 +121,7 @@ class Watcher:
             with self._lock:
                 if self._flat is None:
                     self._flat = Watcher(debounce_ms=self.debounce_ms, step_ms=self.step_ms, poll_s=self.poll_s,
-                                         recursive=False)
+                                         recursive=False, doorbell=self.use_doorbell)
             return self._flat.subscribe(roots, callback, files=True, on_ready=on_ready)
         sub = Subscription(frozenset(Path(r) for r in roots), callback, files, on_ready)
         sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
@@ -113,7 +132,7 @@ class Watcher:
             if self._thread is None:  # the thread clears this, under the lock, as it ends
                 self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
                 self._thread.start()
-        self._restart.set()
+        self._wake()
         return sub
 
     def update(self, sub: Subscription, roots: list[Path]) -> None:
@@ -125,7 +144,7 @@ class Watcher:
             sub.roots = frozenset(Path(r) for r in roots)
             sub.present &= set(sub.roots)
             sub.present |= {r for r in sub.roots if r.exists()}
-        self._restart.set()
+        self._wake()
 
     def unsubscribe(self, sub: Subscription) -> None:
         if sub.files and self._flat is not None and self._flat is not self:
@@ -136,7 +155,7 @@ class Watcher:
                 self._subs.remove(sub)
             if not self._subs:
                 self._closed.set()
-        self._restart.set()
+        self._wake()
 
     def close(self) -> None:
         """Stop the thread (subscriptions are dropped)."""
@@ -145,10 +164,18 @@ class Watcher:
         with self._lock:
             self._subs.clear()
             self._closed.set()
-        self._restart.set()
+        self._wake()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+
+    def _wake(self) -> None:
+        """Restart the watch (subscriptions changed, or closing): stop the engine's look and
+        wake the doorbell's sleep."""
+        self._restart.set()
+        doorbell = self._doorbell
+        if doorbell is not None:
+            doorbell.interrupt()
 
     # -- the thread -----------------------------------------------------------------------------
     def _targets(self) -> tuple[list[Path], list[tuple[Subscription, set[Path]]]]:
@@ -187,8 +214,14 @@ class Watcher:
             # ``close`` and ``unsubscribe`` set ``_restart`` too: one Event stops the watch (the
             # engine asks it every step; one attribute read, not a Python call per event)
             stop = self._restart
+            doorbell: Doorbell | None = None
             try:
+                if self.use_doorbell:  # before the engine: a change it then misses is re-checked by on_ready
+                    doorbell, self.doorbell_off = open_doorbell(folders, recursive=self.recursive)
                 with RustNotify([str(f) for f in folders], False, False, 300, self.recursive, False) as notify:
+                    self._doorbell = doorbell
+                    if stop.is_set() and doorbell is not None:
+                        doorbell.interrupt()  # a wake-up that came before the doorbell was known
                     for sub in list(self._subs):  # watches are installed: anything earlier was missed
                         if sub.on_ready is not None:
                             try:
@@ -196,8 +229,8 @@ class Watcher:
                             except Exception as exc:  # pragma: no cover - a subscriber's bug
                                 self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
                     while True:
-                        raw = notify.watch(self.debounce_ms, self.step(time.monotonic()), int(self.poll_s * 1000), stop)
-                        if raw in ("stop", "signal"):
+                        raw = self._look(notify, doorbell, stop)
+                        if raw in ("stop", "signal") or stop.is_set():
                             break
                         if not isinstance(raw, str):  # a set of (change, path): not "timeout"
                             batch = {Path(p) for _c, p in raw}
@@ -212,6 +245,29 @@ class Watcher:
             except Exception as exc:  # a vanished root, inotify limits: retry after a pause
                 self.error = f"{type(exc).__name__}: {exc}"
                 self._restart.wait(1.0)
+            finally:
+                self._doorbell = None
+                if doorbell is not None:
+                    doorbell.close()
+
+    def _look(self, notify: RustNotify, doorbell: Doorbell | None, stop: threading.Event) -> Look:
+        """One look for changes: a set of (change, path), or "timeout", "stop", "signal".
+
+        With a doorbell (and no stream): sleep until it rings or ``poll_s`` passes, then ask
+        the engine, on ``RING_STEP_MS`` steps after a ring, or once, at once, after the wait
+        (a change the doorbell did not hear: a folder made and written to before its watch
+        was added). Without one, or while changes stream in: the engine's stepped look."""
+        now = time.monotonic()
+        if doorbell is None or self.streaming(now):
+            raw = notify.watch(self.debounce_ms, self.step(now), int(self.poll_s * 1000), stop)
+            if doorbell is not None:
+                doorbell.drain()  # what the stepped look took: not a ring later; new folders watched
+            return raw
+        if doorbell.wait(self.poll_s):
+            if stop.is_set():
+                return "stop"
+            return notify.watch(self.debounce_ms, RING_STEP_MS, RING_TIMEOUT_MS, stop)
+        return notify.watch(self.debounce_ms, 1, 1, stop)
 
     def handed_over(self, now: float) -> None:
         """A batch of changes was handed over at monotonic time ``now`` (seconds)."""

@@ -1,0 +1,113 @@
+"""The watcher sleeps on a doorbell (inotify) between changes, and wakes for a change, a
+subscription or ``close``: with ``poll_s`` at a minute, anything that still arrives within
+the tests' bounds was woken by the doorbell, not by the watcher's own timer.
+
+Linux only (the doorbell is inotify); waits on conditions, never sleeps."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import pytest
+
+from prose_tui.live.doorbell import Doorbell, open_doorbell
+from prose_tui.live.watcher import Watcher
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the doorbell is Linux's inotify")
+
+QUIET_S = 60.0  # the watcher's own timer: far past every wait below
+
+
+def test_a_change_in_a_folder_made_after_the_watch_rings(tmp_path):
+    with Doorbell([tmp_path], recursive=True) as bell:
+        assert bell.watched == 1
+        (tmp_path / "bindings").mkdir()
+        assert bell.wait(10), "the new folder rang"
+        assert bell.watched == 2, "and is watched from then on"
+        assert not bell.wait(0)
+        (tmp_path / "bindings" / "plan.md").write_text("x\n", encoding="utf-8")
+        assert bell.wait(10), "a file written in it rings"
+        assert bell.rings == 2
+
+
+def test_reading_a_run_does_not_ring(tmp_path):
+    state = tmp_path / "state.md"
+    state.write_text("1. run\n", encoding="utf-8")
+    with Doorbell([tmp_path], recursive=True) as bell:
+        assert state.read_text(encoding="utf-8") == "1. run\n"
+        (tmp_path / "state.md").stat()
+        assert not bell.wait(0), "the explorer's own reads never wake the watcher"
+        with state.open("a", encoding="utf-8") as fh:
+            fh.write("2. next\n")
+        assert bell.wait(10)
+
+
+def test_interrupt_wakes_a_wait_and_is_harmless_once_closed(tmp_path):
+    bell = Doorbell([tmp_path], recursive=False)
+    woke = threading.Event()
+
+    def sleeper() -> None:
+        if bell.wait(QUIET_S):
+            woke.set()
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    bell.interrupt()
+    assert woke.wait(10), "interrupt ended the wait"
+    thread.join(10)
+    assert bell.rings == 0, "an interrupt is not a change"
+    bell.close()
+    bell.interrupt()  # a subscription racing the watch's end: nothing happens
+    bell.close()
+
+
+def test_a_folder_that_cannot_be_watched_says_why(tmp_path):
+    bell, why = open_doorbell([tmp_path / "missing"], recursive=True)
+    assert bell is None
+    assert why and "inotify" in why
+
+
+def test_a_sleeping_watcher_wakes_for_a_change(tmp_path):
+    watcher = Watcher(poll_s=QUIET_S)
+    arrived = threading.Event()
+    ready = threading.Event()
+    watcher.subscribe([tmp_path], lambda batch: arrived.set() if tmp_path / "state.md" in batch else None,
+                      on_ready=ready.set)
+    try:
+        assert ready.wait(10)
+        assert watcher.doorbell_off is None and watcher._doorbell is not None, "the watcher sleeps on a doorbell"
+        (tmp_path / "state.md").write_text("1. run\n", encoding="utf-8")
+        assert arrived.wait(10), "the change was handed over long before the watcher's own minute"
+    finally:
+        watcher.close()
+
+
+def test_a_sleeping_watcher_wakes_for_a_new_subscription_and_for_close(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    watcher = Watcher(poll_s=QUIET_S)
+    installs = threading.Semaphore(0)
+    sub = watcher.subscribe([one], lambda batch: None, on_ready=installs.release)
+    assert installs.acquire(timeout=10)
+    watcher.update(sub, [two])
+    assert installs.acquire(timeout=10), "the watch restarted on the new roots at once"
+    thread = watcher._thread
+    assert thread is not None
+    watcher.close()
+    assert not thread.is_alive(), "close() woke the sleeping watcher and ended it"
+
+
+def test_without_a_doorbell_the_watcher_still_hands_changes_over(tmp_path):
+    watcher = Watcher(doorbell=False)
+    arrived = threading.Event()
+    ready = threading.Event()
+    watcher.subscribe([tmp_path], lambda batch: arrived.set(), on_ready=ready.set)
+    try:
+        assert ready.wait(10)
+        (tmp_path / "state.md").write_text("1. run\n", encoding="utf-8")
+        assert arrived.wait(10)
+        assert watcher._doorbell is None
+    finally:
+        watcher.close()
+
