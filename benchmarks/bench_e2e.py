@@ -199,11 +199,15 @@ class Tmux:
         return float("nan")
 
     def close(self) -> None:
-        if self._control is not None and self._control.stdin:
-            self._control.stdin.close()
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
         if self._control is not None:
-            self._control.wait()
+            # Read what the client printed since the last capture (notifications while the
+            # CPU figures ran): with its pipe full it never sees the session end, and waits.
+            try:
+                self._control.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._control.kill()
+                self._control.communicate()
 
 
 def tmux_case(name: str, rounds: int) -> list[float]:
