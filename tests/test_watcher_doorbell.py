@@ -111,3 +111,16 @@ def test_without_a_doorbell_the_watcher_still_hands_changes_over(tmp_path):
     finally:
         watcher.close()
 
+
+
+def test_a_run_nested_past_the_recursion_limit_is_watched_whole(tmp_path):
+    from test_hostile import deep_folders, remove_deep_folders
+
+    bottom = deep_folders(tmp_path, 1100)
+    try:
+        with Doorbell([tmp_path], recursive=True) as bell:
+            assert bell.watched == 1101
+            (bottom / "deep.md").write_text("changed\n", encoding="utf-8")
+            assert bell.wait(10), "a change at the bottom rings"
+    finally:
+        remove_deep_folders(tmp_path)

@@ -24,6 +24,7 @@ Textual-free.
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import sys
@@ -80,8 +81,9 @@ class Doorbell:
             raise
 
     def _watch(self, folder: Path, *, strict: bool = False) -> None:
-        """Watch ``folder`` and, when recursive, every folder below it. A folder that vanished
-        meanwhile is skipped; with ``strict`` (the watch's own roots) every error is raised."""
+        """Watch ``folder`` and, when recursive, every folder below it. A folder below that
+        cannot be watched (vanished, unreadable) is skipped; with ``strict`` (the watch's own
+        roots) an error on ``folder`` itself, or running out of watches, is raised."""
         try:
             wd = self._inotify.add_watch(folder, MASK | IN_ONLYDIR)
         except OSError:
@@ -91,17 +93,21 @@ class Doorbell:
         self._folders[wd] = folder
         if not self.recursive:
             return
-        for dirpath, dirnames, _files in os.walk(folder, onerror=None):
-            for name in dirnames:
-                sub = Path(dirpath, name)
+        below = [folder]  # depth first with a list, not os.walk: a run may nest past the recursion limit
+        while below:
+            try:
+                with os.scandir(below.pop()) as entries:
+                    subs = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+            except OSError:  # vanished or unreadable meanwhile: the engine reports what it can
+                continue
+            for sub in subs:
                 try:
                     self._folders[self._inotify.add_watch(sub, MASK | IN_ONLYDIR)] = sub
-                except FileNotFoundError:
-                    continue
-                except OSError:
-                    if strict:
+                except OSError as exc:  # out of watches: the doorbell would miss that part of the run
+                    if strict and exc.errno == errno.ENOSPC:
                         raise
-                    continue
+                    continue  # vanished, too long a path, unreadable: the engine reports what it can
+                below.append(sub)
 
     @property
     def watched(self) -> int:
