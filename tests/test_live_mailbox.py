@@ -40,6 +40,12 @@ def test_merge_redraws_the_trace_when_either_said_so_and_a_reread_keeps_its_even
     assert m.reread and [e.seq for e in m.events] == [0, 1]  # the run's list, not a doubled one
 
 
+def test_merge_keeps_the_newer_delta_s_word_on_a_stream(tmp_path):
+    a, b = _run(tmp_path / "r", 1), _run(tmp_path / "r", 2)
+    assert merge(Delta(a, streaming=False), Delta(b, streaming=True)).streaming
+    assert not merge(Delta(a, streaming=True), Delta(b, streaming=False)).streaming, "a stream that ended"
+
+
 def test_the_consumer_is_told_once_per_run_while_a_delta_waits(tmp_path):
     told: list[Path] = []
     box = DeltaMailbox(told.append)
@@ -180,6 +186,39 @@ def test_a_run_not_on_screen_is_shown_at_once_outside_the_pace(tmp_path):
     inbox.put(Delta(_run(shown_run, 1), {shown_run}))
     inbox.deliver(shown_run)  # the shown run waits for the pace's next frame only, not behind the 100
     assert len(screen.timers) == 1 and screen.timers[0][0] <= 0.3
+
+
+def test_a_stream_the_watcher_batches_is_still_shown_as_a_stream(tmp_path):
+    """While a run streams, the watcher hands its writes over in batches a few tenths of a
+    second apart, so each frame may carry a single delta: the delta says it came within a
+    stream, and the pace slows to one frame a second as for merged changes; the first
+    delta after the stream is shown at once again."""
+    from prose_tui.live.mailbox import STREAM_INTERVAL
+    from prose_tui.tui.live_inbox import LiveInbox
+
+    now = [0.0]
+    path = tmp_path / "shown"
+    screen = _Screen()
+    shown: list[Delta] = []
+    inbox = LiveInbox(screen, shown.append,  # type: ignore[arg-type]
+                      pace=Pace(ratio=0.0, clock=lambda: now[0]), on_screen=lambda p: p == path)
+    for i in range(STREAMING + 1):  # one delta per frame, each within the stream
+        inbox.put(Delta(_run(path, i + 1), {path}, streaming=True))
+        inbox.deliver(path)
+        while screen.timers:
+            wait, callback = screen.timers.pop(0)
+            now[0] += wait
+            callback()
+        now[0] += 0.3  # the watcher's next batch
+    assert len(shown) == STREAMING + 1
+    assert inbox.pace.current_interval == STREAM_INTERVAL
+    inbox.put(Delta(_run(path, 9), {path}))  # the stream paused: a change on its own
+    inbox.deliver(path)
+    assert screen.timers and screen.timers[0][0] > 0, "this one still waits for the stream's frame"
+    wait, callback = screen.timers.pop(0)
+    now[0] += wait
+    callback()
+    assert inbox.pace.current_interval < STREAM_INTERVAL, "and it ends the pressure"
 
 
 def test_a_change_to_the_run_on_screen_is_painted_before_later_sinks_go_on(tmp_path):

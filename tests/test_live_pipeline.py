@@ -224,3 +224,42 @@ def test_the_resync_after_an_install_is_not_a_change_seen_live(tmp_path, collect
     while not pipeline._queue.empty():
         pipeline._apply(pipeline._queue.get_nowait())
     assert run_dir in ws.runs and run_dir not in ws.observed
+
+
+class _QuietWatcher:
+    """A watcher that hands over nothing by itself: the test submits each batch, and says
+    whether the watcher saw the changes stream in."""
+
+    def __init__(self) -> None:
+        self.stream_seen = False
+
+    def subscribe(self, roots, callback, *, files=False, on_ready=None):
+        return object()
+
+    def update(self, sub, roots) -> None:
+        pass
+
+    def unsubscribe(self, sub) -> None:
+        pass
+
+
+def test_a_delta_says_whether_it_came_within_a_stream(tmp_path, collector):
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-090000-c0ffee"
+    state = _event_log(run_dir, 3)
+    ws = Workspace(tmp_path)
+    ws.scan()
+    watcher = _QuietWatcher()
+    pipeline = LivePipeline(ws, [collector], watcher=watcher)  # type: ignore[arg-type]
+    pipeline.start()
+    try:
+        for n, streaming in ((4, False), (5, True), (6, False)):
+            watcher.stream_seen = streaming
+            with open(state, "a", encoding="utf-8") as fh:
+                fh.write(f"{n}→ step_{n} ✓\n")
+            pipeline.submit({state})
+            collector.wait(lambda n=n: any(e.text.startswith(f"{n}→") for d in collector.deltas for e in d.events),
+                           f"event {n}")
+        flags = [d.streaming for d in collector.deltas if d.events]
+        assert flags == [False, True, False]
+    finally:
+        pipeline.stop()

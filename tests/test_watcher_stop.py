@@ -92,23 +92,29 @@ def test_a_quiet_watch_looks_less_often_and_a_change_makes_it_quick_again(tmp_pa
     watcher.close()
 
 
-def test_a_stream_of_changes_is_looked_at_on_the_idle_step_until_it_stops():
+def test_a_stream_of_changes_is_looked_at_on_the_stream_step_until_it_pauses():
     """Five batches a second for two seconds make a stream: the engine looks less often (the
-    explorer shows a stream once a second); two seconds at most after the last batch, or while
-    batches come slower, the step is the fast one."""
-    from prose_tui.live.watcher import IDLE_STEP_MS, STREAM_BATCHES, STREAM_WINDOW_S
+    explorer shows a stream once a second), so the stream comes in fewer, larger batches;
+    the stream lasts while those keep coming, and a pause of ``STREAM_GAP_S`` ends it (the
+    step is the quick one again)."""
+    from prose_tui.live.watcher import STREAM_BATCHES, STREAM_GAP_S, STREAM_STEP_MS
 
     watcher = Watcher()
     t = 100.0
     for _ in range(STREAM_BATCHES):  # a change every 0.35 s: not a stream
         watcher.handed_over(t)
         t += 0.35
-    assert watcher.step(t) == STEP_MS
+    assert not watcher.streaming(t) and watcher.step(t) == STEP_MS
     for _ in range(STREAM_BATCHES):  # ten a second
         watcher.handed_over(t)
         t += 0.1
-    assert watcher.streaming(t) and watcher.step(t) == IDLE_STEP_MS
-    last = t - 0.1
-    assert watcher.step(last + STREAM_WINDOW_S - STREAM_BATCHES * 0.1 + 0.05) == IDLE_STEP_MS
-    assert watcher.step(last + STREAM_WINDOW_S + 0.01) == STEP_MS  # stopped: quick again
+    assert watcher.streaming(t) and watcher.step(t) == STREAM_STEP_MS
+    for _ in range(STREAM_BATCHES):  # now handed over in batches 0.3 s apart: still the stream
+        watcher.handed_over(t)
+        t += 0.3
+        assert watcher.step(t) == STREAM_STEP_MS
+    last = t - 0.3
+    assert watcher.step(last + STREAM_GAP_S - 0.01) == STREAM_STEP_MS
+    assert watcher.step(last + STREAM_GAP_S + 0.01) == STEP_MS  # paused: quick again
+    assert not watcher.streaming(last + STREAM_GAP_S + 0.02), "and it takes a new stream to slow it"
     watcher.close()

@@ -44,7 +44,8 @@ def merge(older: Delta, newer: Delta) -> Delta:
 
     Paths, bindings and changed trace lines are united (``None``, redraw the trace, wins);
     events are concatenated, except after a re-read (``newer.reread``: its events are the
-    run's whole list already); the flags are or-ed."""
+    run's whole list already); the flags are or-ed, but ``streaming`` is the newer's (a
+    stream that ended is no longer paced)."""
     if older.trace_lines is None or newer.trace_lines is None:
         trace_lines: set[int] | None = None
     else:
@@ -62,6 +63,7 @@ def merge(older: Delta, newer: Delta) -> Delta:
         program=older.program or newer.program,
         reread=older.reread or newer.reread,
         values={**older.values, **newer.values},
+        streaming=newer.streaming,
     )
 
 
@@ -122,7 +124,9 @@ class Pace:
       (0.5 s), and once the last ``STREAMING`` frames did, one per ``stream_interval``
       (1 s, as top or k9s refresh): a frame of the explorer costs 12-20 ms of CPU at
       200x50 whether it shows one event or ten, so a run writing 10 events a second costs
-      one frame a second. A frame that carries a single change ends the pressure.
+      one frame a second. A frame that carries a single change ends the pressure, unless
+      it came within a stream (``Delta.streaming``: the watcher then batches the writes, so
+      one delta may carry several; the caller passes ``merged`` 2 for it).
 
     ``begin(merged)`` before showing a change made of ``merged`` deltas, ``end()`` when it
     is shown (call again when the paint is done: the last call counts); ``wait()`` is the

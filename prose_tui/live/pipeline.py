@@ -181,8 +181,10 @@ class LivePipeline:
         self.applied_batches += 1
         if (applied.runs_added or applied.runs_removed) and self.on_runs is not None:
             self.on_runs(applied)
+        streaming = self.watcher.stream_seen
         for delta in applied.deltas.values():
             if not delta.empty:
+                delta.streaming = streaming
                 self._emit(delta)
         if applied.runs_added or rediscover:
             self.refresh_roots()

@@ -55,12 +55,16 @@ STEADY_STEP_MS = 10
 IDLE_STEP_MS = 30
 ACTIVE_S = 10.0
 # A run streaming changes (STREAM_BATCHES batches handed over within STREAM_WINDOW_S
-# seconds: 5 a second) is looked at every IDLE_STEP_MS too: the explorer shows a stream
-# once a second (prose_tui.live.mailbox), so 20 ms more before the hand-over is not seen,
-# and the wake-ups it saves were 0.6 % of a core while a run wrote 10 events a second. Two
-# seconds at most after the stream stops the step is the fast one again.
+# seconds: 5 a second) is looked at every STREAM_STEP_MS, so that its changes come in
+# batches of about 0.3 s: the explorer shows a stream once a second (prose_tui.live.mailbox),
+# so the wait is not seen, and each batch costs a wake-up here and an apply on the live
+# worker (at 10 events a second: 10 of each a second at a 30 ms step, 3 at 150). The stream
+# lasts while batches keep coming less than STREAM_GAP_S apart; after that the step (or the
+# doorbell) is the quick one again.
 STREAM_BATCHES = 10
 STREAM_WINDOW_S = 2.0
+STREAM_STEP_MS = 150
+STREAM_GAP_S = 1.0
 # With a doorbell (prose_tui.live.doorbell, Linux) the watcher sleeps until the kernel reports
 # a change, and only then asks the engine, looking every RING_STEP_MS: a batch is handed over
 # once a look finds no more changes than the one before, two to three looks after the ring.
@@ -105,6 +109,7 @@ class Watcher:
         self.idle_step_ms = max(step_ms, IDLE_STEP_MS)
         self._changed_at = -ACTIVE_S  # monotonic time (s) of the last change or subscription
         self._handed: deque[float] = deque(maxlen=STREAM_BATCHES)  # when the last batches were handed over
+        self._streaming = False  # a stream was seen and has not paused for STREAM_GAP_S since
         self.poll_s = poll_s
         self._subs: list[Subscription] = []
         self._lock = threading.Lock()
@@ -275,19 +280,30 @@ class Watcher:
         self._handed.append(now)
 
     def streaming(self, now: float) -> bool:
-        """Whether the last ``STREAM_BATCHES`` batches were all handed over within
-        ``STREAM_WINDOW_S`` seconds before ``now``."""
+        """Whether changes stream in at monotonic time ``now`` (seconds): the last
+        ``STREAM_BATCHES`` batches were all handed over within ``STREAM_WINDOW_S`` seconds,
+        or a stream seen so has had a batch within the last ``STREAM_GAP_S``."""
         handed = self._handed
-        return len(handed) == STREAM_BATCHES and now - handed[0] <= STREAM_WINDOW_S
+        if self._streaming and handed and now - handed[-1] <= STREAM_GAP_S:
+            return True
+        self._streaming = len(handed) == STREAM_BATCHES and now - handed[0] <= STREAM_WINDOW_S
+        return self._streaming
+
+    @property
+    def stream_seen(self) -> bool:
+        """Whether changes streamed in at the watcher's last look (any thread may read it)."""
+        return self._streaming
 
     def step(self, now: float) -> int:
         """The engine's step (ms) for the next watch call at monotonic time ``now``
-        (seconds): ``step_ms`` within ``BURST_S`` of the last change or subscription,
-        ``steady_step_ms`` within ``ACTIVE_S``, else ``idle_step_ms``; also that while changes
-        stream in (``streaming``). A watch call returns at each batch and every ``poll_s``
-        seconds, so the step follows within that."""
+        (seconds): ``STREAM_STEP_MS`` while changes stream in (``streaming``), ``step_ms``
+        within ``BURST_S`` of the last change or subscription, ``steady_step_ms`` within
+        ``ACTIVE_S``, else ``idle_step_ms``. A watch call returns at each batch and every
+        ``poll_s`` seconds, so the step follows within that."""
+        if self.streaming(now):
+            return max(self.step_ms, STREAM_STEP_MS)
         quiet = now - self._changed_at
-        if quiet >= ACTIVE_S or self.streaming(now):
+        if quiet >= ACTIVE_S:
             return self.idle_step_ms
         return self.step_ms if quiet < BURST_S else self.steady_step_ms
 

@@ -40,6 +40,9 @@ class Delta:
     replaced file, an unknown file): a sink then redraws everything.
     ``paths`` are the changed paths behind the delta. ``values`` holds, for binding files
     the change wrote (a few at most), the start of their value (``ValueWindow``).
+    ``streaming`` is true when the change came while the run streamed changes (the watcher
+    then hands them over in batches of a few tenths of a second): a view may pace it as a
+    stream even when it carries one batch.
     """
 
     run: Run
@@ -54,6 +57,7 @@ class Delta:
     program: bool = False
     reread: bool = False
     values: dict[Path, ValueWindow] = field(default_factory=dict)
+    streaming: bool = False
 
     @property
     def empty(self) -> bool:

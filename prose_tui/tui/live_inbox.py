@@ -80,7 +80,9 @@ class LiveInbox:
         delta, merged = self.mailbox.take_counted(path)
         if delta is None:
             return
-        turn = self.pace.begin(merged)
+        # A change handed over within a stream (the watcher batches it: one delta may carry
+        # several writes) keeps the pace's pressure as merged changes would.
+        turn = self.pace.begin(max(merged, 2) if delta.streaming else merged)
         try:
             self.show(delta)
         finally:
