@@ -235,7 +235,7 @@ class Watcher:
                                 self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
                     while True:
                         raw = self._look(notify, doorbell, stop)
-                        if raw in ("stop", "signal") or stop.is_set():
+                        if raw in ("stop", "signal"):
                             break
                         if not isinstance(raw, str):  # a set of (change, path): not "timeout"
                             batch = {Path(p) for _c, p in raw}
@@ -243,6 +243,8 @@ class Watcher:
                             if batch:
                                 self.handed_over(time.monotonic())
                                 self._dispatch(batch)
+                        if stop.is_set():  # after the batch in hand went out: a restart loses nothing
+                            break
                         if missing and any(r.exists() for sub in list(self._subs) for r in sub.roots - sub.present):
                             break  # a followed root appeared: watch it too
                         if self._vanished(folders):
