@@ -68,14 +68,15 @@ def test_a_folder_that_cannot_be_watched_says_why(tmp_path):
 
 
 def test_a_sleeping_watcher_wakes_for_a_change(tmp_path):
-    watcher = Watcher(poll_s=QUIET_S)
+    watcher = Watcher(poll_s=QUIET_S, bell_after_s=0)
     arrived = threading.Event()
     ready = threading.Event()
     watcher.subscribe([tmp_path], lambda batch: arrived.set() if tmp_path / "state.md" in batch else None,
                       on_ready=ready.set)
     try:
         assert ready.wait(10)
-        assert watcher.doorbell_off is None and watcher._doorbell is not None, "the watcher sleeps on a doorbell"
+        assert watcher.bell_open.wait(10), "the watcher sleeps on a doorbell"
+        assert watcher.doorbell_off is None
         (tmp_path / "state.md").write_text("1. run\n", encoding="utf-8")
         assert arrived.wait(10), "the change was handed over long before the watcher's own minute"
     finally:
@@ -86,12 +87,14 @@ def test_a_sleeping_watcher_wakes_for_a_new_subscription_and_for_close(tmp_path)
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir()
     two.mkdir()
-    watcher = Watcher(poll_s=QUIET_S)
+    watcher = Watcher(poll_s=QUIET_S, bell_after_s=0)
     installs = threading.Semaphore(0)
     sub = watcher.subscribe([one], lambda batch: None, on_ready=installs.release)
     assert installs.acquire(timeout=10)
+    assert watcher.bell_open.wait(10)
     watcher.update(sub, [two])
     assert installs.acquire(timeout=10), "the watch restarted on the new roots at once"
+    assert watcher.bell_open.wait(10)
     thread = watcher._thread
     assert thread is not None
     watcher.close()
@@ -124,3 +127,27 @@ def test_a_run_nested_past_the_recursion_limit_is_watched_whole(tmp_path):
             assert bell.wait(10), "a change at the bottom rings"
     finally:
         remove_deep_folders(tmp_path)
+
+
+def test_a_new_watch_opens_its_doorbell_once_it_is_quiet(tmp_path):
+    """Opening a doorbell costs the watcher thread a walk (and, the first time, an import):
+    a watch just subscribed (a run just opened) looks on the quick step, and sleeps on a
+    doorbell once nothing changed for ``bell_after_s``."""
+    from prose_tui.live.watcher import BURST_S
+
+    watcher = Watcher()
+    t = 100.0
+    watcher._changed_at = t  # a subscription or a change
+    assert not watcher.quiet_for_bell(t + BURST_S - 0.01)
+    assert watcher.quiet_for_bell(t + BURST_S)
+    for i in range(10):  # a stream: no doorbell while it lasts
+        watcher.handed_over(t + i * 0.1)
+    assert not watcher.quiet_for_bell(t + 0.95)
+    ready = threading.Event()
+    watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
+    try:
+        assert ready.wait(10)
+        assert watcher.bell_open.wait(BURST_S + 30), "the doorbell opened after the quiet"
+    finally:
+        watcher.close()
+    assert not watcher.bell_open.is_set()

@@ -97,11 +97,14 @@ class Watcher:
     """Watch the union of every subscription's roots in one thread (started on first use)."""
 
     def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25,
-                 recursive: bool = True, doorbell: bool = True) -> None:
+                 recursive: bool = True, doorbell: bool = True, bell_after_s: float = BURST_S) -> None:
         self.recursive = recursive
         self.use_doorbell = doorbell  # sleep on inotify between changes where the system has it
+        self.bell_after_s = bell_after_s  # quiet seconds before a watch opens its doorbell
         self.doorbell_off: str | None = None  # why the last watch went without one, when it did
+        self.bell_open = threading.Event()  # the current watch sleeps on a doorbell (tests wait on it)
         self._doorbell: Doorbell | None = None
+        self._bell_wanted = False  # the current watch has not tried its doorbell yet
         self._flat: Watcher | None = None  # files are followed in their folder, not below it
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
@@ -126,7 +129,7 @@ class Watcher:
             with self._lock:
                 if self._flat is None:
                     self._flat = Watcher(debounce_ms=self.debounce_ms, step_ms=self.step_ms, poll_s=self.poll_s,
-                                         recursive=False, doorbell=self.use_doorbell)
+                                         recursive=False, doorbell=self.use_doorbell, bell_after_s=self.bell_after_s)
             return self._flat.subscribe(roots, callback, files=True, on_ready=on_ready)
         sub = Subscription(frozenset(Path(r) for r in roots), callback, files, on_ready)
         sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
@@ -220,13 +223,9 @@ class Watcher:
             # engine asks it every step; one attribute read, not a Python call per event)
             stop = self._restart
             doorbell: Doorbell | None = None
+            self._bell_wanted = self.use_doorbell
             try:
-                if self.use_doorbell:  # before the engine: a change it then misses is re-checked by on_ready
-                    doorbell, self.doorbell_off = open_doorbell(folders, recursive=self.recursive)
                 with RustNotify([str(f) for f in folders], False, False, 300, self.recursive, False) as notify:
-                    self._doorbell = doorbell
-                    if stop.is_set() and doorbell is not None:
-                        doorbell.interrupt()  # a wake-up that came before the doorbell was known
                     for sub in list(self._subs):  # watches are installed: anything earlier was missed
                         if sub.on_ready is not None:
                             try:
@@ -234,6 +233,9 @@ class Watcher:
                             except Exception as exc:  # pragma: no cover - a subscriber's bug
                                 self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
                     while True:
+                        if self._bell_wanted and self.quiet_for_bell(time.monotonic()):
+                            self._bell_wanted = False  # one try per watch
+                            doorbell = self._open_bell(folders, stop)
                         raw = self._look(notify, doorbell, stop)
                         if raw in ("stop", "signal"):
                             break
@@ -254,8 +256,26 @@ class Watcher:
                 self._restart.wait(1.0)
             finally:
                 self._doorbell = None
+                self.bell_open.clear()
                 if doorbell is not None:
                     doorbell.close()
+
+    def quiet_for_bell(self, now: float) -> bool:
+        """Whether a watch may open its doorbell at monotonic time ``now`` (seconds): no
+        change or subscription for ``bell_after_s`` and no stream. Opening it costs the
+        watcher thread a walk of the folders, and the first one in a process the import of
+        ``inotify_simple`` (ctypes): 120 ms beside an open still reading a run, during which
+        nothing is looked at. So it is opened once the watch is quiet, and a new watch (a run
+        just opened) looks on the quick step meanwhile."""
+        return now - self._changed_at >= self.bell_after_s and not self.streaming(now)
+
+    def _open_bell(self, folders: list[Path], stop: threading.Event) -> Doorbell | None:
+        doorbell, self.doorbell_off = open_doorbell(folders, recursive=self.recursive)
+        if doorbell is not None:
+            self._doorbell = doorbell
+            self.bell_open.set()
+            doorbell.interrupt()  # a first look at once: what came while it opened is in the engine
+        return doorbell
 
     def _look(self, notify: RustNotify, doorbell: Doorbell | None, stop: threading.Event) -> Look:
         """One look for changes: a set of (change, path), or "timeout", "stop", "signal".
@@ -266,7 +286,10 @@ class Watcher:
         was added). Without one, or while changes stream in: the engine's stepped look."""
         now = time.monotonic()
         if doorbell is None or self.streaming(now):
-            raw = notify.watch(self.debounce_ms, self.step(now), int(self.poll_s * 1000), stop)
+            timeout = self.poll_s
+            if self._bell_wanted:  # back when the doorbell may open
+                timeout = min(timeout, max(0.001, self._changed_at + self.bell_after_s - now))
+            raw = notify.watch(self.debounce_ms, self.step(now), max(1, int(timeout * 1000)), stop)
             if doorbell is not None:
                 doorbell.drain()  # what the stepped look took: not a ring later; new folders watched
             return raw
