@@ -274,3 +274,24 @@ async def test_the_footer_says_when_it_shows_the_focused_panes_keys():
         await wait_until(pilot, lambda: footer.up_to_date and app.focused is app.explorer.query_one(ValueViewer),
                          what="the value pane focused and its keys in the footer")
         assert "Raw/Markdown" in screen_lines(app)[-1]
+
+
+async def test_a_taller_or_shorter_screen_keeps_the_painted_lines(tmp_path):
+    """A painted line depends on the width its annotation may take, not on the height: a
+    height change (the footer settling after the open, a terminal resized) keeps the lines
+    painted, so the next live change paints only what it changed, not every visible line."""
+    write_snapshot_run(tmp_path)
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        trace = app.explorer.query_one(TraceView)
+        await wait_until(pilot, lambda: len(trace._cache) == len(trace.lines), what="the trace painted")
+        before = dict(trace._cache)
+        await pilot.resize_terminal(120, 36)
+        await wait_until(pilot, lambda: trace.size.height < 40 and app.screen.size.height == 36, what="the resize")
+        await settled(pilot)
+        assert all(trace._cache.get(i) is p for i, p in before.items()), "the same painted lines, not painted again"
+        await pilot.resize_terminal(100, 36)  # narrower: annotations may take other rows
+        await wait_until(pilot, lambda: app.screen.size.width == 100, what="the narrower screen")
+        await settled(pilot)
+        assert all(trace._cache.get(i) is not p for i, p in before.items()), "painted again for the new width"

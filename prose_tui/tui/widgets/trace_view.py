@@ -499,8 +499,11 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._memo.clear()
 
     def on_resize(self) -> None:
+        # A painted line depends on the width left of the gutter (its annotation's rows), which
+        # ``_ensure_layout`` checks (and clears the cache for), not on the height: a height
+        # change (the footer settling after the open) emptied the cache while Textual's own
+        # kept the rows, and the first change after opening painted every visible line again.
         self._ensure_layout()
-        self._cache.clear()
         if self.following:
             self.call_after_refresh(self._follow_now)
 
