@@ -13,7 +13,10 @@ renames, new folders); the doorbell only says *that* something did.
   delete and rename kinds); opens, reads and closes do not ring, so the explorer's own reads
   of a run never wake it.
 - Folders are watched recursively like the engine's: a folder created or moved in below a
-  watched one is watched as soon as the doorbell hears of it (``drain``).
+  watched one is watched as soon as the doorbell hears of it (``drain``). A symbolic link to
+  a folder is not followed (a link back up would never end); a change behind one is found by
+  the watcher's look every ``poll_s``, as is one the doorbell missed in a folder made and
+  written to at once.
 - ``interrupt`` wakes a ``wait`` from another thread (a subscription changed).
 
 Linux only (``inotify_simple``, a thin wrapper of the system calls); ``open_doorbell``
