@@ -243,23 +243,34 @@ class _QuietWatcher:
         pass
 
 
-def test_a_delta_says_whether_it_came_within_a_stream(tmp_path, collector):
-    run_dir = tmp_path / ".prose" / "runs" / "20260301-090000-c0ffee"
-    state = _event_log(run_dir, 3)
+def test_a_delta_says_whether_it_came_within_its_run_s_stream(tmp_path, collector):
+    """A delta is paced as a stream when the watcher sees changes stream in and its own run
+    had a delta less than ``STREAM_GAP_S`` before: another run's stream does not slow the
+    change of a run that was quiet."""
+    from prose_tui.live.watcher import STREAM_GAP_S
+
+    runs = tmp_path / ".prose" / "runs"
+    busy = _event_log(runs / "20260301-090000-c0ffee", 3)
+    quiet = _event_log(runs / "20260301-090000-decade", 3)
     ws = Workspace(tmp_path)
     ws.scan()
     watcher = _QuietWatcher()
-    pipeline = LivePipeline(ws, [collector], watcher=watcher)  # type: ignore[arg-type]
+    now = [100.0]
+    pipeline = LivePipeline(ws, [collector], watcher=watcher, clock=lambda: now[0])  # type: ignore[arg-type]
     pipeline.start()
+    steps = [(busy, 4, False, 0.0), (busy, 5, True, 0.3), (quiet, 4, True, 0.3), (busy, 6, True, 0.3),
+             (busy, 7, True, STREAM_GAP_S + 0.1), (busy, 8, False, 0.3)]
     try:
-        for n, streaming in ((4, False), (5, True), (6, False)):
+        for state, n, streaming, later in steps:
+            now[0] += later
             watcher.stream_seen = streaming
             with open(state, "a", encoding="utf-8") as fh:
                 fh.write(f"{n}→ step_{n} ✓\n")
             pipeline.submit({state})
-            collector.wait(lambda n=n: any(e.text.startswith(f"{n}→") for d in collector.deltas for e in d.events),
-                           f"event {n}")
-        flags = [d.streaming for d in collector.deltas if d.events]
-        assert flags == [False, True, False]
+            collector.wait(lambda state=state, n=n: any(d.run.path == state.parent and e.text.startswith(f"{n}→")
+                                                        for d in collector.deltas for e in d.events), f"event {n}")
+        flags = [(d.run.path.name[-6:], d.events[-1].text.split("→")[0], d.streaming) for d in collector.deltas if d.events]
+        assert flags == [("c0ffee", "4", False), ("c0ffee", "5", True), ("decade", "4", False),
+                         ("c0ffee", "6", True), ("c0ffee", "7", False), ("c0ffee", "8", False)]
     finally:
         pipeline.stop()

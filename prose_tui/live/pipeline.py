@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from prose_tui.live.watcher import Subscription, Watcher, shared_watcher
+from prose_tui.live.watcher import STREAM_GAP_S, Subscription, Watcher, shared_watcher
 from prose_tui.live.workspace import Applied, Workspace
 from prose_tui.model import Delta
 
@@ -51,8 +51,9 @@ class LivePipeline:
 
     def __init__(self, workspace: Workspace, sinks: list[Sink], *, on_runs: Callable[[Applied], None] | None = None,
                  on_error: Callable[[str], None] | None = None, watcher: Watcher | None = None,
-                 tick: float = TICK) -> None:
+                 tick: float = TICK, clock: Callable[[], float] = time.monotonic) -> None:
         self.workspace = workspace
+        self.clock = clock  # monotonic seconds (a test may give another)
         self.sinks = list(sinks)
         self.on_runs = on_runs
         self.on_error = on_error
@@ -64,6 +65,7 @@ class LivePipeline:
         self._roots: list[Path] = []
         self._next_poll: dict[Path, float] = {}
         self.applied_batches = 0  # batches applied so far (tests wait on it)
+        self._emitted: dict[Path, float] = {}  # when each run's last delta from a batch went out
 
     # -- life ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -181,10 +183,13 @@ class LivePipeline:
         self.applied_batches += 1
         if (applied.runs_added or applied.runs_removed) and self.on_runs is not None:
             self.on_runs(applied)
-        streaming = self.watcher.stream_seen
-        for delta in applied.deltas.values():
+        stream, now = self.watcher.stream_seen, self.clock()
+        for path, delta in applied.deltas.items():
             if not delta.empty:
-                delta.streaming = streaming
+                # Within the watcher's stream and this run's own: another run's stream must not
+                # pace a change of a run that was quiet.
+                delta.streaming = stream and now - self._emitted.get(path, -STREAM_GAP_S - 1) <= STREAM_GAP_S
+                self._emitted[path] = now
                 self._emit(delta)
         if applied.runs_added or rediscover:
             self.refresh_roots()

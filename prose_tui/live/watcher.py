@@ -235,7 +235,7 @@ class Watcher:
                     while True:
                         if self._bell_wanted and self.quiet_for_bell(time.monotonic()):
                             self._bell_wanted = False  # one try per watch
-                            doorbell = self._open_bell(folders, stop)
+                            doorbell = self._open_bell(folders)
                         raw = self._look(notify, doorbell, stop)
                         if raw in ("stop", "signal"):
                             break
@@ -269,7 +269,7 @@ class Watcher:
         just opened) looks on the quick step meanwhile."""
         return now - self._changed_at >= self.bell_after_s and not self.streaming(now)
 
-    def _open_bell(self, folders: list[Path], stop: threading.Event) -> Doorbell | None:
+    def _open_bell(self, folders: list[Path]) -> Doorbell | None:
         doorbell, self.doorbell_off = open_doorbell(folders, recursive=self.recursive)
         if doorbell is not None:
             self._doorbell = doorbell
