@@ -16,9 +16,10 @@ Two drivers over the same cases:
 
 Cases (one write per 0.3 s, ``--period`` to change it, ``--rounds`` each; the first round is
 the first change right after the run is on screen, so "first change after opening" is
-included). The watcher looks for news every 5 ms for 3 s after a change, then every 10 ms,
-and every 30 ms after 10 s of quiet (``prose_tui.live.watcher``): ``--period 5`` and
-``--period 12`` measure changes after a pause, as most of a real run's are.
+included). Between changes the watcher sleeps on inotify and hands a change over a few ms
+after it; a watch just started (a run just opened) looks every 5 ms until it has been quiet
+for 3 s (``prose_tui.live.watcher``): ``--period 12`` measures changes after a pause, as
+most of a real run's are.
 
 * ``eventlog-N`` (N = 0, 2,000, 20,000, 100,000 earlier events): append one line to the
   event-log ``state.md``;

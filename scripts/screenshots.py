@@ -67,23 +67,16 @@ def build(project: Path, steps: int) -> None:
         os.utime(path, (stamp, stamp))
 
 
-READERS = ("scan", "detail", "value")  # worker groups that read runs and values
 TURNS = 2000  # turns of the event loop before giving up (never a wall-clock wait)
 
 
 def busy(app: ProseTUI) -> str | None:
     """What the app still has on its way to the screen, or ``None`` when a capture would
-    show what it read: the start-up read, a run being read, its full read on the widgets,
-    the history catching up, the footer's keys (of the screen on top)."""
-    explorer = app.explorer
-    if explorer.reads_done < 1:
-        return "the start-up read"
-    if any(w.group in READERS and not w.is_finished for w in app.workers):
-        return "a run being read"
-    if explorer.loaded_run is None:
-        return "a run's full read"
-    if explorer.history_pending:
-        return "the history"
+    show what it read: the explorer's own ready signal (``pending``: the reads, the full
+    read, the history), then the footer's keys (of the screen on top)."""
+    waiting = app.explorer.pending()
+    if waiting is not None:
+        return waiting
     if not all(footer.up_to_date for footer in app.screen.query(KeyFooter)):
         return "the footer's keys"
     return None

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.tui.app import ProseTUI
+from prose_tui.tui.screens.explorer import READERS
 
 FIXED_NOW = datetime(2026, 3, 1, 10, 8, 0, tzinfo=timezone.utc)
 
@@ -52,7 +53,6 @@ def use_short_idle_window(window: float = IDLE_WINDOW) -> None:
     _wait.SLEEP_IDLE = window / 20.0
     _wait.wait_for_idle.__defaults__ = (window, 1)  # (min_sleep, max_sleep); was (0.02, 1)
 
-_READERS = ("scan", "detail", "value")  # worker groups that read runs and values; the watcher ("watch") never ends
 
 
 async def wait_until(pilot, predicate, *, what: str = "condition", turns: int = TURNS) -> None:
@@ -67,23 +67,17 @@ async def wait_until(pilot, predicate, *, what: str = "condition", turns: int = 
 
 async def _readers_done(app) -> None:
     """Wait for the workers reading runs (start-up read, "open in full") to finish."""
-    busy = [w for w in app.workers if w.group in _READERS and not w.is_finished]
+    busy = [w for w in app.workers if w.group in READERS and not w.is_finished]
     if busy:  # an empty list would make ``wait_for_complete`` wait for every worker
         await app.workers.wait_for_complete(busy)
 
 
 def _unsettled(explorer, run_path: Path | None) -> str | None:
-    """What the explorer is still waiting for, or ``None`` when it is settled."""
-    if explorer.reads_done < 1:
-        return "the start-up read"
-    if any(w.group in _READERS and not w.is_finished for w in explorer.app.workers):
-        return "a run being read"
-    if explorer.history_pending:
-        return "the history to catch up with the last change"
-    want = run_path if run_path is not None else (explorer.current_run.path if explorer.current_run else None)
-    if want is not None and explorer.loaded_run != want:
-        shown = explorer.current_run.path if explorer.current_run else None
-        return f"the full read of {want} (loaded_run={explorer.loaded_run}, shown={shown})"
+    """What the explorer is still waiting for (``pending``, then the trace's scroll), or
+    ``None`` when it is settled."""
+    waiting = explorer.pending(run_path)
+    if waiting is not None:
+        return waiting
     from prose_tui.tui.widgets.trace_view import TraceView
 
     trace = explorer.query_one(TraceView)

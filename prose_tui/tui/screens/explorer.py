@@ -49,6 +49,8 @@ from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
+
+READERS = ("scan", "detail", "value")  # worker groups that read runs and values (the watcher's never ends)
 from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
 from prose_tui.tui.widgets.search_bar import SearchBar
@@ -126,6 +128,23 @@ class ExplorerScreen(Screen[None]):
     def history_pending(self) -> bool:
         """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
         return self.panes.history_pending
+
+    def pending(self, run_path: Path | None = None) -> str | None:
+        """What is still on its way to the screen, in words, or ``None`` when the panes show
+        what was read: the start-up read, a run or value being read (worker groups
+        ``READERS``), the history catching up, the full read of the shown run (or
+        ``run_path``). A ready signal for tests and the screenshot script."""
+        if self.reads_done < 1:
+            return "the start-up read"
+        if any(w.group in READERS and not w.is_finished for w in self.app.workers):
+            return "a run being read"
+        if self.history_pending:
+            return "the history to catch up with the last change"
+        run = self.current_run
+        want = run_path if run_path is not None else (run.path if run is not None else None)
+        if want is not None and self.loaded_run != want:
+            return f"the full read of {want} (loaded_run={self.loaded_run}, shown={run.path if run else None})"
+        return None
 
     # -- the feed's state ---------------------------------------------------------------------------
     @property
