@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
+if TYPE_CHECKING:
+    import psycopg
 
 from prose_tui.backends.postgres.url import DatabaseUrl, scrub
 
@@ -92,6 +93,8 @@ class PgReader:
 
     # -- connection -------------------------------------------------------------------
     def _open(self) -> psycopg.Connection[Any]:
+        import psycopg  # here, not at import: psycopg and libpq cost 0.2 s, paid only by a database
+
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=self.connect_timeout,
                                    application_name="prose-tui (read-only)")
@@ -150,6 +153,8 @@ class PgReader:
         Raises :class:`DatabaseUnavailable` when the server cannot be reached (after one
         immediate reconnect attempt) and :class:`QueryFailed` when the statement fails.
         """
+        import psycopg
+
         with self._lock:
             for attempt in (1, 2):
                 self.connect()

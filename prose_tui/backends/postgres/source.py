@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from prose_tui.backends.postgres import tables as T
 from prose_tui.backends.postgres.connect import (
     DatabaseUnavailable,
@@ -311,6 +309,7 @@ class PostgresSource:
         self._listener.start()
 
     def _listen_loop(self) -> None:
+        import psycopg
         from psycopg import sql
 
         while not self._stop.is_set():
