@@ -52,6 +52,53 @@ async def test_the_trace_follows_the_simulated_vm_step_by_step(tmp_path):
         assert app.explorer.query_one(RunList).runs[0].status.value == "running"
 
 
+async def test_a_change_is_signalled_painted_only_after_a_frame_was_handed_out(tmp_path):
+    """The live worker's later sinks (the journal) wait for the change on screen to be
+    painted: their Python would hold the GIL the frame needs. In the explorer the frame that
+    shows a change comes after the refresh Textual's ``call_after_refresh`` waits for (the
+    trace tells its screen on its own next turn), so a signal sent after one refresh came
+    before the frame, and the journal's record slowed that frame (snapshot-500's slow rounds
+    of 41-72 ms). Every signal must follow a frame handed out after its change was shown."""
+    vm = DemoVM(tmp_path, clock=_clock())
+    steps = vm.steps()
+    next(steps)
+    app = make_app(tmp_path, watch=True, now=START + timedelta(minutes=1))
+    frames = [0]  # frames handed to the display so far
+    real_display = app._display
+
+    def display(screen, renderable):
+        frames[0] += 1
+        return real_display(screen, renderable)
+
+    app._display = display  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.explorer.current_run is not None, what="the run to load")
+        await wait_until(pilot, lambda: app.explorer.watcher_state.startswith("watching"), what="the watcher")
+        inbox = app.explorer.feed.inbox
+        assert inbox is not None
+        shown: list[int] = []  # frames handed out when each change had been shown
+        signalled: list[int] = []  # frames handed out when each change was signalled painted
+        real_show, real_painted = inbox.show, inbox._painted_now
+
+        def show(delta):
+            real_show(delta)
+            shown.append(frames[0])
+
+        def painted(turn):
+            signalled.append(frames[0])
+            real_painted(turn)
+
+        inbox.show = show
+        inbox._painted_now = painted  # type: ignore[method-assign]
+        for _ in range(6):
+            next(steps)
+            count = len(shown)
+            await wait_until(pilot, lambda: len(shown) > count and len(signalled) >= len(shown),
+                             what="the change to be shown and signalled painted")
+        assert len(shown) >= 6
+        assert all(s > f for f, s in zip(shown, signalled)), f"signalled before a frame: {list(zip(shown, signalled))}"
+
+
 async def test_a_growing_binding_updates_in_place_and_marks_the_new_tail(tmp_path):
     vm = DemoVM(tmp_path, clock=_clock())
     steps = vm.steps()

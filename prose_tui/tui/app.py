@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from textual.app import App
@@ -79,6 +79,22 @@ class ProseTUI(HabitsApp):
         self.journal = journal if journal is not None else Journal()
         root = self.path if self.path.is_dir() else self.path.parent
         self.agent_state_path = find_agent_state(root, agent_state)
+        self._after_frame: list[Callable[[], object]] = []
+
+    def after_frame(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` on the UI thread just after the next frame is handed to the
+        terminal. Textual's ``call_after_refresh`` can run before the frame that shows a
+        change (a widget tells its screen it needs painting on its own next turn); the live
+        inbox counts a change as painted with this instead (``LiveInbox``)."""
+        self._after_frame.append(callback)
+
+    def _display(self, screen, renderable) -> None:
+        # Textual's one place where a frame is handed out (its own benchmarks' hook too).
+        super()._display(screen, renderable)
+        if self._after_frame and renderable is not None and not getattr(self, "_batch_count", 0):
+            callbacks, self._after_frame = self._after_frame, []
+            for callback in callbacks:
+                callback()
 
     def get_default_screen(self) -> ExplorerScreen:
         initial = self.path if self.path.parent.name == "runs" else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from textual.message import Message
@@ -20,6 +21,10 @@ from textual.message_pump import MessagePump
 
 from prose_tui.live.mailbox import DeltaMailbox, Pace
 from prose_tui.model import Delta
+
+# Seconds after a change is shown before its paint counts as done without a frame (a change
+# that altered nothing on screen makes none): waiters on ``wait_painted`` go on then.
+NO_FRAME_AFTER = 0.25
 
 
 class DeltasWaiting(Message):
@@ -32,12 +37,20 @@ class DeltasWaiting(Message):
 
 class LiveInbox:
     """``put`` on the worker thread; ``deliver(path)`` on the UI thread, from the screen's
-    ``DeltasWaiting`` handler. ``show(delta)`` is the screen's way to show one delta."""
+    ``DeltasWaiting`` handler. ``show(delta)`` is the screen's way to show one delta.
+
+    ``after_frame(callback)`` calls ``callback()`` once the next frame is handed to the
+    terminal (``ProseTUI.after_frame``); a change counts as painted then. Without it, after
+    the screen's next refresh (``call_after_refresh``), which in the explorer comes before
+    the frame that shows the change: the trace tells its screen it needs painting on its own
+    next turn."""
 
     def __init__(self, screen: MessagePump, show: Callable[[Delta], None], *, pace: Pace | None = None,
-                 on_screen: Callable[[Path], bool] | None = None) -> None:
+                 on_screen: Callable[[Path], bool] | None = None,
+                 after_frame: Callable[[Callable[[], None]], None] | None = None) -> None:
         self.screen = screen
         self.show = show
+        self.after_frame = after_frame
         self.on_screen = on_screen  # whether a run's changes are painted beyond its list row
         self.pace = pace or Pace()
         self.mailbox = DeltaMailbox(self._notify)
@@ -89,7 +102,11 @@ class LiveInbox:
             self.shown += 1
             self.pace.end(turn)
             # The paint that follows is part of the change's cost.
-            self.screen.call_after_refresh(self._painted_now, turn)
+            if self.after_frame is not None:
+                self.after_frame(partial(self._painted_now, turn))
+                self.screen.set_timer(NO_FRAME_AFTER, self._painted.set)
+            else:
+                self.screen.call_after_refresh(self._painted_now, turn)
 
     def _painted_now(self, turn: int) -> None:
         self.pace.end(turn)

@@ -368,7 +368,8 @@ class RunFeed:
                 current = screen.current_run
                 return current is not None and current.path == path
 
-            inbox = self.inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen)
+            inbox = self.inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen,
+                                           after_frame=getattr(screen.app, "after_frame", None))
 
             def problem(text: str) -> None:
                 screen.post_message(LiveProblem(text))
