@@ -294,3 +294,29 @@ async def test_after_start_up_the_newest_run_is_highlighted_even_if_an_undated_o
         run_list = app.explorer.query_one(RunList)
         assert [r.id for r in run_list.runs] == ["20260301-100000-newest", "nightly"]
         assert run_list.highlighted == 0 and app.explorer.current_run.id == "20260301-100000-newest"
+
+
+async def test_after_frame_calls_back_once_after_the_next_frame_and_keeps_the_newest(tmp_path):
+    """``ProseTUI.after_frame``: each callback runs once, after a frame is handed out; while
+    no frame comes (an app suspended) only the newest 64 are kept, never an unbounded list."""
+    app = make_app(tmp_path)
+    frames = [0]
+    real_display = app._display
+
+    def display(screen, renderable):
+        frames[0] += 1
+        return real_display(screen, renderable)
+
+    app._display = display  # type: ignore[method-assign]
+    async with app.run_test() as pilot:
+        await ready(pilot)
+        called: list[tuple[int, int]] = []  # (callback, frames handed out when it ran)
+        before = frames[0]
+        for i in range(70):  # one turn of the loop: no frame in between
+            app.after_frame(lambda i=i: called.append((i, frames[0])))
+        assert called == []
+        app.screen.refresh()
+        await wait_until(pilot, lambda: len(called) == 64, what="the callbacks after the next frame")
+        await pilot.pause()
+        assert [i for i, _ in called] == list(range(6, 70)), "the newest 64, in order, each once"
+        assert all(at > before for _, at in called), "none ran before a frame was handed out"

@@ -86,6 +86,8 @@ class ProseTUI(HabitsApp):
         terminal. Textual's ``call_after_refresh`` can run before the frame that shows a
         change (a widget tells its screen it needs painting on its own next turn); the live
         inbox counts a change as painted with this instead (``LiveInbox``)."""
+        if len(self._after_frame) >= 64:  # no frame for a long while (the app suspended): keep the newest
+            del self._after_frame[0]
         self._after_frame.append(callback)
 
     def _display(self, screen, renderable) -> None:
