@@ -28,6 +28,7 @@ class Collector:
     def __init__(self) -> None:
         self.deltas: list[Delta] = []
         self.runs_added: list[Path] = []
+        self.runs_removed: list[Path] = []
         self._cond = threading.Condition()
 
     def __call__(self, delta: Delta) -> None:
@@ -38,6 +39,7 @@ class Collector:
     def on_runs(self, applied) -> None:
         with self._cond:
             self.runs_added.extend(applied.runs_added)
+            self.runs_removed.extend(applied.runs_removed)
             self._cond.notify_all()
 
     def wait(self, predicate, what: str) -> None:
@@ -202,6 +204,26 @@ def test_a_run_folder_made_while_the_watch_restarts_is_found_when_it_is_installe
     pipeline._apply(pipeline._queue.get_nowait())
     assert new in collector.runs_added
     assert new in ws.runs
+
+
+def test_the_resync_does_not_walk_the_project_when_its_runs_folders_hold_only_known_runs(tmp_path, collector):
+    """At a watch's start the resync looks into the runs folders with one listing each: when
+    they hold the runs already known, nothing is submitted (a walk of the project ran beside
+    the open's paint and the first change waited for it); a folder removed meanwhile still is."""
+    runs = tmp_path / ".prose" / "runs"
+    _event_log(runs / "20260301-100000-aaaaaa", 2)
+    _event_log(runs / "20260301-110000-bbbbbb", 1)
+    ws = Workspace(tmp_path)
+    ws.scan()
+    pipeline = LivePipeline(ws, [collector], on_runs=collector.on_runs)
+    pipeline._roots = pipeline.follow_roots()  # as start() does
+    pipeline._resync()
+    assert pipeline._queue.empty(), "nothing new: nothing to apply"
+    gone = runs / "20260301-110000-bbbbbb"
+    shutil.rmtree(gone)  # removed while no watch was installed
+    pipeline._resync()
+    pipeline._apply(pipeline._queue.get_nowait())
+    assert gone in collector.runs_removed and gone not in ws.runs
 
 
 @pytest.mark.parametrize("opened", ["Reactor state dir", "runs folder"])
