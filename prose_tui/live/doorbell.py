@@ -35,21 +35,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-# inotify(7) event bits (stable kernel ABI), the subset watchfiles reports as changes.
-IN_MODIFY = 0x00000002
-IN_ATTRIB = 0x00000004
-IN_MOVED_FROM = 0x00000040
-IN_MOVED_TO = 0x00000080
-IN_CREATE = 0x00000100
-IN_DELETE = 0x00000200
-IN_DELETE_SELF = 0x00000400
-IN_MOVE_SELF = 0x00000800
-IN_ONLYDIR = 0x01000000
-IN_ISDIR = 0x40000000
-MASK = (IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF
-        | IN_MOVE_SELF)
-
-
 class Doorbell:
     """An inotify instance over ``folders`` (and, with ``recursive``, every folder below
     them), plus a pipe that ``interrupt`` writes to.
@@ -59,8 +44,12 @@ class Doorbell:
     """
 
     def __init__(self, folders: list[Path], *, recursive: bool) -> None:
-        from inotify_simple import INotify  # Linux only: imported where it is used
+        from inotify_simple import INotify, flags  # Linux only: imported where it is used
 
+        # The events watchfiles turns into changes (opens, reads and closes are not among them).
+        self._mask = (flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.MOVED_TO | flags.CREATE | flags.DELETE
+                      | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR)
+        self._new_folder = (flags.ISDIR, flags.CREATE | flags.MOVED_TO)  # a folder made or moved in below
         self.recursive = recursive
         self._lock = threading.Lock()
         self._inotify: Any = INotify(nonblocking=True)
@@ -88,7 +77,7 @@ class Doorbell:
         cannot be watched (vanished, unreadable) is skipped; with ``strict`` (the watch's own
         roots) an error on ``folder`` itself, or running out of watches, is raised."""
         try:
-            wd = self._inotify.add_watch(folder, MASK | IN_ONLYDIR)
+            wd = self._inotify.add_watch(folder, self._mask)
         except OSError:
             if strict:
                 raise
@@ -105,7 +94,7 @@ class Doorbell:
                 continue
             for sub in subs:
                 try:
-                    self._folders[self._inotify.add_watch(sub, MASK | IN_ONLYDIR)] = sub
+                    self._folders[self._inotify.add_watch(sub, self._mask)] = sub
                 except OSError as exc:  # out of watches: the doorbell would miss that part of the run
                     if strict and exc.errno == errno.ENOSPC:
                         raise
@@ -140,8 +129,9 @@ class Doorbell:
             return False
         self.rings += 1
         if self.recursive:  # (an overflow, wd -1, rings too: the engine heard what was lost)
+            is_dir, made = self._new_folder
             for event in events:
-                if event.mask & IN_ISDIR and event.mask & (IN_CREATE | IN_MOVED_TO):
+                if event.mask & is_dir and event.mask & made:
                     parent = self._folders.get(event.wd)
                     if parent is not None:
                         self._watch(parent / event.name)

@@ -49,8 +49,6 @@ from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
-
-READERS = ("scan", "detail", "value")  # worker groups that read runs and values (the watcher's never ends)
 from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
 from prose_tui.tui.widgets.search_bar import SearchBar
@@ -62,6 +60,7 @@ from prose_tui.tui.widgets.value_viewer import ValueViewer
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 28
 STATUS_TICK = 5.0
+READERS = ("scan", "detail", "value")  # worker groups that read runs and values (the watcher's never ends)
 
 
 class ExplorerScreen(Screen[None]):
