@@ -14,6 +14,7 @@ from app_helpers import FIXED_NOW, make_app, ready, wait_until
 from conftest import FIXTURES
 from textual.app import App
 
+from prose_tui.backends import open_run
 from prose_tui.backends.common.bindings import failure_of, read_binding
 from prose_tui.history import History
 from prose_tui.model import Event, EventKind, Node, Run, RunFormat, RunStatus
@@ -439,6 +440,25 @@ async def test_loaded_run_follows_full_reads():
         assert app.explorer.loaded_run in (None, OLDER)
         await wait_until(pilot, lambda: app.explorer.loaded_run == OLDER, what="the older run's full read")
         assert app.explorer.current_run.path == OLDER and app.explorer.current_run.bindings
+
+
+async def test_a_summary_read_arriving_after_the_full_read_does_not_replace_it():
+    """The start-up read and "open in full" read the same run side by side; a summary (state
+    file only) handed over after the full read is on screen must not empty the bindings."""
+    app = make_app(PROJECT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot, NEWEST)
+        explorer = app.explorer
+        full = explorer.current_run
+        tree = explorer.query_one(BindingTree)
+        names = [node.label.plain for node in tree.root.children]
+        assert full.bindings and names
+        summary = open_run(NEWEST, now=FIXED_NOW, summary=True)
+        assert summary is not full and not summary.bindings
+        explorer.feed._detailed(summary)
+        await pilot.pause()
+        assert explorer.current_run is full and explorer.loaded_run == NEWEST
+        assert [node.label.plain for node in tree.root.children] == names
 
 
 def test_show_json_carries_binding_failures(tmp_path, capsys):

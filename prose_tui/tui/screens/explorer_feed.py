@@ -234,7 +234,8 @@ class RunFeed:
         current = self.screen.current_run
         for run in runs:
             run_list.update_run(run, clock=self.workspace.clock)
-            if run.path in self.workspace.detailed and (current is None or run.path == current.path):
+            if run.path in self.workspace.detailed and (current is None or run.path == current.path) \
+                    and not self._full_read_shown(run):
                 self.screen.show_run(run)
                 current = self.screen.current_run
 
@@ -350,10 +351,22 @@ class RunFeed:
 
     def _detailed(self, run: Run) -> None:
         current = self.screen.current_run
+        if self._full_read_shown(run):
+            return
         if (current is not None and current.path == run.path) or self._opening == run.path:
             self._opening = None
             self.screen.show_run(run)
             self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+
+    def _full_read_shown(self, run: Run) -> bool:
+        """Whether the full read of ``run``'s path is on screen already and ``run`` adds
+        nothing to it: the same object (the start-up read and "open in full" both hand it
+        over), or a summary read beside the full read and arriving after it. Showing it again
+        cost a history load and a layout of every pane (20-50 ms each, twice per open), and a
+        late summary emptied the bindings and agents until the full read came back. Changes
+        since reach the screen as live deltas, not through these reads."""
+        model = self.screen.model
+        return model.loaded_run == run.path and (self.screen.current_run is run or not model.is_full_read(run))
 
     # -- live -----------------------------------------------------------------------------------------
     def _start_live(self) -> None:
