@@ -442,6 +442,22 @@ async def test_loaded_run_follows_full_reads():
         assert app.explorer.current_run.path == OLDER and app.explorer.current_run.bindings
 
 
+async def test_a_rescan_keeps_the_pane_the_user_is_in():
+    """Ctrl+R reads the run list again; the user stays where they were (the first read ends
+    on the trace, a rescan must not take them there)."""
+    app = make_app(PROJECT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot, NEWEST)
+        explorer = app.explorer
+        await pilot.press("1")
+        run_list = explorer.query_one(RunList)
+        assert app.focused is run_list
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: explorer.reads_done == 2, what="the rescan")
+        await ready(pilot)
+        assert app.focused is run_list and explorer.active == 0
+
+
 async def test_a_summary_read_arriving_after_the_full_read_does_not_replace_it():
     """The start-up read and "open in full" read the same run side by side; a summary (state
     file only) handed over after the full read is on screen must not empty the bindings."""

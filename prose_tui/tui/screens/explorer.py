@@ -430,12 +430,14 @@ class ExplorerScreen(Screen[None]):
         self._history(self.model.first_failure)
 
     # -- the feed: reads and live changes ------------------------------------------------------------
-    def runs_read(self) -> None:
-        """After a read of the run list that found runs: the trace of the run chosen (the running
-        one after the first read); the run list is one key (1) away."""
+    def runs_read(self, *, first: bool) -> None:
+        """After a read of the run list that found runs: the run list's width again; after the
+        ``first`` read, the trace of the run chosen (the running one), the run list one key
+        (1) away. A rescan leaves the focus where the user put it."""
         self._layout()
-        self.activate(TRACE)
-        self.call_after_refresh(self._settled)
+        if first:
+            self.activate(TRACE)
+            self.call_after_refresh(self._settled)
 
     def _settled(self) -> None:
         """After the first read's layout: a run opened on a failure keeps it in view."""

@@ -32,6 +32,7 @@ from prose_tui.live.pipeline import LivePipeline, journal_sink
 from prose_tui.live.workspace import Applied, Workspace, placeholder
 from prose_tui.model import Delta, Run, RunStatus
 from prose_tui.tui.live_inbox import LiveInbox
+from prose_tui.tui.screens.explorer_panes import TRACE
 from prose_tui.tui.screens.explorer_poll import SourcePoll
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -84,7 +85,8 @@ class RunFeed:
         self.inbox: LiveInbox | None = None
         self.watcher_state = "watch off" if not live else "starting watcher"
         self.stopped = threading.Event()  # the screen is going: polling ends
-        self._activated = False
+        self._activated = False  # the focus placed for the user (trace or run list)
+        self._read_once = False  # the first read of the run list is done
         self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
         self._opening: Path | None = None  # a database run chosen, its first screen not shown yet
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
@@ -228,6 +230,13 @@ class RunFeed:
         if runs and not run_list.runs:
             run_list.set_runs(runs, clock=self.workspace.clock)
             self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
+        if len(runs) == 1 and not self._activated:
+            # One run: its trace is where the first read ends, whatever it finds; going
+            # there now puts the focus change (a layout, the footer's keys) in the frames
+            # that fill the list, not in those after the run is on screen, when a first
+            # live change may be waiting for the UI.
+            self._activated = True
+            self.screen.activate(TRACE)
 
     def _rows_read(self, runs: list[Run]) -> None:
         run_list = self.screen.query_one(RunList)
@@ -261,10 +270,10 @@ class RunFeed:
             # Before runs were read their order came from run ids; now it is by what they
             # say. A choice made for the user follows the newest; one they made stays.
             run_list.select_path(runs[0].path)
-        if not self._activated:
-            # One run: watch its trace. Several: start in the run list. A rescan keeps the focus.
-            self._activated = True
-            screen.activate(1 if len(runs) == 1 else 0)
+        first, self._read_once = not self._read_once, True
+        if not self._activated and not runs:
+            screen.activate(0)  # nothing to show but the run list (waiting for a run)
+        self._activated = True
         if self.live:
             self._start_live()
             if self.workspace.sources:
@@ -276,7 +285,7 @@ class RunFeed:
             running = next((r for r in runs if r.status is RunStatus.RUNNING), None)
             if running is not None and run_list.chosen != running.path and run_list.chosen == self._auto_choice:
                 run_list.select_path(running.path)
-        screen.runs_read()
+        screen.runs_read(first=first)
 
     # -- opening a run, full reads --------------------------------------------------------------------
     def open(self, path: Path) -> None:
