@@ -241,15 +241,20 @@ class ExplorerScreen(Screen[None]):
         # The strip or the run header shows the status and its reason, the status line not:
         # which of them is on screen may have changed (a resize, a zoom, another pane).
         self.panes.status()
+        self.fit_widths()
+        self.query_one(PaneBar).set_active(active)
+
+    def fit_widths(self) -> None:
+        """The run list's and the side column's widths in the wide layout: the run list as wide
+        as its rows want (up to 22 % of the screen). A layout of the screen when they change."""
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
-        if not compact and not zoomed:
+        if not self.compact and not self.zoomed:
             width = self.size.width
             runs = preferred_width(self.query_one(RunList).runs) + 2
             runs_pane.styles.width = max(24, min(runs, width * 22 // 100))
             side.styles.width = max(34, width * 30 // 100)
         else:
             runs_pane.styles.width = side.styles.width = "1fr"
-        self.query_one(PaneBar).set_active(active)
 
     def _pane_widget(self, index: int) -> Widget:
         if index == STACK and self.query_one(NodeTable).display:

@@ -247,6 +247,10 @@ class RunFeed:
                     and not self._full_read_shown(run):
                 self.screen.show_run(run)
                 current = self.screen.current_run
+        if self.workspace.read_all_found():
+            # The last rows: the run list takes its width in the frame that shows them, not in
+            # a layout of the whole screen after the read (one run: its trace on screen then).
+            self.screen.fit_widths()
 
     def _partial(self, run: Run) -> None:
         """A first screen of a large narration file while the rest is still being read."""

@@ -28,6 +28,7 @@ from textual.widgets.option_list import Option
 
 from prose_tui.model import Run
 from prose_tui.tui.keys import keyed
+from prose_tui.tui.widgets.repaint import set_virtual_size
 from prose_tui.tui.widgets.run_rows import (  # noqa: F401  (the run list's row API, re-exported)
     AGE_WIDTH,
     RunRows,
@@ -323,9 +324,9 @@ class RunList(_CursorList):
         return True
 
     def _sized(self) -> None:
-        size = Size(self.scrollable_content_region.width, len(self._shown))
-        if size != self.virtual_size:
-            self.virtual_size = size  # a layout only when the number of rows (or the width) changed
+        # A new width (the pane resized) or number of rows: scrollbars again, no layout of the
+        # screen (the pane's size does not follow its rows).
+        set_virtual_size(self, Size(self.scrollable_content_region.width, len(self._shown)))
 
     def on_resize(self) -> None:
         self._fit()
