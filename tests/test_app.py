@@ -92,6 +92,32 @@ async def test_raw_toggle_and_tree_selection_of_an_agent_segment():
         assert viewer.raw
 
 
+async def test_the_binding_tree_paints_its_rows_again_at_a_new_width():
+    """A resize repaints the tree's rows in its new place and width (it no longer lays the
+    whole screen out for it): the same rows, none missing, nothing of the old place left."""
+    app = make_app(PROJECT)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("4")
+        tree = app.explorer.query_one(BindingTree)
+
+        def rows() -> list[str]:
+            region = tree.scrollable_content_region
+            lines = ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]
+            return [line[region.x:region.right].rstrip() for line in lines[region.y:region.bottom]]
+
+        await pilot.pause()
+        wide, wide_x = rows(), tree.scrollable_content_region.x
+        assert sum(1 for row in wide if row) > 5
+        await pilot.resize_terminal(120, 40)
+        await wait_until(pilot, lambda: app.screen.size.width == 120, what="the narrower screen")
+        await settled(pilot)
+        assert tree.scrollable_content_region.x != wide_x, "the tree moved"
+        narrow = rows()
+        n = min(len(narrow), len(wide))  # a scrollbar may come or go at the bottom
+        assert n > 5 and narrow[:n] == wide[:n]
+
+
 async def test_call_stack_shows_frames_innermost_first():
     app = make_app(PROJECT)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from pathlib import Path
+from typing import Self
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding as KeyBinding
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import NodeID, TreeNode
@@ -48,6 +51,7 @@ class BindingTree(Tree[Target]):
         KeyBinding("G,end", "last", "Last item", show=False),
     ])
     HELP_GROUP = "Bindings & agents"
+    _resizing = False  # Tree's own resize handler is running (``refresh``)
 
     class TargetChosen(Message):
         """A leaf was highlighted (``opened`` false) or opened with Enter/``l`` (true)."""
@@ -76,6 +80,20 @@ class BindingTree(Tree[Target]):
         self._binding_set: frozenset = frozenset()
         self._binding_keys: frozenset = frozenset()  # (path, name, execution id) of each binding
         self.rebuilds = 0  # whole rebuilds (``set_run``), for tests
+
+    def _on_resize(self, event: events.Resize) -> None:
+        # Runs just before Tree's own handler, which invalidates the lines and asks for a
+        # layout of the whole screen (20-30 ms at 200x50, after every width change or pane
+        # switch). This tree's size does not follow its lines, and its scrollable size is
+        # set when the lines are rebuilt (a layout then, if it changed): a repaint will do.
+        height, width = self.styles.height, self.styles.width
+        self._resizing = not ((height is not None and height.is_auto) or (width is not None and width.is_auto))
+        self.call_next(setattr, self, "_resizing", False)
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        if self._resizing:
+            layout = False
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     @staticmethod
     def shape_of(run: Run | None) -> tuple:

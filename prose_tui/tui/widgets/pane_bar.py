@@ -38,7 +38,7 @@ class PaneBar(Static):
             text.append(label, "reverse bold" if i == index else "")
             self._spans.append((start, start + len(label)))
             text.append(" ")
-        self.update(text)
+        self.update(text, layout=False)  # one row, as wide as the screen: a repaint will do
 
     def on_click(self, event) -> None:
         for i, (start, end) in enumerate(self._spans):
