@@ -295,3 +295,21 @@ async def test_a_taller_or_shorter_screen_keeps_the_painted_lines(tmp_path):
         await wait_until(pilot, lambda: app.screen.size.width == 100, what="the narrower screen")
         await settled(pilot)
         assert all(trace._cache.get(i) is not p for i, p in before.items()), "painted again for the new width"
+
+
+async def test_the_trace_shown_and_unfollowed_at_once_keeps_its_cursor_in_view():
+    """At 80x24 one pane shows at a time: ``2`` then ``f`` typed at once show the trace and
+    stop following before the trace had its size and scrolled to its executing line. Its
+    cursor must be on screen all the same, not left where the hidden pane was scrolled."""
+    app = make_app(FIXTURES / "project")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        trace = app.explorer.query_one(TraceView)
+        await pilot.press("1", "j")  # the older run, chosen from the run list
+        await settled(pilot)
+        await pilot.press("2", "f")
+        await wait_until(pilot, lambda: trace.has_focus and not trace.following and trace.size.height > 0,
+                         what="the trace shown, not following")
+        await settled(pilot)  # fails naming the cursor's row when it is out of view
+        top, height = round(trace.scroll_offset.y), trace.scrollable_content_region.height
+        assert top <= trace.row_of(trace.cursor) < top + height

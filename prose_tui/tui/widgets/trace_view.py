@@ -504,8 +504,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         # change (the footer settling after the open) emptied the cache while Textual's own
         # kept the rows, and the first change after opening painted every visible line again.
         self._ensure_layout()
-        if self.following:
-            self.call_after_refresh(self._follow_now)
+        self.call_after_refresh(self._follow_now)
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
         # Textual drops a scroll while the scrollbar is not (yet) shown: new lines longer than
@@ -514,13 +513,17 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self._to_executing()
 
     def on_show(self) -> None:
-        if self.following:
-            self.call_after_refresh(self._follow_now)
+        self.call_after_refresh(self._follow_now)
 
     def _follow_now(self) -> None:
-        """A follow move deferred to after a refresh (a resize, the pane shown). Following is
-        checked again when it runs: the cursor may have been put elsewhere in between (a
-        failed run opened on its failure), and a stale move would take it to the last line."""
+        """After a resize or the pane shown: the executing line when following, else the
+        cursor brought into view. Following is checked when it runs, not when it was asked
+        for: the cursor may have been put elsewhere in between (a failed run opened on its
+        failure: a stale move would take it to the last line), or following turned off (``2``
+        then ``f`` in the compact layout: the cursor was left where the hidden pane had been
+        scrolled)."""
         if self.following:
             self._to_executing()
+        elif self.lines:
+            self.scroll_to_cursor()
 
