@@ -196,7 +196,7 @@ async def test_keys_typed_fast_after_slash_go_to_the_visible_search_input(size):
         await pilot.press("slash", "z", "z", "q")
         bar = app.explorer.query_one(SearchBar)
         assert app.is_running and bar.value == "zzq" and app.focused is bar
-        footer_top = app.screen.query_one("Footer").region.y
+        footer_top = app.screen.query_one("KeyFooter").region.y
         assert bar.region.height == 1 and bar.region.y < footer_top  # on screen, above the footer
         await pilot.press("escape")
         assert not bar.display

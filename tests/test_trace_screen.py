@@ -276,6 +276,43 @@ async def test_the_footer_says_when_it_shows_the_focused_panes_keys():
         assert "Raw/Markdown" in screen_lines(app)[-1]
 
 
+async def test_a_key_clicked_in_the_footer_is_that_key_pressed():
+    from prose_tui.tui.widgets.key_footer import KeyFooter
+
+    app = make_app(FIXTURES / "project")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        await wait_until(pilot, lambda: footer.up_to_date and "z" in footer.keys, what="the footer's keys")
+        zoom = next(item for item in footer._items if item.key == "z")
+        row = screen_lines(app)[-1]
+        assert row[zoom.start:zoom.end] == "z Zoom"
+        await pilot.click(KeyFooter, offset=(zoom.start + 2, 0))
+        await wait_until(pilot, lambda: app.explorer.zoomed, what="the zoom clicked in the footer")
+
+
+async def test_keys_that_do_not_fit_the_footer_are_left_out_whole():
+    """80 columns do not hold every key: the last ones are left out whole (not cut), and
+    the command palette key stays at the right edge."""
+    from prose_tui.tui.widgets.key_footer import KeyFooter
+
+    app = make_app(FIXTURES / "project")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        await wait_until(pilot, lambda: footer.up_to_date, what="the footer's keys")
+        wide = footer.keys
+        await pilot.resize_terminal(80, 24)
+        await wait_until(pilot, lambda: app.screen.size.width == 80, what="the narrower screen")
+        await pilot.pause()
+        row = screen_lines(app)[-1]
+        narrow = footer.keys
+        assert narrow[-1] == wide[-1] == "ctrl+p" and row.rstrip().endswith("^p Command palette")
+        assert len(narrow) < len(wide) and narrow[:-1] == wide[:len(narrow) - 1]
+        for item in footer._items:
+            assert row[item.start:item.end].strip().endswith(item.description)
+
+
 async def test_a_taller_or_shorter_screen_keeps_the_painted_lines(tmp_path):
     """A painted line depends on the width its annotation may take, not on the height: a
     height change (the footer settling after the open, a terminal resized) keeps the lines
