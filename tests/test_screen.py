@@ -458,6 +458,21 @@ async def test_a_rescan_keeps_the_pane_the_user_is_in():
         assert app.focused is run_list and explorer.active == 0
 
 
+async def test_the_first_rescan_to_find_a_run_opens_its_trace(tmp_path):
+    """A project with no runs yet starts in the (empty) run list; the first read that finds
+    a run (Ctrl+R) goes to its trace, as the start-up read does when runs are there."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        explorer = app.explorer
+        assert explorer.active == 0 and not explorer.first_read_done
+        shutil.copytree(NEWEST, tmp_path / ".prose" / "runs" / NEWEST.name)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: explorer.reads_done == 2, what="the rescan")
+        await loaded(pilot)
+        assert explorer.active == 1 and isinstance(app.focused, TraceView)
+
+
 async def test_a_summary_read_arriving_after_the_full_read_does_not_replace_it():
     """The start-up read and "open in full" read the same run side by side; a summary (state
     file only) handed over after the full read is on screen must not empty the bindings."""

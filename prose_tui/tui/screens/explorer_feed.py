@@ -86,7 +86,7 @@ class RunFeed:
         self.watcher_state = "watch off" if not live else "starting watcher"
         self.stopped = threading.Event()  # the screen is going: polling ends
         self._activated = False  # the focus placed for the user (trace or run list)
-        self._read_once = False  # the first read of the run list is done
+        self._found_runs = False  # a read of the run list found runs
         self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
         self._opening: Path | None = None  # a database run chosen, its first screen not shown yet
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
@@ -274,7 +274,8 @@ class RunFeed:
             # Before runs were read their order came from run ids; now it is by what they
             # say. A choice made for the user follows the newest; one they made stays.
             run_list.select_path(runs[0].path)
-        first, self._read_once = not self._read_once, True
+        first = bool(runs) and not self._found_runs  # the first read to find runs: to the trace
+        self._found_runs = self._found_runs or bool(runs)
         if not self._activated and not runs:
             screen.activate(0)  # nothing to show but the run list (waiting for a run)
         self._activated = True
