@@ -291,6 +291,32 @@ async def test_a_key_clicked_in_the_footer_is_that_key_pressed():
         await wait_until(pilot, lambda: app.explorer.zoomed, what="the zoom clicked in the footer")
 
 
+async def test_the_footer_key_under_the_mouse_is_highlighted():
+    from prose_tui.tui.widgets.key_footer import KeyFooter
+
+    app = make_app(FIXTURES / "project")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        await wait_until(pilot, lambda: footer.up_to_date and "z" in footer.keys, what="the footer's keys")
+        zoom = next(item for item in footer._items if item.key == "z")
+
+        def style_at(x: int):
+            strip = list(app.screen._compositor.render_strips())[-1]
+            cells = 0
+            for segment in strip:
+                if cells <= x < cells + segment.cell_length:
+                    return segment.style
+                cells += segment.cell_length
+            return None
+
+        before = style_at(zoom.start + 2)
+        await pilot.hover(KeyFooter, offset=(zoom.start + 2, 0))
+        await wait_until(pilot, lambda: style_at(zoom.start + 2) != before, what="the hovered key highlighted")
+        other = next(item for item in footer._items if item.key != "z")
+        assert style_at(other.start + 2).bgcolor != style_at(zoom.start + 2).bgcolor
+
+
 async def test_keys_that_do_not_fit_the_footer_are_left_out_whole():
     """80 columns do not hold every key: the last ones are left out whole (not cut), and
     the command palette key stays at the right edge."""
