@@ -39,7 +39,8 @@ from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
-from prose_tui.tui.screens.explorer_feed import LiveProblem, RunFeed, RunsChanged
+from prose_tui.tui.screens.explorer_feed import RunFeed
+from prose_tui.tui.screens.explorer_live import LiveProblem, RunsChanged
 from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target
@@ -452,16 +453,19 @@ class ExplorerScreen(Screen[None]):
         self.first_read_done = True
 
     def on_deltas_waiting(self, message: DeltasWaiting) -> None:
-        self.feed.deliver(message.path)
+        if self.feed.live is not None:
+            self.feed.live.deliver(message.path)
 
     def on_trace_view_at_start(self, event: TraceView.AtStart) -> None:
         self.feed.page_back()
 
     def on_runs_changed(self, message: RunsChanged) -> None:
-        self.feed.runs_changed(message.applied)
+        if self.feed.live is not None:
+            self.feed.live.runs_changed(message.applied)
 
     def on_live_problem(self, message: LiveProblem) -> None:
-        self.feed.problem(message.text)
+        if self.feed.live is not None:
+            self.feed.live.problem(message.text)
 
     def action_rescan(self) -> None:
         self.feed.scan()

@@ -1,37 +1,32 @@
-"""The explorer's runs: the first read, full reads, the live pipeline, the tick; polled
-sources through ``SourcePoll`` (``explorer_poll``).
+"""The explorer's runs: the first read, full reads, paging back, the tick; live changes
+through ``LiveFeed`` (``explorer_live``), polled sources through ``SourcePoll``
+(``explorer_poll``).
 
 ``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
 in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
-run list, and hands every run to show to ``ExplorerScreen.show_run``. Live changes come
-from the process's live pipeline (``prose_tui.live.pipeline``): watching, routing and
-applying happen on its worker thread; deltas reach the screen through a coalescing mailbox
-(``LiveInbox``: one ``DeltasWaiting`` message per run while its merged delta waits, shown
-paced) and ``RunFeed.delta`` updates the run list and the panes
-(the trace repaints the lines the delta names). The UI thread reads no disk for a live
-change and never waits on the workspace lock while the worker reads.
+run list, and hands every run to show to ``ExplorerScreen.show_run``. When the screen
+watches, its ``live`` (a ``LiveFeed``) starts the process's live pipeline after the first
+read and shows the deltas it delivers; the UI thread reads no disk for a live change.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from prose_tui.history import Journal
-from prose_tui.live.pipeline import LivePipeline, journal_sink
-from prose_tui.live.workspace import Applied, Workspace, placeholder
-from prose_tui.model import Delta, Run, RunStatus
+from prose_tui.live.workspace import Workspace, placeholder
+from prose_tui.model import Run, RunStatus
 from prose_tui.tui.live_inbox import LiveInbox
+from prose_tui.tui.screens.explorer_live import LiveFeed
 from prose_tui.tui.screens.explorer_panes import TRACE
 from prose_tui.tui.screens.explorer_poll import SourcePoll
 from prose_tui.tui.widgets.run_list import RunList
@@ -39,22 +34,6 @@ from prose_tui.tui.widgets.trace_view import TraceView
 
 if TYPE_CHECKING:
     from prose_tui.tui.screens.explorer import ExplorerScreen
-
-
-class RunsChanged(Message):
-    """Runs appeared or disappeared (posted from the live worker)."""
-
-    def __init__(self, applied: Applied) -> None:
-        super().__init__()
-        self.applied = applied
-
-
-class LiveProblem(Message):
-    """The live worker could not apply a change or journal it; watching goes on."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class _ScreenGone(Exception):
@@ -70,20 +49,18 @@ SUMMARY_AFTER = 0.3  # seconds a chosen database run's first screen may take bef
 
 
 class RunFeed:
-    """Reads and watches ``workspace`` for ``screen``. ``live``: watch (else the tick re-infers
-    statuses); ``journal``: where live changes are journaled (``None`` after it fails);
-    ``initial``: the run to open on. ``watcher_state`` is the status line's watcher text."""
+    """Reads and watches ``workspace`` for ``screen``. ``live``: watch (``self.live`` is then
+    a ``LiveFeed``; else the tick re-infers statuses); ``journal``: where live changes are
+    journaled (``None`` after it fails); ``initial``: the run to open on. ``watcher_state``
+    is the status line's watcher text."""
 
     def __init__(self, screen: ExplorerScreen, workspace: Workspace, *, live: bool, journal: Journal | None,
                  initial: Path | None) -> None:
         self.screen = screen
         self.workspace = workspace
-        self.live = live
-        self.journal = journal
         self.initial = initial
-        self.pipeline: LivePipeline | None = None
-        self.inbox: LiveInbox | None = None
-        self.watcher_state = "watch off" if not live else "starting watcher"
+        self._journal = journal
+        self.live: LiveFeed | None = LiveFeed(screen, workspace, journal=journal) if live else None
         self.stopped = threading.Event()  # the screen is going: polling ends
         self._activated = False  # the focus placed for the user (trace or run list)
         self._found_runs = False  # a read of the run list found runs
@@ -103,6 +80,20 @@ class RunFeed:
             threading.Thread(target=self._read_first, name="prose-tui first runs", daemon=True).start()
         else:
             self._first_read.set()
+
+    @property
+    def journal(self) -> Journal | None:
+        """Where live changes are journaled (``None`` without one, or after journaling failed)."""
+        return self.live.journal if self.live is not None else self._journal
+
+    @property
+    def inbox(self) -> LiveInbox | None:
+        return self.live.inbox if self.live is not None else None
+
+    @property
+    def watcher_state(self) -> str:
+        """The status line's watcher text."""
+        return self.live.watcher_state if self.live is not None else "watch off"
 
     # -- the first read ------------------------------------------------------------------------------
     def scan(self) -> None:
@@ -279,8 +270,8 @@ class RunFeed:
         if not self._activated and not runs:
             screen.activate(0)  # nothing to show but the run list (waiting for a run)
         self._activated = True
-        if self.live:
-            self._start_live()
+        if self.live is not None:
+            self.live.start()
             if self.workspace.sources:
                 self.poller.start()
         if not runs:
@@ -382,102 +373,6 @@ class RunFeed:
         model = self.screen.model
         return model.loaded_run == run.path and (self.screen.current_run is run or not model.is_full_read(run))
 
-    # -- live -----------------------------------------------------------------------------------------
-    def _start_live(self) -> None:
-        """Start the live pipeline once (after the first scan)."""
-        pipeline = self.pipeline
-        if pipeline is None:
-            screen = self.screen
-
-            # Deltas reach the UI through a coalescing mailbox (at most one message per run
-            # waiting; later deltas merge into it), shown paced (prose_tui.tui.live_inbox).
-            def on_screen(path: Path) -> bool:
-                current = screen.current_run
-                return current is not None and current.path == path
-
-            inbox = self.inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen,
-                                           after_frame=getattr(screen.app, "after_frame", None))
-
-            def problem(text: str) -> None:
-                screen.post_message(LiveProblem(text))
-
-            def runs(applied: Applied) -> None:
-                screen.post_message(RunsChanged(applied))
-
-            sinks: list[Callable[[Delta], None]] = [inbox.put]
-            if self.journal is not None:
-                sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted))
-            pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
-            pipeline.start()
-        else:
-            pipeline.refresh_roots()  # a rescan may have found runs folders
-        self._update_watcher_state()
-
-    def _update_watcher_state(self) -> None:
-        pipeline = self.pipeline
-        if pipeline is None:
-            return
-        roots = pipeline.watching
-        if roots:
-            self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
-        elif self.workspace.sources:
-            self.watcher_state = "no runs folder on disk"
-        else:
-            self.watcher_state = "no runs folder yet (waiting for one)"
-        self.screen.panes.status()
-
-    def deliver(self, path: Path) -> None:
-        """A ``DeltasWaiting`` message: the inbox shows the merged delta for ``path`` (paced)."""
-        if self.inbox is not None:
-            self.inbox.deliver(path)
-
-    def delta_applied(self, delta: Delta) -> None:
-        """Show one (merged) delta from the inbox; one bad delta must not end watching."""
-        try:
-            self.delta(delta)
-        except NoMatches:
-            pass  # the screen is closing
-        except Exception as exc:  # say so, go on
-            self.screen.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
-
-    def runs_changed(self, applied: Applied) -> None:
-        """Runs appeared or disappeared: the run list again; the shown run may be gone."""
-        screen = self.screen
-        run_list = screen.query_one(RunList)
-        run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
-        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
-        current = screen.current_run
-        if current is not None and current.path in applied.runs_removed:
-            screen.notify(f"run {current.id} was removed from disk", severity="warning", markup=False)
-            screen.show_run(None)
-        elif current is None and applied.runs_added:
-            run_list.select_path(self.workspace.sorted_runs()[0].path)  # selects; the focus stays where it is
-        self._update_watcher_state()
-
-    def problem(self, text: str) -> None:
-        if text.startswith("could not journal"):
-            self.journal = None
-        self.screen.notify(text, severity="warning", markup=False)
-
-    def delta(self, delta: Delta) -> None:
-        """Show what one delta changed: the run's row, and the panes when it is the run shown."""
-        screen = self.screen
-        run = delta.run
-        screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
-        touch = screen.model.delta_touch(delta)
-        if not touch.shown:
-            return
-        screen.model.note_delta(delta)  # the program view and failure marks follow these lines
-        if touch.show:
-            screen.show_run(run, changed=set(delta.paths))
-        else:
-            screen.panes.head(run)  # a status tick: nothing on disk changed
-        trace = screen.query_one(TraceView)
-        if screen.model.repaint_in_place(delta, trace.lines):
-            trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
-        # The history (timeline) catches up just after: show_run schedules it, and it is
-        # extended by the delta's events, not rebuilt (prose_tui.history.stream).
-
     # -- paging back (SQLite shows a window of a longer table) -----------------------------------------
     def page_back(self) -> None:
         """The reader went up to the first trace line: a run showing a window of a longer
@@ -518,8 +413,8 @@ class RunFeed:
 
     def tick(self) -> None:
         """Every ``poll_interval``: the watcher's state when live, else statuses re-inferred."""
-        if self.live:
-            self._update_watcher_state()  # statuses are re-inferred by the live worker
+        if self.live is not None:
+            self.live.update_watcher_state()  # statuses are re-inferred by the live worker
             return
         for run in self.workspace.refresh_statuses():
             self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
@@ -532,9 +427,8 @@ class RunFeed:
         """The screen is going: stop polling and watching."""
         self.stopped.set()
         self._first_painted.set()  # a scan waiting for the first page's frame waits no more
-        if self.pipeline is not None:
-            self.pipeline.stop()
-            self.pipeline = None
+        if self.live is not None:
+            self.live.stop()
 
 
 def _newest_first(run: Run) -> tuple[float, str]:

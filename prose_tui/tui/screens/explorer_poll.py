@@ -125,7 +125,8 @@ class SourcePoll:
         runs added or removed, runs whose list row changed."""
         self.screen.panes.status()  # a source's state (connected, reconnecting) may have changed
         if applied.runs_added or applied.runs_removed:
-            self.feed.runs_changed(applied)
+            if self.feed.live is not None:
+                self.feed.live.runs_changed(applied)
         run_list = self.screen.query_one(RunList)
         for path, change in applied.changed.items():
             run_list.update_run(change.run, clock=self.workspace.clock)

@@ -1,0 +1,166 @@
+"""The explorer's live changes: the process's live pipeline, started for the screen.
+
+``LiveFeed`` is a component ``RunFeed`` owns when the screen watches. It starts the live
+pipeline (``prose_tui.live.pipeline``: watching, routing and applying on its worker thread)
+with two sinks: the coalescing inbox (``LiveInbox``: one ``DeltasWaiting`` message per run
+while its merged delta waits, shown paced) and the journal, which records a change once
+its frame is out. ``delta`` shows one merged delta: the run's row, and the panes when it is
+the run shown (the trace repaints the lines the delta names). Runs appearing or going and
+problems reach the screen as messages (``RunsChanged``, ``LiveProblem``) posted from the
+worker. The UI thread reads no disk for a live change and never waits on the workspace lock
+while the worker reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.css.query import NoMatches
+from textual.message import Message
+
+from prose_tui.history import Journal
+from prose_tui.live.pipeline import LivePipeline, journal_sink
+from prose_tui.live.workspace import Applied, Workspace
+from prose_tui.model import Delta
+from prose_tui.tui.live_inbox import LiveInbox
+from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.tui.widgets.trace_view import TraceView
+
+if TYPE_CHECKING:
+    from prose_tui.tui.screens.explorer import ExplorerScreen
+
+
+class RunsChanged(Message):
+    """Runs appeared or disappeared (posted from the live worker)."""
+
+    def __init__(self, applied: Applied) -> None:
+        super().__init__()
+        self.applied = applied
+
+
+class LiveProblem(Message):
+    """The live worker could not apply a change or journal it; watching goes on."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class LiveFeed:
+    """Live changes of ``workspace`` for ``screen``; ``journal``: where they are recorded
+    (``None`` without one, or after recording failed). ``watcher_state`` is the status
+    line's watcher text; ``pipeline`` and ``inbox`` exist once ``start`` ran."""
+
+    def __init__(self, screen: ExplorerScreen, workspace: Workspace, *, journal: Journal | None) -> None:
+        self.screen = screen
+        self.workspace = workspace
+        self.journal = journal
+        self.pipeline: LivePipeline | None = None
+        self.inbox: LiveInbox | None = None
+        self.watcher_state = "starting watcher"
+
+    def start(self) -> None:
+        """Start the live pipeline once (after the first read of the run list); after a
+        rescan, follow the runs folders it found."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            screen = self.screen
+
+            # Deltas reach the UI through a coalescing mailbox (at most one message per run
+            # waiting; later deltas merge into it), shown paced (prose_tui.tui.live_inbox).
+            def on_screen(path: Path) -> bool:
+                current = screen.current_run
+                return current is not None and current.path == path
+
+            inbox = self.inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen,
+                                           after_frame=getattr(screen.app, "after_frame", None))
+
+            def problem(text: str) -> None:
+                screen.post_message(LiveProblem(text))
+
+            def runs(applied: Applied) -> None:
+                screen.post_message(RunsChanged(applied))
+
+            sinks: list[Callable[[Delta], None]] = [inbox.put]
+            if self.journal is not None:
+                sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted))
+            pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
+            pipeline.start()
+        else:
+            pipeline.refresh_roots()  # a rescan may have found runs folders
+        self.update_watcher_state()
+
+    def update_watcher_state(self) -> None:
+        """``watcher_state`` again from the folders followed now; the status line shows it."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            return
+        roots = pipeline.watching
+        if roots:
+            self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
+        elif self.workspace.sources:
+            self.watcher_state = "no runs folder on disk"
+        else:
+            self.watcher_state = "no runs folder yet (waiting for one)"
+        self.screen.panes.status()
+
+    def deliver(self, path: Path) -> None:
+        """A ``DeltasWaiting`` message: the inbox shows the merged delta for ``path`` (paced)."""
+        if self.inbox is not None:
+            self.inbox.deliver(path)
+
+    def delta_applied(self, delta: Delta) -> None:
+        """Show one (merged) delta from the inbox; one bad delta must not end watching."""
+        try:
+            self.delta(delta)
+        except NoMatches:
+            pass  # the screen is closing
+        except Exception as exc:  # say so, go on
+            self.screen.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
+
+    def runs_changed(self, applied: Applied) -> None:
+        """Runs appeared or disappeared: the run list again; the shown run may be gone."""
+        screen = self.screen
+        run_list = screen.query_one(RunList)
+        run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
+        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        current = screen.current_run
+        if current is not None and current.path in applied.runs_removed:
+            screen.notify(f"run {current.id} was removed from disk", severity="warning", markup=False)
+            screen.show_run(None)
+        elif current is None and applied.runs_added:
+            run_list.select_path(self.workspace.sorted_runs()[0].path)  # selects; the focus stays where it is
+        self.update_watcher_state()
+
+    def problem(self, text: str) -> None:
+        """A ``LiveProblem`` message: said once; journaling stops after it failed."""
+        if text.startswith("could not journal"):
+            self.journal = None
+        self.screen.notify(text, severity="warning", markup=False)
+
+    def delta(self, delta: Delta) -> None:
+        """Show what one delta changed: the run's row, and the panes when it is the run shown."""
+        screen = self.screen
+        run = delta.run
+        screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+        touch = screen.model.delta_touch(delta)
+        if not touch.shown:
+            return
+        screen.model.note_delta(delta)  # the program view and failure marks follow these lines
+        if touch.show:
+            screen.show_run(run, changed=set(delta.paths))
+        else:
+            screen.panes.head(run)  # a status tick: nothing on disk changed
+        trace = screen.query_one(TraceView)
+        if screen.model.repaint_in_place(delta, trace.lines):
+            trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
+        # The history (timeline) catches up just after: show_run schedules it, and it is
+        # extended by the delta's events, not rebuilt (prose_tui.history.stream).
+
+    def stop(self) -> None:
+        """The screen is going: stop watching."""
+        if self.pipeline is not None:
+            self.pipeline.stop()
+            self.pipeline = None
