@@ -276,15 +276,22 @@ async def test_the_footer_says_when_it_shows_the_focused_panes_keys():
         assert "Raw/Markdown" in screen_lines(app)[-1]
 
 
+async def footer_item(pilot, key: str):
+    """The footer once its keys are on screen, and the item of ``key`` (its cells in the row)."""
+    from prose_tui.tui.widgets.key_footer import KeyFooter
+
+    await ready(pilot)
+    footer = pilot.app.screen.query_one(KeyFooter)
+    await wait_until(pilot, lambda: footer.up_to_date and key in footer.keys, what="the footer's keys")
+    return footer, next(item for item in footer._items if item.key == key)
+
+
 async def test_a_key_clicked_in_the_footer_is_that_key_pressed():
     from prose_tui.tui.widgets.key_footer import KeyFooter
 
     app = make_app(FIXTURES / "project")
     async with app.run_test(size=(120, 40)) as pilot:
-        await ready(pilot)
-        footer = app.screen.query_one(KeyFooter)
-        await wait_until(pilot, lambda: footer.up_to_date and "z" in footer.keys, what="the footer's keys")
-        zoom = next(item for item in footer._items if item.key == "z")
+        footer, zoom = await footer_item(pilot, "z")
         row = screen_lines(app)[-1]
         assert row[zoom.start:zoom.end] == "z Zoom"
         await pilot.click(KeyFooter, offset=(zoom.start + 2, 0))
@@ -296,10 +303,7 @@ async def test_the_footer_key_under_the_mouse_is_highlighted():
 
     app = make_app(FIXTURES / "project")
     async with app.run_test(size=(120, 40)) as pilot:
-        await ready(pilot)
-        footer = app.screen.query_one(KeyFooter)
-        await wait_until(pilot, lambda: footer.up_to_date and "z" in footer.keys, what="the footer's keys")
-        zoom = next(item for item in footer._items if item.key == "z")
+        footer, zoom = await footer_item(pilot, "z")
 
         def style_at(x: int):
             strip = list(app.screen._compositor.render_strips())[-1]
