@@ -104,11 +104,6 @@ class Workspace(SourceRuns):
         self._scan_sources()
         return self.sorted_runs()
 
-    def read_all_found(self) -> bool:
-        """Whether every run found on disk has been read (as a summary or in full)."""
-        with self.lock:
-            return all(path in self.runs for path in self.refs)
-
     def summary(self, path: Path) -> Run | None:
         """The run at ``path`` as a run list row needs it (state file only), read now; when
         a full read of it is under way, that read's run (the state file is parsed once)."""

@@ -64,6 +64,7 @@ class RunFeed:
         self.stopped = threading.Event()  # the screen is going: polling ends
         self._activated = False  # the focus placed for the user (trace or run list)
         self._found_runs = False  # a read of the run list found runs
+        self._found = -1  # runs found on disk by the read under way (its worker's)
         self._auto_choice: Path | None = None  # the run highlighted for the user, not by them
         self._opening: Path | None = None  # a database run chosen, its first screen not shown yet
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
@@ -116,13 +117,16 @@ class RunFeed:
             self._from_thread(self._partial, run)
 
         read: list[Run] = []
+        count = [0]
 
         def on_run(run: Run) -> None:
             read.append(run)
-            if len(read) == 1 or time.monotonic() - last[0] >= PROGRESS_EVERY:
+            count[0] += 1
+            every = count[0] == self._found  # the last run found on disk
+            if len(read) == 1 or every or time.monotonic() - last[0] >= PROGRESS_EVERY:
                 batch = read[:]
                 read.clear()
-                self._from_thread(self._rows_read, batch)
+                self._from_thread(self._rows_read, batch, last=every)
 
         try:
             self._read_all(progress, partial_run, on_run)
@@ -170,6 +174,7 @@ class RunFeed:
                 self._first_painted.wait(FIRST_WAIT)
         try:
             refs = self.workspace.discover()
+            self._found = len(refs)
             # Every run is listed at once, newest first; rows fill in as runs are read.
             self._from_thread(self._listed, [placeholder(r) for r in refs])
             runs = self.workspace.scan(progress, partial=partial_run, first=self.initial, on_run=on_run, refs=refs)
@@ -229,7 +234,8 @@ class RunFeed:
             self._activated = True
             self.screen.activate(TRACE)
 
-    def _rows_read(self, runs: list[Run]) -> None:
+    def _rows_read(self, runs: list[Run], *, last: bool = False) -> None:
+        """Rows of runs just read; ``last``: every run found on disk is read now."""
         run_list = self.screen.query_one(RunList)
         current = self.screen.current_run
         for run in runs:
@@ -238,7 +244,7 @@ class RunFeed:
                     and not self._full_read_shown(run):
                 self.screen.show_run(run)
                 current = self.screen.current_run
-        if self.workspace.read_all_found():
+        if last:
             # The last rows: the run list takes its width in the frame that shows them, not in
             # a layout of the whole screen after the read (one run: its trace on screen then).
             self.screen.fit_widths()
