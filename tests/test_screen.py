@@ -122,11 +122,12 @@ async def test_enter_in_the_data_pane_brings_up_the_value_at_80x24():
         tree.move_cursor(node)
         await pilot.pause()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.explorer.active == 4, what="the value pane")
-        assert shown(app, "#value-pane")
+        # ``active`` changes at once; the pane has a place on screen after the next layout.
+        await wait_until(pilot, lambda: app.explorer.active == 4 and shown(app, "#value-pane"), what="the value pane")
         assert app.explorer.query_one(ValueViewer).target.title == node.data.title
         await pilot.press("escape")
-        assert app.explorer.active == 1 and shown(app, "#trace-pane")
+        await wait_until(pilot, lambda: app.explorer.active == 1 and shown(app, "#trace-pane"), what="the trace pane")
+        assert not shown(app, "#value-pane")
 
 
 @pytest.mark.parametrize("size", SIZES)
