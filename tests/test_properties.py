@@ -272,6 +272,7 @@ def test_parse_narration_text_never_raises(text):
 @FILES
 @given(chunks=st.lists(blobs, min_size=1, max_size=6), jsonl=st.booleans())
 @example(chunks=[b'{"type":"assistant","message":' + b"[" * 100_000 + b"\n"], jsonl=False)
+@example(chunks=[b'\n{"', "\n0→".encode()], jsonl=False)  # sniffed as a transcript from a cut first line
 def test_narration_tail_on_arbitrary_appends_matches_a_fresh_read(tmp_path, chunks, jsonl):
     path = Path(tempfile.mkdtemp(dir=tmp_path)) / ("t.jsonl" if jsonl else "n.md")
     path.write_bytes(b"")

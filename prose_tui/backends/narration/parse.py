@@ -98,7 +98,7 @@ def _looks_jsonl(head: bytes) -> bool:
     object (``{"``): transcript lines holding large tool results are often longer than
     the sniff window.
     """
-    lines = head.split(b"\n")
+    lines = head.split(b"\n", 5)  # the first five lines decide (the sixth part: the rest)
     for i, raw in enumerate(lines[:5]):
         raw = raw.strip()
         if not raw:
@@ -337,9 +337,10 @@ class NarrationTail:
 
     :meth:`poll` reads only the bytes appended since the last call (complete lines only; a
     half-written last line waits for its newline) and returns the new events. When the file
-    was truncated, replaced (new inode) or rewritten (its first bytes changed), the tail
-    starts over: :attr:`resets` goes up by one and :meth:`poll` returns every event of the
-    re-read file. :attr:`run` is the run as parsed so far. Never raises; a missing file
+    was truncated, replaced (new inode) or rewritten (its first bytes changed), or its first
+    lines, once complete, show it is the other kind (a transcript, or text), the tail starts
+    over: :attr:`resets` goes up by one and :meth:`poll` returns every event of the re-read
+    file. Appended in any pieces, it ends as a fresh read of the whole file does. :attr:`run` is the run as parsed so far. Never raises; a missing file
     polls as no events.
     """
 
@@ -355,6 +356,9 @@ class NarrationTail:
         self._partial = b""
         self._line_no = 0
         self._kind: str | None = None
+        self._sniff = b""  # the file's first bytes, up to SNIFF_BYTES: what a fresh read sniffs
+        self._sniffed = False  # the kind can no longer change (see ``_sniff_kind``)
+        self._restart = False
         self._broken = 0
         self.parser = NarrationParser(source=self.path)
 
@@ -387,24 +391,49 @@ class NarrationTail:
                         break
                     self.offset += len(data)
                     self._consume(data)
+                    if self._restart:
+                        # The first lines, now complete, say the other kind (a transcript's
+                        # first object was a text line after all, or the reverse): the few
+                        # bytes read so far are parsed again as that kind.
+                        self._reset()
+                        self.resets += 1
+                        self._inode, self._head, start = st.st_ino, head, 0
+                        fh.seek(0)
+                        continue
                     if progress is not None:
                         progress(self.offset, st.st_size)
         except OSError:
             return []
         return self.parser.events[start:]
 
+    def _sniff_kind(self, data: bytes) -> str:
+        """The file's kind as a fresh read would sniff it from the bytes seen so far
+        (``data``: the bytes just read). Until the sniff window is full, or holds five whole
+        lines, a later byte can change it: a first line cut short that starts like a JSON
+        object counts as one only while it is the last line seen."""
+        if not self._sniffed:
+            self._sniff += data[: SNIFF_BYTES - len(self._sniff)]
+            self._sniffed = len(self._sniff) >= SNIFF_BYTES or self._sniff.count(b"\n") >= 5
+            kind = "jsonl" if _looks_jsonl(self._sniff) else "text"
+            if self._kind is not None and kind != self._kind and self._line_no:
+                self._restart = True  # lines were parsed as the other kind
+            self._kind = kind
+        assert self._kind is not None
+        return self._kind
+
     def _consume(self, data: bytes) -> None:
+        kind = self._sniff_kind(data)
+        if self._restart:
+            return
         data = self._partial + data
         cut = data.rfind(b"\n")
         if cut < 0:
             self._partial = data
             return
         self._partial = data[cut + 1 :]
-        if self._kind is None:
-            self._kind = "jsonl" if _looks_jsonl(data[:SNIFF_BYTES]) else "text"
         for raw in data[:cut].split(b"\n"):
             self._line_no += 1
-            if self._kind == "jsonl":
+            if kind == "jsonl":
                 if not raw.strip() or b"assistant" not in raw:
                     continue
                 text, when, ok = _json_entry(raw)
