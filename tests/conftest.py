@@ -17,8 +17,14 @@ CORPUS = Path(
 
 def pytest_configure(config) -> None:
     from app_helpers import use_short_idle_window
+    from hypothesis import settings
 
     use_short_idle_window()  # Textual's pilot: 5 ms idle windows instead of 20 ms (app_helpers)
+    # The property tests try the same examples on every run (the suite's verdict does not
+    # depend on the draw); PROSE_TUI_EXAMPLES=N searches afresh with N examples a test.
+    settings.register_profile("suite", derandomize=True)
+    settings.register_profile("search", derandomize=False)
+    settings.load_profile("search" if os.environ.get("PROSE_TUI_EXAMPLES") else "suite")
 
 
 def corpus_or_skip() -> Path:
