@@ -147,7 +147,7 @@ def test_the_history_knows_the_revision_the_journal_read_without_reading_it_agai
     import hashlib
 
     from prose_tui.history.journal import Journal
-    from prose_tui.history.stream import current_state
+    from prose_tui.history.replay import current_state
 
     run_dir = tmp_path / "runs" / "20260301-090000-c0ffee"
     (run_dir / "bindings").mkdir(parents=True)

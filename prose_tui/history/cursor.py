@@ -19,7 +19,8 @@ from prose_tui.backends.filesystem.snapshot import (
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.node_cursor import apply_nodes_at
-from prose_tui.history.stream import History, _rel, current_state
+from prose_tui.history.replay import _rel, current_state
+from prose_tui.history.stream import History
 from prose_tui.model import (
     Agent,
     Binding,

@@ -327,7 +327,7 @@ class Journal:
                 return JournalEntry(now, "removed", path)
             return None
         sha = hashlib.sha256(data).hexdigest()
-        from prose_tui.history.stream import remember_current
+        from prose_tui.history.replay import remember_current
 
         remember_current(path, st, data, sha)  # the history's "state.md as it is now" without a read on the UI thread
         if sha == seen.state:

@@ -31,7 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common.status import COPY_GAP, as_utc
-from prose_tui.history.stream import EventRef, History, _transition, statement_name
+from prose_tui.history.stream import EventRef, History
+from prose_tui.history.transitions import statement_name, transition
 from prose_tui.model import (
     Binding,
     Event,
@@ -126,7 +127,7 @@ def reconstruct(run: Run) -> History:
                       status=f"{it.segment_number:03d}" if it.segment_number is not None else None),
                 EventRef(path=it.segment_path))
         if it.line is not None:
-            change = _transition(it.line, None, it.line.state)
+            change = transition(it.line, None, it.line.state)
             if change is not None:
                 kind, status = change
                 text = it.line.text.strip() + (f"  # {it.line.note}" if it.line.note else "")

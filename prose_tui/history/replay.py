@@ -1,0 +1,201 @@
+"""A watched snapshot run's history, replayed from the journal prose-tui kept (origin "journal").
+
+Each journaled ``state.md`` revision is diffed against the one before
+(:func:`~prose_tui.history.transitions.snapshot_events`); binding and segment writes
+become ``binding_written`` / ``agent_segment`` events, in the order they were seen. A
+replay is kept per run and extended by the entries journaled since (``journal_replay``).
+``current_state`` is the run's ``state.md`` as it is now, read once per (mtime, size).
+No Textual, no writes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prose_tui.backends.common.bindings import name_and_scope
+from prose_tui.backends.filesystem.snapshot import SnapshotState
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+from prose_tui.history.refs import EventRef
+from prose_tui.history.stream import _HISTORIES, History, _keep
+from prose_tui.history.transitions import sha256_of, snapshot_events
+from prose_tui.model import Event, EventKind, Run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from prose_tui.history.journal import Journal, JournalEntry
+
+__all__ = ["current_state", "journal_history", "journal_replay", "remember_current"]
+
+K = EventKind
+
+
+# A live run is replayed after every change; revisions and the steps between them do not
+# change once journaled, so their parses and diffs are kept by content hash (bounded).
+_PARSE_CACHE: OrderedDict[str, SnapshotState] = OrderedDict()
+_DIFF_CACHE: OrderedDict[tuple, list] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def _remember(cache: OrderedDict, key, value):
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+    return value
+
+
+def _parsed_revision(sha: str | None, text: str) -> SnapshotState:
+    if sha is not None and sha in _PARSE_CACHE:
+        _PARSE_CACHE.move_to_end(sha)
+        return _PARSE_CACHE[sha]
+    snap = parse_snapshot_cached(text)
+    return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
+
+
+def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha: str | None,
+                      snap: SnapshotState, when) -> list:
+    key = (prev_sha, sha, when)
+    if sha is not None and key in _DIFF_CACHE:
+        return _DIFF_CACHE[key]
+    changes = snapshot_events(previous, snap, when)
+    if not changes:
+        changes = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=when), None)]
+    return _remember(_DIFF_CACHE, key, changes) if sha is not None else changes
+
+
+class _Replay:
+    """Journal entries replayed so far (see :func:`journal_history`), extended entry by entry."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.events: list[Event] = []
+        self.refs: list[EventRef] = []
+        self.previous: SnapshotState | None = None
+        self.revision: str | None = None
+        self.consumed = 0
+        self.first: JournalEntry | None = None
+
+    def add(self, event: Event, ref: EventRef) -> None:
+        event.seq = len(self.events)
+        self.events.append(event)
+        self.refs.append(ref)
+
+    def feed(self, entries: list[JournalEntry]) -> None:
+        for entry in entries:
+            rel = _rel(entry.path, self.run_dir)
+            if entry.kind == "state":
+                if entry.text is None or entry.sha256 == self.revision:
+                    continue  # a revision too large to keep, or the same one journaled twice
+                snap = _parsed_revision(entry.sha256, entry.text)
+                changes = _revision_changes(self.revision, self.previous, entry.sha256, snap, entry.time)
+                self.revision = entry.sha256
+                for event, line in changes:
+                    self.add(replace(event), EventRef(trace_line=line, revision=self.revision))
+                self.previous = snap
+            elif entry.kind == "binding":
+                name, eid = name_and_scope(Path(rel).stem)
+                self.add(Event(0, K.BINDING_WRITTEN, f"wrote {rel}", time=entry.time, name=name, execution_id=eid),
+                         EventRef(path=entry.path, revision=self.revision))
+            elif entry.kind == "segment":
+                agent = entry.path.parent.name
+                number = re.search(r"-(\d+)\.md$", entry.path.name)
+                self.add(Event(0, K.AGENT_SEGMENT, f"wrote {rel}", time=entry.time, name=agent,
+                               status=number.group(1) if number else None),
+                         EventRef(path=entry.path, revision=self.revision))
+            elif entry.kind == "removed":
+                self.add(Event(0, K.NOTE, f"removed {rel}", time=entry.time, name=Path(rel).stem),
+                         EventRef(path=entry.path, revision=self.revision))
+        self.consumed += len(entries)
+
+    def history(self, run: Run) -> History:
+        note = "replayed from the journal prose-tui kept while watching; times are when changes were seen"
+        events, refs = list(self.events), list(self.refs)
+        current, current_sha = current_state(run)
+        if current is not None and self.previous is not None and current_sha != self.revision:
+            snap = _parsed_revision(current_sha, current)
+            when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
+            tail = snapshot_events(self.previous, snap, when)
+            if not tail:
+                tail = [(Event(0, K.NOTE, "state.md rewritten; no statement changed", time=when), None)]
+            for event, line in tail:
+                event.seq = len(events)
+                events.append(event)
+                refs.append(EventRef(trace_line=line, revision=current_sha))
+            note += "; state.md changed after the journal ends, the last step is the file as it is now"
+        return History(events, "journal", note, refs)
+
+
+def journal_history(run: Run, entries: list[JournalEntry]) -> History:
+    """Replay journal ``entries`` (oldest first) of ``run`` into a :class:`History`.
+
+    When the run's current ``state.md`` is not the last journaled revision (it changed
+    while nobody watched), the difference is appended as if seen now, and the note says so.
+    """
+    replay = _Replay(run.path)
+    replay.feed(entries)
+    return replay.history(run)
+
+
+def journal_replay(run: Run, journal: Journal, entries: list[JournalEntry]) -> History:
+    """``journal_history`` that replays only the entries added since the last call."""
+    key = (run.path, "journal")
+    replay = _HISTORIES.get(key)
+    if not isinstance(replay, _Replay) or replay.consumed > len(entries) or (entries and replay.first is not entries[0]):
+        replay = _keep(key, _Replay(run.path))
+        replay.first = entries[0] if entries else None
+    replay.feed(entries[replay.consumed:])
+    _HISTORIES.move_to_end(key)
+    return replay.history(run)
+
+
+def _rel(path: Path, run_dir: Path) -> str:
+    try:
+        return path.relative_to(run_dir).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(run_dir.resolve()).as_posix()
+        except (ValueError, OSError):
+            return path.as_posix()
+
+
+_CURRENT: OrderedDict[tuple[Path, float | None, int], tuple[str, str]] = OrderedDict()
+_CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
+
+
+def current_state(run: Run) -> tuple[str | None, str | None]:
+    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``.
+    Kept per (file, mtime, size), so asking again about an unchanged file reads nothing."""
+    if run.state_file is None:
+        return None, None
+    try:
+        st = run.state_file.stat()
+        key = (run.state_file, st.st_mtime, st.st_size)
+        known = _CURRENT.get(key)
+        if known is not None:
+            return known
+        data = run.state_file.read_bytes()
+    except OSError:
+        return None, None
+    return _remember_current(key, data, sha256_of(data))
+
+
+def remember_current(path: Path, st, data: bytes, sha: str) -> None:
+    """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
+    is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
+    worker, tells it here so a history built on the UI thread does not read it again."""
+    _remember_current((path, st.st_mtime, st.st_size), data, sha)
+
+
+def _remember_current(key: tuple, data: bytes, sha: str) -> tuple[str, str]:
+    value = (data.decode("utf-8", "replace"), sha)
+    with _CURRENT_LOCK:
+        _CURRENT[key] = value
+        while len(_CURRENT) > 16:
+            _CURRENT.popitem(last=False)
+    return value
+
