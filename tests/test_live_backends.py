@@ -11,7 +11,6 @@ from app_helpers import make_app, wait_until
 from conftest import FIXTURES
 from sqlite_fixture import build_sqlite_run
 
-from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
 
 

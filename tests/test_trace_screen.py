@@ -149,7 +149,7 @@ async def test_the_raw_event_log_shows_each_glyph_and_note_once(size):
         assert done.count("done") == 1 and done.count("✓") == 1
 
 
-LOG = f'''\
+LOG = '''\
 # run:20260228-235900-da7e00 span.prose
 1→ fetch ✓ [23:59:10]
 2→ draft ✓ [23:59:50]

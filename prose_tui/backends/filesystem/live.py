@@ -35,7 +35,7 @@ from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
 from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change, EventLogTail
-from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, TraceLine, ValueWindow
+from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, ValueWindow
 
 EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)
 PREFETCH_VALUES = 8  # binding values read with a change (more in one batch: the viewer reads its own)
