@@ -14,6 +14,10 @@ Two drivers over the same cases:
 * ``headless``: Textual ``run_test`` at 200x50; done at the first frame handed to the
   display after the widget holds the marker (as ``bench_live.py``).
 
+``--first N``: the first change written the moment the run is on screen (no settling: the
+open's last frames and the watch starting are still under way), one change in each of N
+fresh opens per case; p95 over the opens.
+
 Cases (one write per 0.3 s, ``--period`` to change it, ``--rounds`` each; the first round is
 the first change right after the run is on screen, so "first change after opening" is
 included). Between changes the watcher sleeps on inotify and hands a change over a few ms
@@ -285,7 +289,7 @@ def tmux_memory() -> dict[int, float]:
 UI_CPU: dict[str, list[float]] = {}  # case -> UI thread CPU ms per change (headless driver)
 
 
-async def headless_case(name: str, rounds: int, profile: str | None = None) -> list[float]:
+async def headless_case(name: str, rounds: int, profile: str | None = None, *, cpu_rounds: bool = True) -> list[float]:
     from prose_tui.tui.app import ProseTUI
     from prose_tui.tui.widgets.trace_view import TraceView
     from prose_tui.tui.widgets.value_viewer import ValueViewer
@@ -338,7 +342,7 @@ async def headless_case(name: str, rounds: int, profile: str | None = None) -> l
                 return any(marker in trace.lines[j].text for j in range(lo, hi))
 
             samples = []
-            cpu = UI_CPU.setdefault(name, [])
+            cpu = UI_CPU.setdefault(name, []) if cpu_rounds else []
             profiler = None
             if profile:
                 import cProfile
@@ -357,7 +361,7 @@ async def headless_case(name: str, rounds: int, profile: str | None = None) -> l
                 await asyncio.sleep(PERIOD)
             # UI CPU per change, without the polling above (it runs on this thread too): a
             # write, then PERIOD seconds of the app alone (the change, its paint, timers).
-            for i in range(rounds, 2 * rounds):
+            for i in range(rounds, 2 * rounds if cpu_rounds else rounds):
                 c0 = time.thread_time()
                 case.write(i)
                 await asyncio.sleep(PERIOD)
@@ -380,6 +384,9 @@ def main() -> int:
                         help="seconds between two writes (past 10: each change after a quiet spell)")
     parser.add_argument("--settle", type=float, default=1.0,
                         help="seconds between the run on screen and the first write (0: while the open settles)")
+    parser.add_argument("--first", type=int, default=0, metavar="N",
+                        help="also: the first change written the moment the run is on screen (settle 0), one "
+                             "change in each of N fresh opens per case")
     parser.add_argument("--probe", choices=["control", "spawn"], default="control",
                         help="tmux: capture through one control-mode client (default) or a tmux process each time")
     parser.add_argument("--profile", metavar="PREFIX",
@@ -403,6 +410,22 @@ def main() -> int:
                 target = TARGET.get(name, 50)
                 print(f"| {name} | {driver} | {p50:.0f} | {p95:.0f} | {top:.0f} | <= {target} | "
                       f"{'pass' if p95 <= target else 'MISS'} |", flush=True)
+    if args.first:
+        settle = SETTLE
+        globals()["SETTLE"] = 0.0
+        try:
+            for name in cases:
+                for driver in drivers:
+                    samples = [
+                        (tmux_case(name, 1) if driver == "tmux" else asyncio.run(headless_case(name, 1, cpu_rounds=False)))[0]
+                        for _ in range(args.first)
+                    ]
+                    p50, p95, top = stats(samples)
+                    target = TARGET.get(name, 50)
+                    print(f"| {name}, first change at once ({args.first} opens) | {driver} | {p50:.0f} | {p95:.0f} | "
+                          f"{top:.0f} | <= {target} | {'pass' if p95 <= target else 'MISS'} |", flush=True)
+        finally:
+            globals()["SETTLE"] = settle
     if UI_CPU:
         print(f"\nUI thread CPU per change (headless; a write every {PERIOD:g} s without polling: the change, its "
               "paint, the app's timers): less sensitive to the machine's load than latency.\n")
