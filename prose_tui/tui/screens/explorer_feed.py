@@ -5,8 +5,9 @@ through ``LiveFeed`` (``explorer_live``), polled sources through ``SourcePoll``
 ``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
 in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
 run list, and hands every run to show to ``ExplorerScreen.show_run``. When the screen
-watches, its ``live`` (a ``LiveFeed``) starts the process's live pipeline after the first
-read and shows the deltas it delivers; the UI thread reads no disk for a live change.
+watches, its ``live`` (a ``LiveFeed``) starts the process's live pipeline once the first
+read has read every run (from the reader's thread) and shows the deltas it delivers; the UI
+thread reads no disk for a live change.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from prose_tui.tui.live_inbox import LiveInbox
 from prose_tui.tui.screens.explorer_live import LiveFeed
 from prose_tui.tui.screens.explorer_panes import TRACE
 from prose_tui.tui.screens.explorer_poll import SourcePoll
+from prose_tui.tui.widgets.repaint import set_border
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.trace_view import TraceView
 
@@ -107,8 +109,11 @@ class RunFeed:
 
         def progress(done: int, total: int, unit: str) -> None:
             now = time.monotonic()
-            if now - last[0] < PROGRESS_EVERY and done < total:
-                return  # a blocking hop to the UI per run would cost more than the reading
+            if now - last[0] < PROGRESS_EVERY or done >= total:
+                # A blocking hop to the UI per run would cost more than the reading; the last
+                # one would say "reading N/N" just before the list's title gives the count,
+                # and keep this thread waiting while the UI paints the last rows.
+                return
             last[0] = now
             text = f"Runs · reading {done}/{total}" if unit == "runs" else f"Runs · reading {done * 100 // max(total, 1)}% of {total / 2**20:.0f} MiB"
             self._from_thread(setattr, runs_pane, "border_title", text)
@@ -123,6 +128,11 @@ class RunFeed:
             read.append(run)
             count[0] += 1
             every = count[0] == self._found  # the last run found on disk
+            if every and self.live is not None and not self.workspace.sources:
+                # Every run on disk is read: watch now, before the UI shows the last rows, so
+                # a change written the moment the run appears is already watched for. (A
+                # database's runs are read after these: its polling starts after them.)
+                self.live.watch()
             if len(read) == 1 or every or time.monotonic() - last[0] >= PROGRESS_EVERY:
                 batch = read[:]
                 read.clear()
@@ -178,6 +188,8 @@ class RunFeed:
             # Every run is listed at once, newest first; rows fill in as runs are read.
             self._from_thread(self._listed, [placeholder(r) for r in refs])
             runs = self.workspace.scan(progress, partial=partial_run, first=self.initial, on_run=on_run, refs=refs)
+            if self.live is not None and self.screen.is_attached:
+                self.live.watch()  # when not started above: now, not after the UI showed the end of the read
         except OSError as exc:
             self._from_thread(self.screen.notify, f"cannot read {self.workspace.root}: {exc}", severity="error", markup=False)
             runs = []
@@ -258,11 +270,19 @@ class RunFeed:
         self.screen.show_run(run)
 
     def _scanned(self, runs: list[Run]) -> None:
+        if self.live is not None and self.live.runs_changes:
+            # Watching began on the reader's thread: runs it found appearing or going since
+            # the read may have reached the list before this; the list is the workspace's now.
+            runs = self.workspace.sorted_runs()
         self._first_shown = False
         screen = self.screen
         run_list = screen.query_one(RunList)
-        screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)})"
-        run_list.set_runs(runs, clock=self.workspace.clock)
+        # The title's row alone, and the rows again only when the read's order is not the
+        # one shown: the frame after the read is then the list's title, which a change
+        # written the moment the run appeared does not wait behind.
+        set_border(screen.query_one("#runs-pane"), title=f"Runs ({len(runs)})")
+        if len(run_list.runs) != len(runs) or any(a is not b for a, b in zip(run_list.runs, runs)):
+            run_list.set_runs(runs, clock=self.workspace.clock)
         if not runs:
             screen.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
         elif self.initial is not None and self.initial in self.workspace.runs:

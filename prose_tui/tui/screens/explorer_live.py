@@ -13,6 +13,7 @@ while the worker reads.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,12 +61,19 @@ class LiveFeed:
         self.pipeline: LivePipeline | None = None
         self.inbox: LiveInbox | None = None
         self.watcher_state = "starting watcher"
+        self.runs_changes = 0  # times the pipeline found runs appearing or going (any thread)
+        self._lock = threading.Lock()
+        self._stopped = False
 
-    def start(self) -> None:
-        """Start the live pipeline once (after the first read of the run list); after a
-        rescan, follow the runs folders it found."""
-        pipeline = self.pipeline
-        if pipeline is None:
+    def watch(self) -> None:
+        """Start the live pipeline once, from any thread. The first read's worker calls it
+        as soon as every run is read, before the UI has shown the last rows: a change the VM
+        writes the moment the run appears on screen is then already being watched for
+        (started from the UI after that frame, the watch began 10-40 ms later and the
+        change waited for its resync). Does nothing once the screen stopped watching."""
+        with self._lock:
+            if self.pipeline is not None or self._stopped:
+                return
             screen = self.screen
 
             # Deltas reach the UI through a coalescing mailbox (at most one message per run
@@ -74,20 +82,29 @@ class LiveFeed:
                 current = screen.current_run
                 return current is not None and current.path == path
 
-            inbox = self.inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen,
-                                           after_frame=getattr(screen.app, "after_frame", None))
+            inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen,
+                              after_frame=getattr(screen.app, "after_frame", None))
 
             def problem(text: str) -> None:
                 screen.post_message(LiveProblem(text))
 
             def runs(applied: Applied) -> None:
+                self.runs_changes += 1
                 screen.post_message(RunsChanged(applied))
 
             sinks: list[Callable[[Delta], None]] = [inbox.put]
             if self.journal is not None:
                 sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted))
-            pipeline = self.pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
+            pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
+            self.inbox, self.pipeline = inbox, pipeline
             pipeline.start()
+
+    def start(self) -> None:
+        """After a read of the run list (UI thread): watching started (``watch``) or, after
+        a rescan, following the runs folders it found; the status line says so."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            self.watch()
         else:
             pipeline.refresh_roots()  # a rescan may have found runs folders
         self.update_watcher_state()
@@ -160,7 +177,9 @@ class LiveFeed:
         # extended by the delta's events, not rebuilt (prose_tui.history.stream).
 
     def stop(self) -> None:
-        """The screen is going: stop watching."""
-        if self.pipeline is not None:
-            self.pipeline.stop()
-            self.pipeline = None
+        """The screen is going: stop watching (and never start)."""
+        with self._lock:
+            self._stopped = True
+            pipeline, self.pipeline = self.pipeline, None
+        if pipeline is not None:
+            pipeline.stop()
