@@ -52,11 +52,12 @@ async def test_moving_stops_following_and_f_resumes():
         trace = app.explorer.query_one(TraceView)
         assert not trace.following
         assert trace.lines[trace.cursor].line == 45
-        assert "follow off" in status_text(app)
+        # The status line follows a message the trace posts: a turn or more later.
+        await wait_until(pilot, lambda: "follow off" in status_text(app), what="the status line saying follow off")
         assert "paused" in app.explorer.query_one("#trace-pane").border_title
         await pilot.press("f")
         assert trace.following and trace.lines[trace.cursor].line == 47
-        assert "follow on" in status_text(app)
+        await wait_until(pilot, lambda: "follow on" in status_text(app), what="the status line saying follow on")
 
 
 async def test_enter_on_a_trace_line_opens_its_binding_in_the_value_pane():
@@ -68,7 +69,9 @@ async def test_enter_on_a_trace_line_opens_its_binding_in_the_value_pane():
         assert trace.lines[trace.cursor].line == 43
         await pilot.press("enter")
         viewer = app.explorer.query_one(ValueViewer)
-        assert app.explorer.active == 4  # narrow layout switched to the value pane
+        # The request bubbles to the screen, and the value is read in a worker.
+        await wait_until(pilot, lambda: app.explorer.active == 4 and viewer.target is not None and not viewer.reading,
+                         what="the binding read into the value pane")  # narrow layout: the value pane
         assert viewer.target.binding.name == "parts" and viewer.target.binding.execution_id == 43
         head = str(viewer.query_one("#value-head").render())
         assert "parts" in head and "execution 43" in head
@@ -84,8 +87,10 @@ async def test_raw_toggle_and_tree_selection_of_an_agent_segment():
         tree = app.explorer.query_one(BindingTree)
         assert tree.has_focus
         await pilot.press("slash", *"002", "enter")
-        await pilot.pause()
         viewer = app.explorer.query_one(ValueViewer)
+        # The search reveals the node after a refresh; the choice bubbles; a worker reads it.
+        await wait_until(pilot, lambda: viewer.target is not None and viewer.target.kind == "segment" and not viewer.reading,
+                         what="the segment read into the value pane")
         assert viewer.target.kind == "segment" and viewer.target.path.name == "captain-002.md"
         assert "Plan the guide" in viewer.text
         await pilot.press("5", "r")
@@ -260,8 +265,9 @@ async def test_a_scope_with_hundreds_of_bindings_opens_in_pages_that_search_stil
         assert [str(c.label) for c in root_group.children] == ["1–200", "201–400", "401–450"]
         assert all(not c.children for c in root_group.children)  # filled only when opened
         await pilot.press("4", "slash", *"item_417", "enter")
-        await pilot.pause()
         viewer = app.explorer.query_one(ValueViewer)
+        await wait_until(pilot, lambda: viewer.target is not None and viewer.target.path.name == "item_417.md"
+                         and not viewer.reading, what="item_417 read into the value pane")
         assert viewer.target is not None and viewer.target.path.name == "item_417.md"
         assert "value 417" in viewer.text
 

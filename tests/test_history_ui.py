@@ -72,12 +72,13 @@ async def test_the_history_pane_moves_the_cursor_with_keys():
         await pilot.press("right_curly_bracket", "6")
         timeline = app.explorer.query_one(Timeline)
         assert timeline.has_focus and timeline.cursor == len(timeline.events) - 1
+        # Each move reaches the explorer as a message bubbling from the timeline.
         await pilot.press("g")
-        assert app.explorer.nav.position == 0
+        await wait_until(pilot, lambda: app.explorer.nav.position == 0, what="the cursor on the first event")
         await pilot.press("j", "j")
-        assert app.explorer.nav.position == 2
+        await wait_until(pilot, lambda: app.explorer.nav.position == 2, what="the cursor on the third event")
         await pilot.press("G")
-        assert app.explorer.nav.live
+        await wait_until(pilot, lambda: app.explorer.nav.live, what="the cursor back at the live end")
 
 
 async def test_a_frozen_cursor_counts_new_events_while_the_run_goes_on(tmp_path):

@@ -157,10 +157,11 @@ async def test_markup_in_memory_and_segment_files_is_shown_literally(tmp_path):
         await ready(pilot)
         viewer = app.explorer.query_one(ValueViewer)
         await pilot.press("4", "slash", *"memory.md", "enter")
-        await wait_until(pilot, lambda: viewer.target is not None and viewer.target.kind == "memory", what="memory in the viewer")
-        await pilot.pause()
+        await wait_until(pilot, lambda: viewer.target is not None and viewer.target.kind == "memory" and not viewer.reading,
+                         what="memory read into the viewer")
+        await wait_until(pilot, lambda: "[bold]remember[/bold] ␛[5mblink␛[0m [/]" in screen_text(app),
+                         what="the memory's markup shown literally")
         text = screen_text(app)
-        assert "[bold]remember[/bold] ␛[5mblink␛[0m [/]" in text
         assert "001  [red]now[/red]␛[1m" in text  # the segment's timestamp in the tree
         assert_no_control_reaches_the_terminal(app)
     assert tree_digest(tmp_path) == before

@@ -100,13 +100,17 @@ async def test_z_zooms_any_pane_to_the_full_screen_and_back(size):
     async with app.run_test(size=size) as pilot:
         await loaded(pilot)
         await pilot.press("4", "z")
-        assert app.explorer.zoomed and shown(app, "#data-pane")
-        assert app.explorer.query_one("#data-pane").region.width == size[0]
+        data = app.explorer.query_one("#data-pane")
+        # ``zoomed`` and ``display`` change at once; the pane's region at the next layout.
+        await wait_until(pilot, lambda: app.explorer.zoomed and shown(app, "#data-pane") and data.region.width == size[0],
+                         what="the data pane zoomed to the full width")
         for pane in ("#runs-pane", "#trace-pane", "#value-pane", "#history-pane"):
             assert not shown(app, pane)
         await pilot.press("z")
-        assert not app.explorer.zoomed and shown(app, "#data-pane")
-        assert shown(app, "#trace-pane") == (size[0] >= 100)  # compact: the chosen pane, else all
+        # compact: the chosen pane, else all
+        await wait_until(pilot, lambda: not app.explorer.zoomed and shown(app, "#data-pane")
+                         and shown(app, "#trace-pane") == (size[0] >= 100),
+                         what="the panes as before the zoom")
         await pilot.press("z", "escape")
         assert not app.explorer.zoomed
 

@@ -333,8 +333,9 @@ async def test_keys_that_do_not_fit_the_footer_are_left_out_whole():
         await wait_until(pilot, lambda: footer.up_to_date, what="the footer's keys")
         wide = footer.keys
         await pilot.resize_terminal(80, 24)
-        await wait_until(pilot, lambda: app.screen.size.width == 80, what="the narrower screen")
-        await pilot.pause()
+        # The app's size changes at once; the footer's at the screen's (debounced) layout.
+        await wait_until(pilot, lambda: footer.size.width == 80 and footer.up_to_date,
+                         what="the footer laid out and painted at 80 columns")
         row = screen_lines(app)[-1]
         narrow = footer.keys
         assert narrow[-1] == wide[-1] == "ctrl+p" and row.rstrip().endswith("^p Command palette")
