@@ -78,6 +78,23 @@ def shown(app: App) -> str:
     return "\n".join(parts)
 
 
+def laid_out(app, selector: str):
+    """A predicate: the widget ``selector`` on the current screen has a place on screen
+    that did not move since the predicate was last asked (a click lands where it is)."""
+    seen: dict[str, object] = {}
+
+    def check() -> bool:
+        found = app.screen.query(selector)
+        if not found:
+            return False
+        region = found.first().region
+        stable = region.area > 0 and seen.get("last") == region
+        seen["last"] = region
+        return stable
+
+    return check
+
+
 async def until(pilot, predicate, what: str, turns: int = TURNS):
     """Let the app run until ``predicate()`` is truthy (returned); bounded by event-loop turns."""
     for _ in range(turns):
@@ -221,7 +238,7 @@ async def test_buttons_and_escape_on_the_confirmation(tmp_path):
         assert load(path)["desired_state"] == "run_once"
         # The new Pending row moves the buttons down: click only once it is there.
         await until(pilot, lambda: "switching to run_once after the current session" in shown(app), "Pending")
-        await pilot.pause()
+        await until(pilot, laid_out(app, "#mission-stop"), "the Stop button in its new place")
         await pilot.click("#mission-stop")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the stop confirmation")
         await pilot.press("escape")
@@ -233,6 +250,8 @@ async def test_buttons_and_escape_on_the_confirmation(tmp_path):
         await until(pilot, lambda: not stop.has_class("-active"), "the Stop button's press effect to end")
         await pilot.click("#mission-stop")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the stop confirmation")
+        # The confirmation is the screen at once; its buttons have their place after its layout.
+        await until(pilot, laid_out(app, "#confirm-yes"), "the confirmation's buttons laid out")
         await pilot.click("#confirm-yes")
         await until(pilot, lambda: load(path)["desired_state"] == "pause", "Stop to be written")
 
