@@ -140,3 +140,9 @@ def tree_digest(root: Path) -> dict[str, str]:
         rel = str(path.relative_to(root))
         out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
     return out
+
+
+def palette_hit(app, text: str) -> bool:
+    """The command palette lists a hit whose prompt holds ``text`` (hits come from a worker)."""
+    lists = app.screen.query("CommandList")
+    return bool(lists) and lists.first().option_count > 0 and text in str(lists.first().get_option_at_index(0).prompt)

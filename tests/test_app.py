@@ -115,7 +115,8 @@ async def test_the_binding_tree_paints_its_rows_again_at_a_new_width():
         wide, wide_x = rows(), tree.scrollable_content_region.x
         assert sum(1 for row in wide if row) > 5
         await pilot.resize_terminal(120, 40)
-        await wait_until(pilot, lambda: app.screen.size.width == 120, what="the narrower screen")
+        # The app's size changes at once, the screen's outer size at its (debounced) layout.
+        await wait_until(pilot, lambda: app.screen.outer_size.width == 120, what="the narrower screen laid out")
         await settled(pilot)
         assert tree.scrollable_content_region.x != wide_x, "the tree moved"
         narrow = rows()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_helpers import make_app, pinned_copy, ready, wait_until
+from app_helpers import make_app, palette_hit, pinned_copy, ready, wait_until
 from conftest import FIXTURES
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
@@ -303,7 +303,7 @@ async def test_keep_the_theme_from_the_palette(project):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Keep the theme")
-        await pilot.pause()
+        await wait_until(pilot, lambda: palette_hit(app, "Keep the theme"), what="the palette's hit")
         await pilot.press("enter")
         await wait_until(pilot, lambda: config_path().exists(), what="the config file")
     assert load_config().theme == "nord"

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_helpers import make_app, pinned_copy, ready, wait_until
+from app_helpers import make_app, palette_hit, pinned_copy, ready, wait_until
 from conftest import FIXTURES
 from textual.drivers.headless_driver import HeadlessDriver
 
@@ -302,7 +302,7 @@ async def test_copy_from_the_palette(project, osc52):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Copy run's path")
-        await pilot.pause()
+        await wait_until(pilot, lambda: palette_hit(app, "Copy run"), what="the palette's hit")
         await pilot.press("enter")
         await wait_until(pilot, lambda: osc52(), what="an OSC 52 write")
         assert osc52() == [str(project / ".prose" / "runs" / RUN_ID)]

@@ -359,8 +359,11 @@ async def test_a_taller_or_shorter_screen_keeps_the_painted_lines(tmp_path):
         await wait_until(pilot, lambda: trace.size.height < 40 and app.screen.size.height == 36, what="the resize")
         await settled(pilot)
         assert all(trace._cache.get(i) is p for i, p in before.items()), "the same painted lines, not painted again"
+        wide = trace.size.width
         await pilot.resize_terminal(100, 36)  # narrower: annotations may take other rows
-        await wait_until(pilot, lambda: app.screen.size.width == 100, what="the narrower screen")
+        # The app's size changes at once, the screen's and the trace's at the (debounced) layout.
+        await wait_until(pilot, lambda: app.screen.outer_size.width == 100 and trace.size.width < wide,
+                         what="the narrower screen laid out")
         await settled(pilot)
         assert all(trace._cache.get(i) is not p for i, p in before.items()), "painted again for the new width"
 
