@@ -340,8 +340,9 @@ class NarrationTail:
     was truncated, replaced (new inode) or rewritten (its first bytes changed), or its first
     lines, once complete, show it is the other kind (a transcript, or text), the tail starts
     over: :attr:`resets` goes up by one and :meth:`poll` returns every event of the re-read
-    file. Appended in any pieces, it ends as a fresh read of the whole file does. :attr:`run` is the run as parsed so far. Never raises; a missing file
-    polls as no events.
+    file. Appended in any pieces, it ends as a fresh read of the whole file does.
+    :attr:`run` is the run as parsed so far. Never raises; a missing file polls as no
+    events.
     """
 
     def __init__(self, path: Path) -> None:
