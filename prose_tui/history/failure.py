@@ -16,6 +16,7 @@ from prose_tui.history.nodes import (
     receipt_events,
 )
 from prose_tui.history.stream import History
+from prose_tui.history.transitions import error_text
 from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine, assigned_name
 
 __all__ = ["FailureContext", "failure_context"]
@@ -86,7 +87,7 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     for j in dict.fromkeys((stmt_index, index)):
         if (text := _error_words(history.events[j])) and text not in errors:
             errors.append(text)
-    if run.format not in _LOGS and (section := _error_section(at)) and section not in errors:
+    if run.format not in _LOGS and (section := error_text(at)) and section not in errors:
         errors.append(section)
     retries = _retries_before(history, stmt_index)
     names = _context_names(run, at, history, stmt_index)
@@ -192,13 +193,6 @@ def _error_words(event: Event) -> str | None:
             return event.text.split("#", 1)[1].strip().removeprefix("<--").strip() or event.status
         words = _LEADING_MARKER.sub("", event.text).strip()
         return words or event.status
-    return None
-
-
-def _error_section(run: Run) -> str | None:
-    for section in run.sections:
-        if section.title.strip().lower().startswith(("error", "failure")):
-            return section.text.strip() or None
     return None
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from prose_tui.backends.common.bindings import name_and_scope
 from prose_tui.backends.filesystem.snapshot import SnapshotState
-from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine, assigned_name
+from prose_tui.model import Event, EventKind, Frame, Run, StatementState, TraceLine, assigned_name
 
 __all__ = ["error_text", "sha256_of", "snapshot_events", "statement_name", "transition"]
 
@@ -131,8 +131,9 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
     return out
 
 
-def error_text(snap: SnapshotState) -> str | None:
-    """The text of a snapshot's ``## Error`` section (a real-world extension), if any."""
+def error_text(snap: SnapshotState | Run) -> str | None:
+    """The text of a snapshot's (or a run's) ``## Error`` / ``## Failure`` section (a
+    real-world extension), if any."""
     for section in snap.sections:
         if section.title.strip().lower().startswith(("error", "failure")):
             return section.text.strip() or None
