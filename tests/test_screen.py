@@ -539,3 +539,27 @@ async def test_L_switches_between_the_annotated_program_and_the_raw_log(size):
         assert "raw log" in app.explorer.query_one("#trace-pane").border_title
         await pilot.press("L")
         assert trace.lines[0].text.startswith("# Triage")
+
+
+async def test_the_run_list_keeps_the_width_it_was_listed_with_once_its_runs_are_read(monkeypatch):
+    """The run list takes its width in the frame that lists the runs (their programs not
+    read yet) and keeps it through the read: a narrower or wider list later is a layout of
+    every pane after the run is on screen, the frame a first live change waits behind."""
+    from prose_tui.tui.screens.explorer_feed import RunFeed
+
+    listed: list[int] = []
+    real = RunFeed._listed
+
+    def listing(self, runs):
+        real(self, runs)
+        if runs:
+            listed.append(self.screen.query_one("#runs-pane").styles.width.value)
+
+    monkeypatch.setattr(RunFeed, "_listed", listing)
+    app = make_app(PROJECT)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await loaded(pilot, NEWEST)
+        await wait_until(pilot, lambda: app.explorer.first_read_done, what="the first read settled")
+        pane = app.explorer.query_one("#runs-pane")
+        assert listed and pane.styles.width.value == listed[0]
+        assert pane.region.width == listed[0]

@@ -105,6 +105,7 @@ class ExplorerScreen(Screen[None]):
         self.panes = Panes(self, self.model, workspace)
         self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
+        self._run_list_width = (0, 0)  # (screen width, run list width wanted): it never narrows within one
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
@@ -245,13 +246,23 @@ class ExplorerScreen(Screen[None]):
         self.fit_widths()
         self.query_one(PaneBar).set_active(active)
 
-    def fit_widths(self) -> None:
+    def fit_widths(self, *, programs_known: bool = True) -> None:
         """The run list's and the side column's widths in the wide layout: the run list as wide
-        as its rows want (up to 22 % of the screen). A layout of the screen when they change."""
+        as its rows want (up to 22 % of the screen). A layout of the screen when they change.
+
+        The run list does not narrow while the screen keeps its width: a narrower list is a
+        layout of every pane, and after the first read it would come once the run is on
+        screen, in the frame a first live change waits for. ``programs_known=False`` (rows
+        of runs not read yet): the program column counts at its widest, so the list sized in
+        the frame that lists the runs keeps its width when they are read."""
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if not self.compact and not self.zoomed:
             width = self.size.width
-            runs = preferred_width(self.query_one(RunList).runs) + 2
+            runs = preferred_width(self.query_one(RunList).runs, programs_known=programs_known) + 2
+            kept_for, kept = self._run_list_width
+            if kept_for == width:
+                runs = max(runs, kept)
+            self._run_list_width = (width, runs)
             runs_pane.styles.width = max(24, min(runs, width * 22 // 100))
             side.styles.width = max(34, width * 30 // 100)
         else:

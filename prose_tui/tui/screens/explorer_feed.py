@@ -238,6 +238,9 @@ class RunFeed:
         if runs and not run_list.runs:
             run_list.set_runs(runs, clock=self.workspace.clock)
             self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
+            # The list's width now, in the frame that lists the runs: not a layout of every
+            # pane after the chosen run is on screen, when its programs are read.
+            self.screen.fit_widths(programs_known=False)
         if len(runs) == 1 and not self._activated:
             # One run: its trace is where the first read ends, whatever it finds; going
             # there now puts the focus change (a layout, the footer's keys) in the frames

@@ -19,6 +19,8 @@ from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_SHORT
 
 AGE_WIDTH = 6  # cells of the age column ("59 min", "12 d")
+ID_WANTED = 22  # most cells the id column asks the pane for
+PROGRAM_WANTED = 18  # most cells the program column asks the pane for
 MIN_ID = 12  # cells the id keeps however narrow the pane
 DB_MARK = "⛁ "  # before the program of a run that lives off disk (a database)
 
@@ -84,7 +86,14 @@ class Measure:
     @property
     def preferred(self) -> int:
         """The width (cells) the rows want; the pane sizes itself from it, within bounds."""
-        return 2 + min(self.longest_id, 22) + 1 + min(self.longest_prog, 18) + 1 + AGE_WIDTH
+        return self.wanted(programs_known=True)
+
+    def wanted(self, *, programs_known: bool) -> int:
+        """The width (cells) the rows want. ``programs_known=False``: rows of runs not read
+        yet, whose program column is counted at its widest (``PROGRAM_WANTED``), so that the
+        pane sized from them need not widen once the programs are read."""
+        prog = min(self.longest_prog, PROGRAM_WANTED) if programs_known else PROGRAM_WANTED
+        return 2 + min(self.longest_id, ID_WANTED) + 1 + prog + 1 + AGE_WIDTH
 
 
 class RunRows(list[Run]):
@@ -101,10 +110,10 @@ def column_widths(runs: list[Run], width: int) -> tuple[int, int]:
     return Measure.of(runs).widths(width)
 
 
-def preferred_width(runs: list[Run]) -> int:
-    """The width (cells) the dense rows of ``runs`` want: O(1) for the run list's own
-    :class:`RunRows`, O(len(runs)) for any other list."""
-    return (runs.measure if isinstance(runs, RunRows) else Measure.of(runs)).preferred
+def preferred_width(runs: list[Run], *, programs_known: bool = True) -> int:
+    """The width (cells) the dense rows of ``runs`` want (see :meth:`Measure.wanted`): O(1)
+    for the run list's own :class:`RunRows`, O(len(runs)) for any other list."""
+    return (runs.measure if isinstance(runs, RunRows) else Measure.of(runs)).wanted(programs_known=programs_known)
 
 
 def age_text(run: Run, now: datetime | None) -> str:
