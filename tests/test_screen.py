@@ -563,3 +563,41 @@ async def test_the_run_list_keeps_the_width_it_was_listed_with_once_its_runs_are
         pane = app.explorer.query_one("#runs-pane")
         assert listed and pane.styles.width.value == listed[0]
         assert pane.region.width == listed[0]
+
+
+async def test_the_run_opened_at_start_up_is_parsed_once_when_its_open_beats_the_first_read(monkeypatch):
+    """The first read takes the newest run in full first; the open of that run (chosen when
+    the runs are listed) must not read it as a summary beside that read. Here the read is
+    held until the open's worker runs, the order that made a 100,000-event log parse twice
+    and show twice (1.8 s of the UI thread each)."""
+    import threading
+
+    from prose_tui.live.workspace import Workspace
+    from prose_tui.tui.screens.explorer_feed import RunFeed
+
+    opening = threading.Event()
+    real_open, real_scan, real_read = RunFeed._open_in_full, Workspace.scan, Workspace._read_now
+    reads: list[tuple[Path, bool | None]] = []
+
+    def open_in_full(self, path):
+        opening.set()
+        return real_open(self, path)
+
+    def scan(self, *args, **kwargs):
+        opening.wait(30)  # a bound for a broken open: the assertions below then say what went wrong
+        return real_scan(self, *args, **kwargs)
+
+    def read_now(self, path, **kwargs):
+        reads.append((path, kwargs.get("summary")))
+        return real_read(self, path, **kwargs)
+
+    monkeypatch.setattr(RunFeed, "_open_in_full", open_in_full)
+    monkeypatch.setattr(Workspace, "scan", scan)
+    monkeypatch.setattr(Workspace, "_read_now", read_now)
+    app = make_app(PROJECT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot, NEWEST)
+        assert opening.is_set()
+        newest = [summary for path, summary in reads if path.resolve() == NEWEST.resolve()]
+        assert newest == [False], newest  # one full read, no summary beside it
+        assert app.explorer.current_run is app.workspace.runs[app.explorer.loaded_run]
