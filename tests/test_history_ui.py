@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app_helpers import make_app, ready, wait_until
 from conftest import FIXTURES
@@ -10,7 +14,8 @@ from conftest import FIXTURES
 from prose_tui.demo import DemoVM
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.status_line import StatusLine
-from prose_tui.tui.widgets.timeline import Timeline
+from prose_tui.model import Event, EventKind
+from prose_tui.tui.widgets.timeline import Timeline, _gap, _stored, gaps_from
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
@@ -128,3 +133,22 @@ async def test_events_with_times_out_of_order_draw_without_a_negative_bar(tmp_pa
         # Every row's glyph sits in the same column: no negative bar pushes it right.
         assert len({r.index("✓") for r in rows[:3]}) == 1
         assert app.is_running
+
+
+
+_BASE = datetime(2026, 11, 24, 9, 0, tzinfo=timezone.utc)
+_TIMES = st.one_of(st.none(), st.integers(-5, 600).map(lambda s: _BASE + timedelta(seconds=s)),
+                   st.integers(0, 600).map(lambda s: (_BASE + timedelta(seconds=s)).replace(tzinfo=None)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(stamps=st.lists(_TIMES, max_size=25), start=st.integers(0, 30))
+def test_step_lengths_read_at_once_are_those_read_one_by_one(stamps, start):
+    """The timeline's bars, computed for a whole log in one pass (an open) or from an index
+    on (a live change), are each event's own: seconds to the next event, none across an
+    unknown or backwards time (a naive time counts as UTC)."""
+    events = [Event(seq=i, kind=EventKind.STATEMENT_STARTED, text=f"e{i}", time=t) for i, t in enumerate(stamps)]
+    one_by_one = [_stored(_gap(events, i)) for i in range(min(start, len(events)), len(events))]
+    at_once = gaps_from(events, start)
+    assert len(at_once) == len(one_by_one)
+    assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(at_once, one_by_one))

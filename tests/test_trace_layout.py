@@ -14,12 +14,15 @@ from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.widgets.trace_layout import (
     RIGHT_MARGIN,
     RowIndex,
+    cells,
     note_rows,
+    one_cell,
     rows_of,
     shown_code,
     shown_note,
     wrap,
 )
+from prose_tui.tui.widgets.trace_view import _code_cells, widest_code
 
 S = StatementState
 edits = st.lists(st.one_of(
@@ -93,3 +96,35 @@ def test_a_raw_event_log_line_shows_its_mark_and_note_once():
     # program text keeps its marks and its annotation, whatever it says
     code = TraceLine(line=3, text='let ok = session "print ✓"', state=S.COMPLETE, note="--> bindings/ok.md")
     assert shown_code(code) == code.text and shown_note(code) == "# --> bindings/ok.md"
+
+
+# Characters a trace may hold: ASCII, an event log's arrows and marks, wide CJK, an emoji
+# joined by a zero-width joiner, a variation selector, a tab, controls, a combining accent.
+ODD = "ab 1-#→✓✗⊘漢字😀\u200d\ufe0f\t\x1b\x00é\u0301"
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text(st.sampled_from(ODD), max_size=30), max_size=12))
+def test_cells_agree_with_rich_whatever_was_measured_before(texts):
+    # The one-cell memo learns from every text measured: later answers must not drift.
+    for text in texts + texts[::-1]:
+        assert cells(text) == cell_len(text), repr(text)
+        if one_cell(text, learn=True):
+            assert cell_len(text) == len(text), repr(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.tuples(st.text(st.sampled_from("1234 ab_→✓✗⊘漢\t\x1b"), max_size=24),
+                                st.sampled_from([None, *S])), max_size=30))
+def test_the_widest_line_is_the_widest_measured_one_by_one(lines):
+    trace = [TraceLine(line=i + 1, text=text, state=state) for i, (text, state) in enumerate(lines)]
+    assert widest_code(trace) == max((_code_cells(t) for t in trace), default=0)
+
+
+def test_an_event_log_widest_line_does_not_count_the_mark_the_gutter_shows():
+    trace = [TraceLine(line=1, text="12→ draft ✓", state=S.COMPLETE),
+             TraceLine(line=2, text="3→ review ✗ timeout", state=S.FAILED),
+             TraceLine(line=3, text="4→ ok ✓", state=None)]  # no state: the mark stays
+    assert widest_code(trace) == len("3→ review timeout")
+    assert widest_code(trace[:1]) == len("12→ draft")
+    assert widest_code(trace[2:]) == len("4→ ok ✓")

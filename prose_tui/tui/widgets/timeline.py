@@ -151,7 +151,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
             start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
             before = self._gaps[start:]
             del self._gaps[start:]
-            self._gaps.extend(_stored(_gap(events, i)) for i in range(start, len(events)))
+            self._gaps.extend(gaps_from(events, start))
             fresh = [g for g in self._gaps[start:] if g > 0]
             longest = max([self._longest, *fresh]) if fresh else self._longest
             if longest != self._longest or _digits(len(events)) != self._digits:
@@ -168,7 +168,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
                         del self._cache[index]
         else:
             self.events = events
-            self._gaps = array("d", (_stored(_gap(events, i)) for i in range(len(events))))
+            self._gaps = array("d", gaps_from(events, 0))
             self._longest = max((g for g in self._gaps if g > 0), default=0.0)
             self._cache.clear()
         self._digits = _digits(len(events))
@@ -346,6 +346,23 @@ def _stored(gap: float | None) -> float:
 
 def _loaded(gap: float) -> float | None:
     return None if math.isnan(gap) else gap
+
+
+def gaps_from(events: list[Event], start: int) -> list[float]:
+    """``_gap`` of every event from ``start`` on, as stored (NaN: none), in one pass that
+    makes each time zone-aware once (100,000 events: 0.3 s of the UI thread one by one)."""
+    times = [event.time for event in events[start:]]
+    aware = [(t if t.tzinfo else t.replace(tzinfo=timezone.utc)) if isinstance(t, datetime) else None for t in times]
+    out: list[float] = []
+    for here, there in zip(aware, aware[1:]):
+        if here is None or there is None:
+            out.append(math.nan)
+        else:
+            seconds = (there - here).total_seconds()
+            out.append(seconds if seconds >= 0 else math.nan)
+    if aware:
+        out.append(math.nan)  # the last event: no next one yet
+    return out
 
 
 def _gap(events: list[Event], index: int) -> float | None:
