@@ -69,7 +69,7 @@ def _code_cells(t: TraceLine) -> int:
 def widest_code(lines: list[TraceLine]) -> int:
     """Cells of the widest code among ``lines`` (what the trace scrolls across), O(lines).
     A line of one-cell characters (nearly all) is measured by its length: a 100,000-event
-    log took 0.9 s of the UI thread measured through ``rich.cells``, 0.1 s so."""
+    log took 0.9 s of the UI thread measured through ``rich.cells``, 0.2-0.3 s so."""
     widest = 0
     for t in lines:
         text = t.text
