@@ -36,7 +36,8 @@ _LOG_MARKS = {StatementState.COMPLETE: "✓", StatementState.FAILED: "✗", Stat
 # A line made of these alone is as many cells as it is long, which a set test tells without
 # a lookup per character (a 100,000-line event log's widest line: 0.9 s of the UI thread
 # measured through ``rich.cells``, 0.2-0.3 s so, see ``trace_view.widest_code``). Bounded
-# (``ONE_CELL_MAX``): hostile text cannot grow it without end. A set is safe to test from any thread while another adds to it.
+# (``ONE_CELL_MAX``): hostile text cannot grow it without end. A set is safe to test from
+# any thread while another adds to it.
 _ONE_CELL: set[str] = {chr(c) for c in range(0x20, 0x7F)}
 ONE_CELL_MAX = 4096
 
