@@ -90,10 +90,7 @@ class Workspace(SourceRuns):
         already got from ``discover`` (the project is not walked again).
         """
         refs = self.discover() if refs is None else refs
-        if not detail_first:
-            first = None  # summaries only (headless listing)
-        elif refs and (first is None or first not in self.refs):
-            first = refs[0].path
+        first = self.read_in_full_first(refs, first) if detail_first else None  # None: summaries only
         ordered = sorted(refs, key=lambda r: r.path != first)
         for done, ref in enumerate(ordered, start=1):
             run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first)
@@ -103,6 +100,13 @@ class Workspace(SourceRuns):
                 progress(done, len(refs), "runs")
         self._scan_sources()
         return self.sorted_runs()
+
+    def read_in_full_first(self, refs: list[RunRef], first: Path | None) -> Path | None:
+        """The run ``scan`` reads in full, before the others: ``first`` when it is among
+        the runs found (``refs``, from ``discover``), else the newest; ``None`` for none."""
+        if not refs:
+            return None
+        return first if first is not None and first in self.refs else refs[0].path
 
     def summary(self, path: Path) -> Run | None:
         """The run at ``path`` as a run list row needs it (state file only), read now; when

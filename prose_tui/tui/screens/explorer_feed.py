@@ -188,8 +188,7 @@ class RunFeed:
             self._found = len(refs)
             # The run this read takes in full first (``Workspace.scan``): opened meanwhile, it
             # is not read as a summary beside that read (see ``_open_in_full``).
-            paths = [r.path for r in refs]
-            self._scan_full = (self.initial if self.initial in paths else paths[0]) if paths else None
+            self._scan_full = self.workspace.read_in_full_first(refs, self.initial)
             # Every run is listed at once, newest first; rows fill in as runs are read.
             self._from_thread(self._listed, [placeholder(r) for r in refs])
             runs = self.workspace.scan(progress, partial=partial_run, first=self.initial, on_run=on_run, refs=refs)

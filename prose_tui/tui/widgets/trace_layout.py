@@ -29,6 +29,8 @@ NOTE_INDENT = 2  # continuation rows start this far right of the code's own inde
 # The marks an event log writes after a step's name (FORMATS.md, compact event log), by the
 # state the parser gives the line: shown in the gutter, so not again in the text.
 _LOG_MARKS = {StatementState.COMPLETE: "✓", StatementState.FAILED: "✗", StatementState.SKIPPED: "⊘"}
+# A state mark as a word of its own, with the blanks before it (what the gutter shows instead).
+_MARK_AFTER = {mark: re.compile(rf"\s+{re.escape(mark)}(?=\s|$)") for mark in _LOG_MARKS.values()}
 
 
 # Characters known to take one cell each: printable ASCII, and every printable character a
@@ -79,11 +81,8 @@ def shown_code(t: TraceLine) -> str:
     text = visible_name(t.text.expandtabs(4)).rstrip()
     mark = _LOG_MARKS.get(t.state) if t.state is not None else None
     if mark is not None and mark in text and STEP_RE.match(text):
-        text = re.sub(rf"\s+{mark}(?=\s|$)", "", text, count=1)
+        text = _MARK_AFTER[mark].sub("", text, count=1)
     return text
-
-
-_MARK_AFTER = {mark: re.compile(rf"\s+{re.escape(mark)}(?=\s|$)") for mark in _LOG_MARKS.values()}
 
 
 def one_cell_code_cells(t: TraceLine) -> int:
