@@ -18,6 +18,7 @@ from prose_tui.tui.keys import keyed
 from prose_tui.tui.screens.explorer import ExplorerScreen
 from prose_tui.tui.screens.help import HelpScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
+from prose_tui.tui.served import served_read_only
 from prose_tui.tui.screens.mission_control import (
     MissionControlCommands,
     MissionControlScreen,
@@ -43,7 +44,8 @@ class ProseTUI(HabitsApp):
     """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests.
     ``config`` is the user's config file as read (``tui.config``); its values are the defaults
     for the other arguments, which the command line sets when given. ``sources`` hold runs off
-    disk (a PostgreSQL database), listed beside those below ``path``."""
+    disk (a PostgreSQL database), listed beside those below ``path``. ``read_only``: served to a
+    browser that may not write on this machine (``tui.served``); default: the environment says."""
 
     CSS_PATH = "app.tcss"
     TITLE = "prose-tui"
@@ -67,8 +69,10 @@ class ProseTUI(HabitsApp):
         journal: Journal | None = None,
         config: Config | None = None,
         sources: Sequence[RunSource] = (),
+        read_only: bool | None = None,
     ) -> None:
         super().__init__(config)
+        self.read_only = served_read_only() if read_only is None else read_only
         stale_after = self.config.stale_after if stale_after is None else stale_after
         self.layout_mode = self.config.layout
         self.poll_interval = self.config.poll_interval
@@ -138,7 +142,8 @@ class ProseTUI(HabitsApp):
             self.push_screen(MissionControlScreen())
 
     def action_export(self, fmt: str = "html", ask: bool = False) -> None:
-        """Export the run on screen, as of the history cursor, to the current folder (issue 14)."""
+        """Export the run on screen, as of the history cursor, to the current folder (issue 14);
+        served read-only, as a download in the browser instead."""
         from prose_tui.tui.screens.export_prompt import export_current
 
         export_current(self, fmt, ask=ask)

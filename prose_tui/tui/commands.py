@@ -7,6 +7,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from prose_tui.model.run import program_name
+from prose_tui.tui.served import is_read_only
 
 
 class ExplorerCommands(Provider):
@@ -51,11 +52,13 @@ class ExplorerCommands(Provider):
         export = getattr(app, "action_export", None)
         if export is None or explorer.current_run is None:
             return
-        here = "as of the history cursor, into the current folder"
+        read_only = is_read_only(app)
+        here = "as of the history cursor, " + ("as a download in your browser" if read_only else "into the current folder")
         yield "Export run as HTML", partial(export, "html"), f"One self-contained page, {here} (E)"
         yield "Export run as Markdown", partial(export, "md"), f"For an issue or a pull request, {here}"
-        yield "Export run as HTML to…", partial(export, "html", True), "Type the file or folder to write"
-        yield "Export run as Markdown to…", partial(export, "md", True), "Type the file or folder to write"
+        if not read_only:  # served read-only, nothing is written on the server: no path to type
+            yield "Export run as HTML to…", partial(export, "html", True), "Type the file or folder to write"
+            yield "Export run as Markdown to…", partial(export, "md", True), "Type the file or folder to write"
         yield "Compare with run…", partial(self._pick_other, explorer), "Pick the run to compare this one with"
 
     def _pick_other(self, explorer) -> None:

@@ -32,6 +32,7 @@ from prose_tui.tui.external import (
     tool_env,
 )
 from prose_tui.tui.keys import keyed, keymap_clashes
+from prose_tui.tui.served import refuse_if_read_only
 from prose_tui.tui.targets import Target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,6 +95,8 @@ class HabitsApp(App[None]):
     """The pager, editor, clipboard, config and theme behaviour of the explorer app."""
 
     BINDINGS = HABIT_BINDINGS
+    read_only = False
+    """Served to a browser read-only (``tui.served``): no editor, no config writes."""
 
     def __init__(self, config: Config | None = None, **app_options: Any) -> None:
         """``config`` as read by ``tui.config``; ``app_options`` go to ``textual.app.App``."""
@@ -154,6 +157,8 @@ class HabitsApp(App[None]):
 
     def action_open_editor(self) -> None:
         """Open a read-only temporary copy of the selected thing in ``$VISUAL``/``$EDITOR``."""
+        if refuse_if_read_only(self, "The editor"):
+            return
         content = self._content()
         if content is None:
             return
@@ -162,6 +167,8 @@ class HabitsApp(App[None]):
 
     def action_edit_file(self) -> None:
         """Open the run's file itself in the editor, after a confirmation."""
+        if refuse_if_read_only(self, "The editor"):
+            return
         content = self._content(limit=1)
         if content is None:
             return
@@ -188,6 +195,8 @@ class HabitsApp(App[None]):
 
     def action_keep_theme(self) -> None:
         """Write the current theme to the config file (other lines and comments kept)."""
+        if refuse_if_read_only(self, "Keeping the theme (it writes the config file)"):
+            return
         from prose_tui.tui.config import write_setting
 
         try:

@@ -37,6 +37,7 @@ from prose_tui.mission.control import (
 from prose_tui.mission.rows import status_rows
 from prose_tui.mission.state import Clock, Kind, MissionState, read_state, utc_now
 from prose_tui.tui.screens.confirm import ConfirmScreen
+from prose_tui.tui.served import is_read_only, read_only_message
 
 BUTTONS = (("start", "Start"), ("stop", "Stop"), ("once", "Run once"), ("cleanup", "Cleanup"))
 
@@ -285,7 +286,11 @@ class MissionPanel(Vertical):
     def request_control(self, action: str, note: str | None = None) -> None:
         """Apply control ``action`` (start, stop, once, cleanup), asking first when needed:
         Stop always asks; a malformed file is replaced only after a confirmation showing what
-        will be lost; a missing or heartbeat file is refused with a message."""
+        will be lost; a missing or heartbeat file is refused with a message, and so is every
+        control in an explorer served read-only (``tui.served``)."""
+        if is_read_only(self.app):
+            self._refuse(action, read_only_message(f"{ACTION_LABELS[action]} (writing desired_state)"))
+            return
         state = self.state or read_state(self.path, now=self.now)
         label = ACTION_LABELS[action]
         if state.kind is Kind.MISSING:
@@ -332,7 +337,11 @@ class MissionPanel(Vertical):
         self.app.push_screen(screen, answered)
 
     def request_create(self) -> None:
-        """Create the missing file with the seed default (pause/pause); refused if it exists."""
+        """Create the missing file with the seed default (pause/pause); refused if it exists,
+        or when the explorer is served read-only."""
+        if is_read_only(self.app):
+            self._refuse("create", read_only_message(f"Creating {self.path.name}"))
+            return
         self._create()
 
     def _refuse(self, action: str, reason: str) -> None:
