@@ -51,7 +51,8 @@ SUB_EPILOGS = {
     "record": "examples:\n  prose-tui record ~/proj      # until Ctrl+C; the explorer then replays the history",
     "export": "examples:\n  prose-tui export RUN_PATH -o report.html\n  prose-tui export RUN_PATH --format md --at 40 > issue.md",
     "diff": "examples:\n  prose-tui diff runs/OK runs/FAILED\n  prose-tui diff runs/OK runs/FAILED --json",
-    "serve": "examples:\n  prose-tui serve ~/proj            # then: ssh -L 8000:127.0.0.1:8000 host",
+    "serve": "examples:\n  prose-tui serve ~/proj            # prints the link to open: http://127.0.0.1:8000/?token=...\n"
+             "  ssh -L 8000:127.0.0.1:8000 host   # from your machine, then open that link there",
     "agent": "examples:\n  prose-tui agent status\n  prose-tui agent start ~/app --note 'resume'\n"
              "  prose-tui agent stop --json",
 }
