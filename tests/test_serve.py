@@ -337,6 +337,33 @@ def test_a_database_url_never_reaches_argv_or_output(tmp_path):
     assert "S3cretPW99" not in printed and "openprose@127.0.0.1:1" in printed
 
 
+def test_the_explorer_gets_the_urls_from_its_environment_and_keeps_none():
+    from prose_tui.headless.serve_child import DATABASE_ENV, POSTGRES_ENV, explorer_arguments
+
+    env = {DATABASE_ENV: "postgresql://u:pw@h/db", "HOME": "/home/u"}
+    assert explorer_arguments(["/srv/proj", "--no-watch"], env) == ["postgresql://u:pw@h/db", "--no-watch"]
+    assert env == {"HOME": "/home/u"}
+    env = {POSTGRES_ENV: "postgresql://u:pw@h/db"}
+    assert explorer_arguments(["/srv/proj"], env) == ["/srv/proj", "--postgres", "postgresql://u:pw@h/db"]
+    assert env == {}
+
+
+def test_read_only_unless_the_environment_says_read_write():
+    from prose_tui.tui.served import served_read_only
+
+    assert not served_read_only({}) and not served_read_only({"PROSE_TUI_SERVED": ""})
+    assert not served_read_only({"PROSE_TUI_SERVED": "read-write"})
+    assert served_read_only({"PROSE_TUI_SERVED": "read-only"})
+    assert served_read_only({"PROSE_TUI_SERVED": "yes please"})  # a typo never opens writes
+
+
+def test_usage_errors_say_what_is_wrong(capsys):
+    assert main(["serve", str(PROJECT), "--public-url", "localhost:9000"]) == 2
+    assert "--public-url" in capsys.readouterr().err
+    assert main(["serve", str(PROJECT), "--port", "70000"]) == 2
+    assert "not a port" in capsys.readouterr().err
+
+
 def test_missing_path_is_one_line(tmp_path, capsys):
     assert main(["serve", str(tmp_path / "nowhere")]) == 1
     assert capsys.readouterr().err.startswith("prose-tui: ")

@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.headless.serve_guard import TOKEN_ENV, TokenError, choose_token, is_loopback
+from prose_tui.headless.serve_guard import TOKEN_ENV, TokenError, choose_token, is_loopback, origin_of
 
 __all__ = ["add_serve_parser", "explorer_argv", "is_loopback", "run_serve"]
 
@@ -103,6 +103,9 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     if not 0 <= args.port < 65536:
         print(f"prose-tui: --port {args.port}: not a port (1-65535, or 0 for any free port)", file=sys.stderr)
+        return 2
+    if args.public_url and origin_of(args.public_url) is None:
+        print(f"prose-tui: --public-url {args.public_url!r}: not an http:// or https:// URL with a host", file=sys.stderr)
         return 2
     target = str(args.path)
     database = target if is_postgres_url(target) else None

@@ -105,7 +105,7 @@ class ExplorerSession(AppService):
 class ExplorerServer(Server):
     """textual-serve's ``Server`` for the explorer. ``argv`` and ``environment`` start one
     explorer per tab (:class:`ExplorerSession`); ``guard`` decides who gets in;
-    ``announce(url_base)`` is called once the port is bound, with ``http://host:port``."""
+    ``announce(host, port)`` is called once the port is bound (``port`` as bound, for ``--port 0``)."""
 
     def __init__(self, argv: Sequence[str], environment: Mapping[str, str], *, guard: Guard, host: str,
                  port: int, title: str, public_url: str | None,
