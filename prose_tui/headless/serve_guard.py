@@ -110,7 +110,7 @@ class Guard:
     ``--public-url`` (or ``None``); ``allow_remote`` lifts the loopback-``Host`` rule;
     ``cookie_name`` is set once the port is known (:meth:`bind`)."""
 
-    token: str
+    token: str = field(repr=False)
     public_url: str | None = None
     allow_remote: bool = False
     cookie_name: str = "prose-tui-token"
@@ -169,8 +169,8 @@ class Guard:
         headers.setdefault("X-Frame-Options", "DENY")
         headers.setdefault("Cache-Control", "no-store")
         if response.content_type == "text/html":
-            here = self.public_url or f"{request.scheme}://{request.host}"
-            ws = "wss://" + here.split("://", 1)[-1] if here.startswith("https") else "ws://" + here.split("://", 1)[-1]
+            scheme, rest = (self.public_url or f"{request.scheme}://{request.host}").split("://", 1)
+            ws = f"{'wss' if scheme == 'https' else 'ws'}://{rest.split('/', 1)[0]}"
             headers["Content-Security-Policy"] = (
                 "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
                 f"img-src 'self' data:; font-src 'self'; connect-src 'self' {ws}; "
