@@ -43,7 +43,8 @@ class ProseTUI(HabitsApp):
     """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests.
     ``config`` is the user's config file as read (``tui.config``); its values are the defaults
     for the other arguments, which the command line sets when given. ``sources`` hold runs off
-    disk (a PostgreSQL database), listed beside those below ``path``."""
+    disk (a PostgreSQL database), listed beside those below ``path``; ``disk=False``: the
+    sources' runs alone (the command line was given a database URL), nothing below ``path``."""
 
     CSS_PATH = "app.tcss"
     TITLE = "prose-tui"
@@ -67,6 +68,7 @@ class ProseTUI(HabitsApp):
         journal: Journal | None = None,
         config: Config | None = None,
         sources: Sequence[RunSource] = (),
+        disk: bool = True,
     ) -> None:
         super().__init__(config)
         stale_after = self.config.stale_after if stale_after is None else stale_after
@@ -74,7 +76,7 @@ class ProseTUI(HabitsApp):
         self.poll_interval = self.config.poll_interval
         self.follow_on_start = self.config.follow_on_start
         self.path = path.resolve()
-        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources)
+        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources, disk=disk)
         self.live = watch
         self.journal = journal if journal is not None else Journal()
         root = self.path if self.path.is_dir() else self.path.parent
