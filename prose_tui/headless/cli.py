@@ -234,6 +234,10 @@ def _fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the process's entry point: its tracebacks pass through redact too
+        from prose_tui.headless.targets import install_redacting_excepthooks
+
+        install_redacting_excepthooks()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         args = _sub_parser().parse_args(argv)

@@ -14,21 +14,25 @@ argv. Public for every command, ``serve`` included:
   ``--postgres``/``--no-postgres`` (and ``--poll``/``--listen``) flags;
 * :func:`sources_for` gives the PostgreSQL sources a target and those flags ask for;
 * :func:`open_target_run` reads the one run a target names (path, ``-`` for stdin, or
-  ``URL#RUN_ID``).
+  ``URL#RUN_ID``);
+* :func:`install_redacting_excepthooks` makes an uncaught exception's traceback pass
+  through ``redact`` too (the console entry point installs it).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import traceback
 from typing import NoReturn
 
 from prose_tui.backends.common.dburl import DatabaseUrl, Target, parse_target, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.model import Run
 
-__all__ = ["RedactingArgumentParser", "add_postgres_options", "database_url", "open_target_run", "sources_for",
-           "target_argument"]
+__all__ = ["RedactingArgumentParser", "add_postgres_options", "database_url", "install_redacting_excepthooks",
+           "open_target_run", "sources_for", "target_argument"]
 
 
 class RedactingArgumentParser(argparse.ArgumentParser):
@@ -126,3 +130,22 @@ def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) ->
     apply_staleness(run, stale_after=stale_after)
     return run
 
+
+def install_redacting_excepthooks() -> None:
+    """Print uncaught exceptions (main thread: ``sys.excepthook``; other threads:
+    ``threading.excepthook``) as Python does, through :func:`redact`: a bug's traceback
+    quotes exception texts, which may hold a URL. For a process's entry point only (it
+    replaces the hooks process-wide)."""
+
+    def main_hook(exc_type, exc, tb) -> None:
+        sys.stderr.write(redact("".join(traceback.format_exception(exc_type, exc, tb))))
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        name = args.thread.name if args.thread is not None else "?"
+        text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        sys.stderr.write(redact(f"Exception in thread {name}:\n{text}"))
+
+    sys.excepthook = main_hook
+    threading.excepthook = thread_hook
