@@ -33,6 +33,7 @@ from pg_server import VmWriter
 from prose_tui.backends.common.dburl import parse_target, redact
 from prose_tui.backends.postgres import backend as postgres_backend
 from prose_tui.headless.cli import main
+from prose_tui.headless.targets import child_target_args
 from prose_tui.tui.app import ProseTUI
 
 HERE = Path(__file__).parent
@@ -111,6 +112,7 @@ def commands(url: str, project: Path, out: Path) -> list[list[str]]:
         ["runs", url],
         ["runs", url, "--json"],
         ["runs", str(project), "--postgres", url, "--json"],
+        ["runs", "--postgres-env", "TEAM_DB_URL", "--json"],
         ["show", f"{url}#{RUN_A}"],
         ["show", f"{url}#{RUN_A}", "--json"],
         ["export", f"{url}#{RUN_A}", "-o", str(out / "report.html")],
@@ -142,6 +144,7 @@ def test_no_command_prints_or_stores_the_password(case, team_db, tmp_path, capsy
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.chdir(out)
+    monkeypatch.setenv("TEAM_DB_URL", url)
     said: list[str] = []
     for argv in commands(url, project, out):
         code, stdout, stderr = run_cli(argv, capsys)
@@ -153,7 +156,7 @@ def test_no_command_prints_or_stores_the_password(case, team_db, tmp_path, capsy
         else:  # runs PATH --postgres URL too: the database was asked for
             assert code == 1 and EXPECTED[case] in stderr, f"{shown}: {code} {stderr}"
     if case == "ok":
-        assert RUN_A in said[0] and RUN_B in said[0] and "the report text" in said[6]
+        assert RUN_A in said[0] and RUN_B in said[0] and "the report text" in said[7]
         assert (out / "report.html").is_file() and "write the report" in (out / "report.html").read_text()
 
     # The password in a .env found as the VM finds it; a URL without a run; usage errors
@@ -262,6 +265,13 @@ def test_a_url_target_means_that_database_alone(team_db, tmp_path, capsys, monke
     code, stdout, stderr = run_cli(["runs", ".", "--postgres", url, "--json"], capsys)
     assert code == 0, stderr
     assert {row["id"] for row in json.loads(stdout)} == on_disk | {RUN_A, RUN_B}
+    # How serve hands a database to its sessions: the URL in their environment, not in argv.
+    argv, env = child_target_args(parse_target(url))
+    assert not leaks(" ".join(argv)) and leaks(" ".join(env.values()))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, stdout, stderr = run_cli(["runs", *argv, "--json"], capsys)
+    assert code == 0 and [row["id"] for row in json.loads(stdout)] == [RUN_B, RUN_A], stderr
 
 
 def test_redact_takes_every_form_of_the_secret_out():

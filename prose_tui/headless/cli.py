@@ -40,8 +40,10 @@ from prose_tui.headless.completion import add_completion_parser
 from prose_tui.headless.config_cmd import add_config_parser
 from prose_tui.headless.targets import (
     RedactingArgumentParser,
+    TargetError,
     add_postgres_options,
     open_target_run,
+    resolve_target,
     sources_for,
     target_argument,
 )
@@ -246,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             args.stale_after = _stale_after(args)
         try:
             if args.command == "runs":
-                target: Target = args.path
+                target: Target = resolve_target(args)
                 sources = sources_for(target, args)
                 if sources and target.database is None and args.postgres is None:
                     sources = _reachable(sources)  # found in .env/the environment: a warning, not a failure
@@ -278,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
-                target = args.path
+                target = resolve_target(args)
                 sources = sources_for(target, args)
                 if sources and target.database is None and args.postgres is None:
                     sources = _reachable(sources)
@@ -290,12 +292,15 @@ def main(argv: list[str] | None = None) -> int:
             return run_agent_command(args)
         except BrokenPipeError:
             return 0
-        except (OSError, NotARunError) as exc:  # OSError: a database that cannot be read (safe message)
+        except (OSError, NotARunError, TargetError) as exc:  # OSError: a database that cannot be read (safe message)
             return _fail(str(exc))
     args = _main_parser().parse_args(argv)
     _apply_user_flag(args)
     args.config = _config()
-    target = args.path
+    try:
+        target = resolve_target(args)
+    except TargetError as exc:
+        return _fail(str(exc))
     args.path = target.path if target.path is not None else Path(".")
     args.disk = target.database is None  # a URL: that database alone
     if target.run_id is not None:

@@ -11,7 +11,10 @@ The URL is parsed once, into a :class:`~prose_tui.backends.common.dburl.Database
 argv. Public for every command, ``serve`` included:
 
 * :func:`target_argument` adds a ``PATH|URL`` positional, :func:`add_postgres_options` the
-  ``--postgres``/``--no-postgres`` (and ``--poll``/``--listen``) flags;
+  ``--postgres``/``--postgres-env``/``--no-postgres`` (and ``--poll``/``--listen``) flags;
+  :func:`resolve_target` gives the target they name together;
+* :func:`child_target_args` names a target to a child ``prose-tui`` process (``serve``'s
+  sessions) without putting the URL on its command line, where ``ps`` shows it;
 * :func:`sources_for` gives the PostgreSQL sources a target and those flags ask for;
 * :func:`open_target_run` reads the one run a target names (path, ``-`` for stdin, or
   ``URL#RUN_ID``);
@@ -22,17 +25,27 @@ argv. Public for every command, ``serve`` included:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import traceback
+from pathlib import Path
 from typing import NoReturn
 
 from prose_tui.backends.common.dburl import DatabaseUrl, Target, parse_target, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.model import Run
 
-__all__ = ["RedactingArgumentParser", "add_postgres_options", "database_url", "install_redacting_excepthooks",
-           "open_target_run", "sources_for", "target_argument"]
+__all__ = ["CHILD_URL_VARIABLE", "DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options",
+           "child_target_args", "database_url", "install_redacting_excepthooks", "open_target_run", "resolve_target",
+           "sources_for", "target_argument"]
+
+DEFAULT_TARGET = Target(path=Path("."))  # what an omitted PATH means (the very object, to tell it from ".")
+CHILD_URL_VARIABLE = "PROSE_TUI_TARGET_URL"  # how child_target_args hands a URL to a child process
+
+
+class TargetError(ValueError):
+    """The command line names no usable target (the message is safe to print)."""
 
 
 class RedactingArgumentParser(argparse.ArgumentParser):
@@ -60,7 +73,9 @@ def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, meta
                     default: str | None = ".", what: str = "a project, .prose, runs or run folder") -> None:
     """Add a positional ``PATH|URL`` argument parsed into a :class:`Target` (``default``
     ``None``: required)."""
-    kwargs: dict = {"nargs": "?", "default": parse_target(default)} if default is not None else {}
+    kwargs: dict = {}
+    if default is not None:
+        kwargs = {"nargs": "?", "default": DEFAULT_TARGET if default == "." else parse_target(default)}
     parser.add_argument(dest, type=parse_target, metavar=metavar, **kwargs,
                         help=f"{what}, or a postgresql:// URL for that database alone"
                              + (f" (default: {default})" if default is not None else ""))
@@ -71,11 +86,41 @@ def add_postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None
     parser.add_argument("--postgres", metavar="URL", type=database_url,
                         help="also read the runs of this PostgreSQL database beside PATH "
                              "(default: OPENPROSE_POSTGRES_URL in .env or the environment, then DATABASE_URL)")
+    parser.add_argument("--postgres-env", metavar="VAR", help="the target is the PostgreSQL database whose URL is in "
+                        "environment variable VAR (that database alone, as a URL target; kept out of the process list)")
     parser.add_argument("--no-postgres", action="store_true", help="do not look for a PostgreSQL database")
     if live:
         parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
                             help="how often a database is asked for changes (default 0.5)")
         parser.add_argument("--listen", metavar="CHANNEL", help="also LISTEN on this channel and poll at once on a NOTIFY")
+
+
+def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
+    """The target ``args`` name: the positional ``PATH|URL``, or the URL in the environment
+    variable ``--postgres-env`` names. Raises :class:`TargetError` (a safe message) when
+    both are given or the variable holds no ``postgresql://`` URL."""
+    target: Target = getattr(args, dest)
+    variable = getattr(args, "postgres_env", None)
+    if not variable:
+        return target
+    if target is not DEFAULT_TARGET:
+        raise TargetError(f"give {target} or --postgres-env {variable}, not both")
+    value = os.environ.get(variable, "").strip()
+    named = parse_target(value, f"{variable} in the environment")
+    if named.database is None:
+        raise TargetError(f"--postgres-env {variable}: the environment variable holds no postgresql:// URL")
+    return named
+
+
+def child_target_args(target: Target) -> tuple[list[str], dict[str, str]]:
+    """``(argv, environment)`` that name ``target`` to a child ``prose-tui`` process: a path
+    as itself; a database as ``--postgres-env PROSE_TUI_TARGET_URL`` with the URL (and
+    ``#RUN_ID``) in that variable of the child's environment, never on its command line.
+    Add ``environment`` to ``os.environ`` for the child."""
+    if target.database is None:
+        return [str(target.path)], {}
+    url = target.database.secret + (f"#{target.run_id}" if target.run_id else "")
+    return ["--postgres-env", CHILD_URL_VARIABLE], {CHILD_URL_VARIABLE: url}
 
 
 def sources_for(target: Target, args: argparse.Namespace | None = None) -> list:
