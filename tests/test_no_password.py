@@ -298,3 +298,41 @@ def test_an_uncaught_exception_is_printed_without_the_password():
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert proc.returncode == 1 and proc.stderr.count("postgresql://***@db.example/team") == 2, proc.stderr
     assert not leaks(proc.stderr)
+
+
+def test_record_url_prints_runs_as_they_appear_and_end(db, sources):
+    """``record URL``'s follower: a run the VM starts, then ends, and one it deletes, each one
+    line (the database keeps the history itself; nothing is journaled)."""
+    from prose_tui.live.record import follow_sources
+
+    source = sources(db, poll_interval=0.05)
+    lines: list[str] = []
+    seen = threading.Condition()
+    ready, stop = threading.Event(), threading.Event()
+
+    def on_line(line: str) -> None:
+        with seen:
+            lines.append(line)
+            seen.notify_all()
+
+    def wait_for_line(text: str) -> None:
+        with seen:
+            assert seen.wait_for(lambda: any(text in line for line in lines), timeout=60), lines
+
+    worker = threading.Thread(target=follow_sources, args=([source],), kwargs={"stop": stop, "on_line": on_line,
+                                                                                "on_watching": ready.set})
+    worker.start()
+    try:
+        assert ready.wait(60)
+        vm = VmWriter(db, RUN_A)
+        vm.start()
+        wait_for_line(f"{RUN_A}: new run (running)")
+        vm.end("failed")
+        wait_for_line(f"{RUN_A}: running → failed")
+        vm.conn.execute("DELETE FROM openprose.run WHERE id = %s", (RUN_A,))
+        vm.close()
+        wait_for_line(f"{RUN_A}: deleted from {source.label}")
+    finally:
+        stop.set()
+        worker.join(60)
+    assert not worker.is_alive()
