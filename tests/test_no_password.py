@@ -233,6 +233,11 @@ def explore(url: str, monkeypatch, *, more: tuple[str, ...] = ()) -> tuple[str, 
             result["screen"] = html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ") + svg
             result["states"] = app.workspace.source_states()
             result["runs"] = [r.id for r in app.workspace.sorted_runs()]
+            if app.initial_run is not None:
+                await wait_until(pilot, lambda: app.explorer.loaded_run == app.initial_run, what="the run named opened",
+                                 turns=3000)
+            shown = app.explorer.current_run
+            result["shown"] = shown.id if shown is not None else None
 
     def run(self: ProseTUI, *args, **kwargs) -> None:
         asyncio.run(drive(self))
@@ -243,6 +248,7 @@ def explore(url: str, monkeypatch, *, more: tuple[str, ...] = ()) -> tuple[str, 
     finally:
         detach_all()
     explore.runs = result["runs"]  # type: ignore[attr-defined]
+    explore.shown = result["shown"]  # type: ignore[attr-defined]
     return str(result["screen"]), list(result["states"])  # type: ignore[call-overload]
 
 
@@ -262,6 +268,8 @@ def test_a_url_target_means_that_database_alone(team_db, tmp_path, capsys, monke
     assert [row["id"] for row in json.loads(stdout)] == [RUN_B, RUN_A]  # newest first, nothing from disk
     explore(url, monkeypatch)
     assert sorted(explore.runs) == [RUN_A, RUN_B]  # type: ignore[attr-defined]
+    explore(f"{url}#{RUN_A}", monkeypatch)  # URL#RUN_ID: that run on screen, not the newest
+    assert explore.shown == RUN_A  # type: ignore[attr-defined]
     code, stdout, stderr = run_cli(["runs", ".", "--postgres", url, "--json"], capsys)
     assert code == 0, stderr
     assert {row["id"] for row in json.loads(stdout)} == on_disk | {RUN_A, RUN_B}

@@ -303,12 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     args.path = target.path if target.path is not None else Path(".")
     args.disk = target.database is None  # a URL: that database alone
-    if target.run_id is not None:
-        return _fail(f"{target}: open the database and choose the run (prose-tui URL), or show/export URL#RUN_ID")
     try:
         args.sources = [] if args.demo or str(args.path) == "-" else sources_for(target, args)
     except OSError as exc:
         return _fail(str(exc))
+    if target.run_id is not None and args.sources:  # URL#RUN_ID: open on that run
+        args.initial = args.sources[0].path_of(target.run_id)
     from prose_tui.headless.launch import launch
 
     return launch(args)

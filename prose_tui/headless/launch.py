@@ -36,7 +36,8 @@ def launch(args: argparse.Namespace) -> int:
         return 1
     try:
         ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
-                 config=_with_flags(args), sources=getattr(args, "sources", ()), disk=getattr(args, "disk", True)).run()
+                 config=_with_flags(args), sources=getattr(args, "sources", ()), disk=getattr(args, "disk", True),
+                 initial=getattr(args, "initial", None)).run()
     finally:
         stop.set()
         if thread is not None:
