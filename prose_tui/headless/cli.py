@@ -1,8 +1,8 @@
 """Command line: ``prose-tui [PATH]`` opens the explorer; subcommands work headless.
 
     prose-tui [PATH|URL] [--user] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
-              [--postgres URL] [--poll SECONDS] [--listen CHANNEL] [--no-postgres]
-    prose-tui runs [PATH|URL] [--user] [--json] [--postgres URL] [--no-postgres]
+              [--postgres URL] [--postgres-env VAR] [--poll SECONDS] [--listen CHANNEL] [--no-postgres]
+    prose-tui runs [PATH|URL] [--user] [--json] [--postgres URL] [--postgres-env VAR] [--no-postgres]
     prose-tui show RUN_PATH|URL#RUN_ID [--json] [--at N]
     prose-tui record [PATH|URL] [--postgres URL] [--no-postgres]
     prose-tui export RUN_PATH|URL#RUN_ID [--at N] [--format html|md|json] [-o FILE]
