@@ -1,21 +1,24 @@
 """Command line: ``prose-tui [PATH]`` opens the explorer; subcommands work headless.
 
     prose-tui [PATH|URL] [--user] [--demo] [--stale-after SECONDS] [--agent-state FILE] [--no-watch]
-              [--postgres URL] [--poll SECONDS] [--listen CHANNEL] [--no-postgres]
-    prose-tui runs [PATH|URL] [--user] [--json] [--postgres URL] [--no-postgres]
+              [--postgres URL] [--postgres-env VAR] [--poll SECONDS] [--listen CHANNEL] [--no-postgres]
+    prose-tui runs [PATH|URL] [--user] [--json] [--postgres URL] [--postgres-env VAR] [--no-postgres]
     prose-tui show RUN_PATH|URL#RUN_ID [--json] [--at N]
-    prose-tui record PATH
-    prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]
-    prose-tui diff RUN_A RUN_B [--json]
+    prose-tui record [PATH|URL] [--postgres URL] [--no-postgres]
+    prose-tui export RUN_PATH|URL#RUN_ID [--at N] [--format html|md|json] [-o FILE]
+    prose-tui diff RUN_A RUN_B [--json]          (each a RUN_PATH or URL#RUN_ID)
     prose-tui serve [PATH] [--host 127.0.0.1] [--port 8000] [--allow-remote]
     prose-tui agent status|start|stop|once|cleanup [PATH] [--agent-state FILE] [--json]
     prose-tui config path|show|edit
     prose-tui completion bash|zsh|fish
 
-A ``postgresql://`` URL reads runs kept in PostgreSQL (openprose-0.15 state/postgres.md);
-without one, ``OPENPROSE_POSTGRES_URL`` from the project's ``.env`` or the environment (then
-``DATABASE_URL``) adds the database's runs beside those on disk (``--no-postgres``: don't).
-The URL and its password are never printed: messages name ``db@host`` only.
+A ``postgresql://`` URL as the target reads that database alone (openprose-0.15
+state/postgres.md; ``URL#RUN_ID`` one run of it); a PATH reads that path, plus
+``--postgres URL`` or else ``OPENPROSE_POSTGRES_URL`` from the project's ``.env`` or the
+environment (then ``DATABASE_URL``) beside it (``--no-postgres``: none). See
+:mod:`prose_tui.headless.targets`. The URL and its password are never printed: messages
+name ``db@host`` only, and every message passes through
+:func:`~prose_tui.backends.common.dburl.redact`.
 
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
 is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
@@ -30,10 +33,20 @@ import sys
 from pathlib import Path
 
 from prose_tui import __version__
-from prose_tui.backends import NotARunError, open_run
+from prose_tui.backends import NotARunError
+from prose_tui.backends.common.dburl import Target, is_postgres_url, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.headless.completion import add_completion_parser
 from prose_tui.headless.config_cmd import add_config_parser
+from prose_tui.headless.targets import (
+    RedactingArgumentParser,
+    TargetError,
+    add_postgres_options,
+    open_target_run,
+    resolve_target,
+    sources_for,
+    target_argument,
+)
 from prose_tui.headless.usage import MAIN_EPILOG, decorate
 from prose_tui.model import Run
 from prose_tui.model.serialize import run_detail, run_row
@@ -54,43 +67,6 @@ def _apply_user_flag(args: argparse.Namespace) -> None:
     include_user_scope(bool(getattr(args, "user", False)))
 
 
-def _postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None:
-    parser.add_argument("--postgres", metavar="URL", help="also read the runs of this PostgreSQL database "
-                        "(default: OPENPROSE_POSTGRES_URL in .env or the environment, then DATABASE_URL)")
-    parser.add_argument("--no-postgres", action="store_true", help="do not look for a PostgreSQL database")
-    if live:
-        parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
-                            help="how often a database is asked for changes (default 0.5)")
-        parser.add_argument("--listen", metavar="CHANNEL", help="also LISTEN on this channel and poll at once on a NOTIFY")
-
-
-def _split_target(target: str) -> tuple[Path, str | None]:
-    """PATH or URL (positional) as ``(path, url)``: a URL reads the database, beside ``.``."""
-    from prose_tui.backends.postgres.url import is_postgres_url
-
-    if is_postgres_url(target):
-        return Path("."), target
-    return Path(target), None
-
-
-def postgres_sources(args: argparse.Namespace, project: Path) -> list:
-    """The PostgreSQL sources ``args`` ask for (``--postgres``/URL PATH, else the VM's own
-    lookup from ``project``), attached to the backend so views can read values through it."""
-    from prose_tui.backends.postgres.backend import attach
-    from prose_tui.backends.postgres.source import PostgresSource
-    from prose_tui.backends.postgres.url import USER_URL_VARIABLE, DatabaseUrl, find_url
-
-    url = DatabaseUrl(args.postgres, "--postgres") if getattr(args, "postgres", None) else None
-    if url is None and not getattr(args, "no_postgres", False):
-        url = find_url(project)
-    if url is None:
-        return []
-    user_url = find_url(project, variable=USER_URL_VARIABLE)
-    source = PostgresSource(url, poll_interval=max(getattr(args, "poll", 0.5), 0.05), listen=getattr(args, "listen", None),
-                            user_url=user_url)
-    return [attach(source)]
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
@@ -103,15 +79,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _main_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = RedactingArgumentParser(
         prog="prose-tui",
         description="Explore OpenProse runs: watch them live, inspect trace, call stack, bindings and agents.",
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("path", nargs="?", default=".",
-                        help="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin, "
-                        "or a postgresql:// URL (default: .)")
+    target_argument(parser, what="project, .prose, runs or run folder, state.db, narration file or transcript, - for stdin")
     parser.add_argument("--demo", action="store_true", help="start a simulated VM writing a run and explore it")
     parser.add_argument("--speed", type=float, default=1.0, help="demo speed factor (default 1: about a minute)")
     parser.add_argument("--agent-state", type=Path, metavar="FILE", help="agent_state.json for Mission Control")
@@ -120,28 +94,29 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--layout", choices=LAYOUTS, help="auto: side by side from 110 columns; wide; narrow: one pane at a time")
     parser.add_argument("--version", action="version", version=f"prose-tui {__version__}")
     _user_flag(parser)
-    _postgres_options(parser, live=True)
+    add_postgres_options(parser, live=True)
     _common(parser)
     return parser
 
 
 def _sub_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prose-tui")
+    parser = RedactingArgumentParser(prog="prose-tui")
     sub = parser.add_subparsers(dest="command", required=True)
     runs = sub.add_parser("runs", help="list runs below PATH, newest first")
-    runs.add_argument("path", nargs="?", default=".", help="a folder, or a postgresql:// URL")
+    target_argument(runs, what="a folder")
     runs.add_argument("--json", action="store_true", help="one JSON array of run rows")
     _user_flag(runs)
-    _postgres_options(runs, live=False)
+    add_postgres_options(runs, live=False)
     _common(runs)
     show = sub.add_parser("show", help="print one parsed run")
-    show.add_argument("path", metavar="RUN_PATH", help="run folder, state file, state.db, narration file, - for stdin, "
-                      "or postgresql://…/db#RUN_ID for a run kept in PostgreSQL")
+    target_argument(show, metavar="RUN_PATH", default=None,
+                    what="run folder, state file, state.db, narration file, - for stdin, or postgresql://…/db#RUN_ID")
     show.add_argument("--json", action="store_true", help="the parsed run as one JSON object")
     show.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see the events list)")
     _common(show)
     record = sub.add_parser("record", help="journal the runs below PATH without a UI, until Ctrl+C/SIGTERM/SIGHUP")
-    record.add_argument("path", nargs="?", default=".", type=Path)
+    target_argument(record, what="a project or runs folder")
+    add_postgres_options(record, live=False)
     from prose_tui.headless.export import add_export_parser
 
     add_export_parser(sub)
@@ -176,15 +151,15 @@ def completion_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_runs(path: Path, stale_after: float = DEFAULT_STALE_AFTER, sources: list | None = None) -> list[Run]:
-    """Every run below ``path`` (and in ``sources``), newest first (by start time, then id),
-    read as summaries (a row needs the state file only). Raises ``FileNotFoundError`` for a
-    missing path and ``OSError`` (a safe message) for a database named on the command line
-    that cannot be read."""
+def load_runs(path: Path | None, stale_after: float = DEFAULT_STALE_AFTER, sources: list | None = None) -> list[Run]:
+    """Every run below ``path`` (``None``: no folder, the sources' runs alone) and in
+    ``sources``, newest first (by start time, then id), read as summaries (a row needs the
+    state file only). Raises ``FileNotFoundError`` for a missing path and ``OSError`` (a
+    safe message) for a database that cannot be read."""
     from prose_tui.live.workspace import Workspace
 
-    workspace = Workspace(path, stale_after=stale_after, sources=sources or ())
-    if not workspace.root.exists():
+    workspace = Workspace(path or Path("."), stale_after=stale_after, sources=sources or (), disk=path is not None)
+    if path is not None and not workspace.root.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
     for source in sources or ():
         source.list_runs()  # raises with the reason (unreachable, wrong password)
@@ -204,14 +179,7 @@ def _show(args: argparse.Namespace) -> int:
     """``show``: the parsed run, its history's events, or its state as of event ``--at``."""
     from prose_tui.history import Journal, events_json, history_of, state_at
 
-    if str(args.path) == "-":
-        from prose_tui.backends.narration.parse import parse_narration_text
-
-        run = parse_narration_text(sys.stdin.read())
-    elif _split_target(args.path)[1] is not None:
-        run = _open_database_run(args)
-    else:
-        run = open_run(Path(args.path), stale_after=args.stale_after)
+    run = open_target_run(args.path, args.stale_after)
     history = history_of(run, journal=Journal())
     if args.at is not None:
         if not 0 <= args.at < len(history.events):
@@ -256,36 +224,22 @@ def _reachable(sources: list) -> list:
         try:
             source.list_runs()
         except OSError as exc:
-            print(f"prose-tui: warning: {exc} ({source.reader.origin}); listing runs on disk only", file=sys.stderr)
+            print(redact(f"prose-tui: warning: {exc} ({source.reader.origin}); listing runs on disk only"), file=sys.stderr)
             continue
         out.append(source)
     return out
 
 
-def _open_database_run(args: argparse.Namespace) -> Run:
-    """``show URL#RUN_ID``: one run of a PostgreSQL database, read in full."""
-    from prose_tui.backends.common.status import apply_staleness
-    from prose_tui.backends.postgres.url import split_run
-
-    url, run_id = split_run(args.path)
-    args.postgres = url
-    source = postgres_sources(args, Path("."))[0]
-    if run_id is None:
-        raise NotARunError(f"name the run: show 'URL#RUN_ID' (prose-tui runs URL lists the runs of {source.label})")
-    try:
-        run = source.open_id(run_id)
-    except KeyError:
-        raise NotARunError(f"{source.label} has no run {run_id!r} (prose-tui runs URL lists them)") from None
-    apply_staleness(run, stale_after=args.stale_after)
-    return run
-
-
 def _fail(message: str) -> int:
-    print(f"prose-tui: {message}", file=sys.stderr)
+    print(f"prose-tui: {redact(message)}", file=sys.stderr)
     return 1
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the process's entry point: its tracebacks pass through redact too
+        from prose_tui.headless.targets import install_redacting_excepthooks
+
+        install_redacting_excepthooks()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         args = _sub_parser().parse_args(argv)
@@ -294,12 +248,11 @@ def main(argv: list[str] | None = None) -> int:
             args.stale_after = _stale_after(args)
         try:
             if args.command == "runs":
-                path, url = _split_target(args.path)
-                args.postgres = url or args.postgres
-                sources = postgres_sources(args, path)
-                if sources and not args.postgres:  # found in .env/the environment: a warning, not a failure
-                    sources = _reachable(sources)
-                _print_runs(load_runs(path, args.stale_after, sources), args.json)
+                target: Target = resolve_target(args)
+                sources = sources_for(target, args)
+                if sources and target.database is None and args.postgres is None:
+                    sources = _reachable(sources)  # found in .env/the environment: a warning, not a failure
+                _print_runs(load_runs(target.path, args.stale_after, sources), args.json)
                 return 0
             if args.command == "show":
                 return _show(args)
@@ -327,20 +280,35 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "record":
                 from prose_tui.live.record import main_record
 
-                return main_record(args.path)
+                target = resolve_target(args)
+                sources = sources_for(target, args)
+                if sources and target.database is None and args.postgres is None:
+                    sources = _reachable(sources)
+                return main_record(target.path, sources=sources)
+            if is_postgres_url(args.path):
+                return _fail("agent: agent_state.json lives in a project folder; a PostgreSQL URL has none")
             from prose_tui.headless.agent import run_agent_command
 
             return run_agent_command(args)
         except BrokenPipeError:
             return 0
-        except (OSError, NotARunError) as exc:  # OSError: a database that cannot be read (safe message)
+        except (OSError, NotARunError, TargetError) as exc:  # OSError: a database that cannot be read (safe message)
             return _fail(str(exc))
     args = _main_parser().parse_args(argv)
     _apply_user_flag(args)
     args.config = _config()
-    args.path, url = _split_target(args.path)
-    args.postgres = url or args.postgres
-    args.sources = [] if args.demo or str(args.path) == "-" else postgres_sources(args, args.path)
+    try:
+        target = resolve_target(args)
+    except TargetError as exc:
+        return _fail(str(exc))
+    args.path = target.path if target.path is not None else Path(".")
+    args.disk = target.database is None  # a URL: that database alone
+    try:
+        args.sources = [] if args.demo or str(args.path) == "-" else sources_for(target, args)
+    except OSError as exc:
+        return _fail(str(exc))
+    if target.run_id is not None and args.sources:  # URL#RUN_ID: open on that run
+        args.initial = args.sources[0].path_of(target.run_id)
     from prose_tui.headless.launch import launch
 
     return launch(args)

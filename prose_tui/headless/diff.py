@@ -2,7 +2,8 @@
 
 RUN_A is the reference (usually the run that worked), RUN_B the one to explain. The
 comparison is :func:`prose_tui.history.compare.compare_runs`; this module prints it with
-Rich (run text as ``Text``, so markup in it is shown literally) or as JSON. Exit status 0
+Rich (run text as ``Text``, so markup in it is shown literally) or as JSON. Either run may
+be a run path or ``postgresql://…/db#RUN_ID``. Exit status 0
 whether or not the runs differ (like ``git diff`` without ``--exit-code``), 1 for a path
 that is not a run.
 """
@@ -11,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-
 from rich.console import Console
 from rich.text import Text
 
+from prose_tui.backends.common.dburl import parse_target
 from prose_tui.history.compare import Comparison, StatementOutcome, ValueDiff
 from prose_tui.history.report import describe_seconds, size_text
 
@@ -28,8 +28,8 @@ CHANGE_WORDS = {"outcome": "outcome", "retries": "retries", "slower": "slower", 
 def add_diff_parser(sub) -> None:
     diff = sub.add_parser("diff", help="what changed between two runs: statements, durations, bindings, memory",
                           description="Compare RUN_A (the reference, e.g. the run that worked) with RUN_B.")
-    diff.add_argument("run_a", type=Path, metavar="RUN_A")
-    diff.add_argument("run_b", type=Path, metavar="RUN_B")
+    diff.add_argument("run_a", type=parse_target, metavar="RUN_A", help="run path or postgresql://…/db#RUN_ID")
+    diff.add_argument("run_b", type=parse_target, metavar="RUN_B", help="run path or postgresql://…/db#RUN_ID")
     diff.add_argument("--json", action="store_true", help="the comparison as one JSON object")
     diff.add_argument("--all", action="store_true", help="list unchanged statements and bindings too")
 

@@ -1,5 +1,8 @@
 """``prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]`` (issue 14).
 
+``RUN`` is a run path, ``-`` (a narration on stdin) or ``postgresql://…/db#RUN_ID`` (a run
+kept in PostgreSQL; see :mod:`prose_tui.headless.targets`).
+
 Writes one self-contained file describing the run (see
 :mod:`prose_tui.history.report_html` for what the HTML page holds and why it is safe to open)
 and prints its path; ``-o -`` prints the export itself. Exit status 0, 1 for a path that
@@ -12,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from prose_tui.model import Run
+from prose_tui.backends.common.dburl import Target, parse_target
 
 __all__ = ["add_export_parser", "load_run_and_history", "run_export"]
 
@@ -24,7 +27,8 @@ def add_export_parser(sub) -> None:
         description="Write one run as a self-contained file anyone can open offline: header and status "
                     "reason, annotated trace, failures with their context, timeline, bindings, agent "
                     "memory, warnings.")
-    export.add_argument("path", type=Path, metavar="RUN", help="run folder, state file, state.db, narration file, or - for stdin")
+    export.add_argument("path", type=parse_target, metavar="RUN",
+                        help="run folder, state file, state.db, narration file, - for stdin, or postgresql://…/db#RUN_ID")
     export.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see show --json)")
     export.add_argument("--format", choices=("html", "md", "json"), default=None,
                         help="html (default; or from -o's extension), md for an issue, json = show --json plus history")
@@ -32,18 +36,14 @@ def add_export_parser(sub) -> None:
                         help="file or folder to write (default: prose-<run id>.<ext> in the current folder); - for stdout")
 
 
-def load_run_and_history(path: Path, stale_after: float):
-    """The run at ``path`` (``-``: a narration on stdin) and its history (journal included)."""
-    from prose_tui.backends import open_run
+def load_run_and_history(target: Target | Path, stale_after: float):
+    """The run ``target`` names (a path, ``-`` for a narration on stdin, or ``URL#RUN_ID``;
+    see :func:`~prose_tui.headless.targets.open_target_run` for its errors) and its history
+    (journal included)."""
+    from prose_tui.headless.targets import open_target_run
     from prose_tui.history import Journal, history_of
 
-    run: Run
-    if str(path) == "-":
-        from prose_tui.backends.narration.parse import parse_narration_text
-
-        run = parse_narration_text(sys.stdin.read())
-    else:
-        run = open_run(path, stale_after=stale_after)
+    run = open_target_run(parse_target(target) if isinstance(target, Path) else target, stale_after)
     return run, history_of(run, journal=Journal())
 
 

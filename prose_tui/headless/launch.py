@@ -31,12 +31,13 @@ def launch(args: argparse.Namespace) -> int:
     elif str(path) == "-":
         path = _stdin_to_file()
         demo_dir = path.parent
-    elif not path.exists():
+    elif getattr(args, "disk", True) and not path.exists():
         print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
         return 1
     try:
         ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
-                 config=_with_flags(args), sources=getattr(args, "sources", ())).run()
+                 config=_with_flags(args), sources=getattr(args, "sources", ()), disk=getattr(args, "disk", True),
+                 initial=getattr(args, "initial", None)).run()
     finally:
         stop.set()
         if thread is not None:

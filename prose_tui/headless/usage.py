@@ -48,8 +48,10 @@ SUB_EPILOGS = {
     "show": "examples:\n  prose-tui show .prose/runs/20260301-100000-a1b2c3\n"
             "  prose-tui show state.db --json\n  prose-tui show RUN_PATH --at 12\n"
             "  claude -p '...' | prose-tui show -",
-    "record": "examples:\n  prose-tui record ~/proj      # until Ctrl+C; the explorer then replays the history",
-    "export": "examples:\n  prose-tui export RUN_PATH -o report.html\n  prose-tui export RUN_PATH --format md --at 40 > issue.md",
+    "record": "examples:\n  prose-tui record ~/proj      # until Ctrl+C; the explorer then replays the history\n"
+              "  prose-tui record --postgres-env TEAM_DB   # a database's runs as they appear and end",
+    "export": "examples:\n  prose-tui export RUN_PATH -o report.html\n  prose-tui export RUN_PATH --format md --at 40 > issue.md\n"
+              "  prose-tui export 'postgresql://HOST/DB#RUN_ID' -o report.html",
     "diff": "examples:\n  prose-tui diff runs/OK runs/FAILED\n  prose-tui diff runs/OK runs/FAILED --json",
     "serve": "examples:\n  prose-tui serve ~/proj            # prints the link to open: http://127.0.0.1:8000/?token=...\n"
              "  ssh -L 8000:127.0.0.1:8000 host   # from your machine, then open that link there",

@@ -45,6 +45,7 @@ import platformdirs
 
 from prose_tui.backends.common.agents import segment_number
 from prose_tui.backends.common.bindings import is_binding_name
+from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log
@@ -348,7 +349,7 @@ class Journal:
         folder.mkdir(parents=True, exist_ok=True)
         meta = folder / "run.json"
         if not meta.exists():
-            _store(meta, json.dumps({"run": str(run_dir)}).encode("utf-8"))
+            _store(meta, json.dumps({"run": redact(str(run_dir))}).encode("utf-8"))  # no secret in a state file
         index = folder / "index.jsonl"
         payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
         with open(index, "ab") as fh:

@@ -138,6 +138,8 @@ class LivePipeline:
     def follow_roots(self) -> list[Path]:
         """What to follow: the workspace's runs folders, plus those that may appear."""
         ws = self.workspace
+        if not ws.disk:
+            return []
         roots = set(ws.watch_roots())
         root = ws.root
         if not root.is_file() and root.name not in ("runs",):

@@ -1,10 +1,15 @@
-"""``prose-tui record PATH``: journal runs without a UI (issue 3).
+"""``prose-tui record [PATH|URL]``: journal runs without a UI (issue 3).
 
 For a run started and left over SSH: discover the runs below ``PATH``
 (:func:`prose_tui.backends.find_runs`), journal what they hold now, then watch and journal
 every change until stopped (SIGINT, SIGTERM or SIGHUP). The journal lives under the user
 state folder (:class:`~prose_tui.history.journal.Journal`), never inside a run; a run
 opened later replays it. No Textual here.
+
+A PostgreSQL database (the target ``URL``, or ``--postgres URL`` beside ``PATH``) keeps its
+own history in its tables, so nothing of it is journaled: :func:`follow_sources` prints its
+runs as they appear, change status or go, until stopped. Every line printed passes through
+:func:`~prose_tui.backends.common.dburl.redact`.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends import find_runs
+from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.discover import runs_roots
 from prose_tui.history.journal import Journal, JournalEntry, run_files
 from prose_tui.live.watcher import shared_watcher
 
-__all__ = ["describe", "main_record", "record"]
+__all__ = ["describe", "follow_sources", "main_record", "record"]
 
 OnChange = Callable[[Path, list[JournalEntry]], None]
 
@@ -173,16 +179,66 @@ def describe(run_dir: Path, entry: JournalEntry) -> str:
     return f"{run_dir.name}: {what}"
 
 
-def main_record(argv_path: Path) -> int:
-    """What ``prose-tui record PATH`` runs; returns the exit code.
+def _say(text: str, *, err: bool = False) -> None:
+    print(redact(text), file=sys.stderr if err else sys.stdout, flush=True)
 
-    Prints one line per journaled change and a summary when stopped. SIGINT, SIGTERM and
-    SIGHUP stop it cleanly (exit 0). A missing path prints one line to stderr and
-    returns 1.
+
+def follow_sources(sources: list, *, stop: threading.Event, on_line: Callable[[str], None],
+                   on_watching: Callable[[], None] | None = None) -> int:
+    """Follow the run lists of ``sources`` (``backends.postgres.PostgresSource``) until
+    ``stop`` is set: one ``on_line`` per run that appears (``RUN: new run (status)``), changes
+    status (``RUN: running → completed``) or is deleted, and one when a database becomes
+    unreachable or answers again. Returns the number of run changes seen. Each database is
+    asked at most every few seconds (``PostgresSource.poll_runs``). Raises ``OSError``
+    (``DatabaseUnavailable``, a safe message) when a database cannot be read at the start."""
+    statuses: dict[Path, str] = {}
+    for source in sources:
+        for run in source.list_runs():
+            statuses[run.path] = run.status.value
+    if on_watching is not None:
+        on_watching()
+    changes = 0
+    down: dict[int, str] = {}
+    while not stop.is_set():
+        for source in sources:
+            try:
+                listed = source.poll_runs()
+            except OSError as exc:
+                if down.get(id(source)) != str(exc):
+                    down[id(source)] = str(exc)
+                    on_line(f"{source.label}: {exc}")
+                continue
+            if down.pop(id(source), None) is not None:
+                on_line(f"{source.label}: reachable again")
+            for run in listed.added:
+                statuses[run.path] = run.status.value
+                on_line(f"{run.id}: new run ({run.status.value}) in {source.label}")
+                changes += 1
+            for run in listed.changed:
+                before, statuses[run.path] = statuses.get(run.path), run.status.value
+                if before != run.status.value:
+                    on_line(f"{run.id}: {before or '?'} → {run.status.value}")
+                    changes += 1
+            for path in listed.removed:
+                statuses.pop(path, None)
+                on_line(f"{source.run_id_of(path) or path.name}: deleted from {source.label}")
+                changes += 1
+        stop.wait(min((s.poll_interval for s in sources), default=0.5))
+    return changes
+
+
+def main_record(argv_path: Path | None, *, sources: list | tuple = ()) -> int:
+    """What ``prose-tui record [PATH|URL]`` runs; returns the exit code.
+
+    Journals the runs below ``argv_path`` (``None``: no folder) and follows the run lists of
+    ``sources`` (databases: printed, not journaled; see :func:`follow_sources`). Prints one
+    line per journaled change and a summary when stopped. SIGINT, SIGTERM and SIGHUP stop it
+    cleanly (exit 0). A missing path or a database that cannot be read prints one line to
+    stderr and returns 1.
     """
-    path = Path(argv_path)
-    if not path.exists():
-        print(f"prose-tui record: {path}: no such file or folder", file=sys.stderr)
+    path = Path(argv_path) if argv_path is not None else None
+    if path is not None and not path.exists():
+        _say(f"prose-tui record: {path}: no such file or folder", err=True)
         return 1
     stop = threading.Event()
     journal = Journal()
@@ -201,19 +257,47 @@ def main_record(argv_path: Path) -> int:
     def on_change(run_dir: Path, entries: list[JournalEntry]) -> None:
         runs_seen.add(run_dir)
         for entry in entries:
-            print(describe(run_dir, entry), flush=True)
+            _say(describe(run_dir, entry))
 
+    total = 0
+    follower: threading.Thread | None = None
+    followed: list[int] = []
     try:
-        count = len(_run_dirs(path))
-        print(f"recording {count} run{'s' if count != 1 else ''} below {path} into {journal.root / 'journals'}"
-              " (Ctrl-C to stop)", flush=True)
-        total = record(path, stop=stop, journal=journal, on_change=on_change)
+        for source in sources:  # an unreachable database says so before anything starts
+            source.list_runs()
+        if sources:
+            count = sum(len(s.summaries) for s in sources)
+            where = ", ".join(s.label for s in sources)
+            _say(f"following {count} run{'s' if count != 1 else ''} in PostgreSQL {where} (a database keeps its own "
+                 "history: nothing of it is journaled)" + ("; Ctrl-C to stop" if path is None else ""))
+
+            def follow() -> None:
+                try:
+                    followed.append(follow_sources(list(sources), stop=stop, on_line=_say))
+                except OSError as exc:
+                    _say(f"prose-tui record: {exc}", err=True)
+
+            follower = threading.Thread(target=follow, name="record postgres", daemon=True)
+            follower.start()
+        if path is not None:
+            count = len(_run_dirs(path))
+            _say(f"recording {count} run{'s' if count != 1 else ''} below {path} into {journal.root / 'journals'}"
+                 " (Ctrl-C to stop)")
+            total = record(path, stop=stop, journal=journal, on_change=on_change)
+        else:
+            while not stop.wait(0.5):
+                pass
     except OSError as exc:
-        print(f"prose-tui record: {exc}", file=sys.stderr)
+        _say(f"prose-tui record: {exc}", err=True)
         return 1
     finally:
+        stop.set()
+        if follower is not None:
+            follower.join(timeout=10)
         for signum, old in previous.items():
             signal.signal(signum, old)  # type: ignore[arg-type]
-    print(f"stopped: {total} journal entr{'y' if total == 1 else 'ies'} for {len(runs_seen)} "
-          f"run{'s' if len(runs_seen) != 1 else ''}", flush=True)
+    summary = f"stopped: {total} journal entr{'y' if total == 1 else 'ies'} for {len(runs_seen)} run{'s' if len(runs_seen) != 1 else ''}"
+    if sources:
+        summary += f", {sum(followed)} database run change{'s' if sum(followed) != 1 else ''}"
+    _say(summary)
     return 0

@@ -48,11 +48,14 @@ class Workspace(SourceRuns):
 
     ``stale_after`` (seconds) feeds status inference. ``clock`` returns the current UTC time
     (tests fix it). Raises ``FileNotFoundError`` from ``scan`` when ``root`` is missing.
+    ``disk=False``: the sources' runs alone (the target was a database URL); nothing below
+    ``root`` is read or watched.
     """
 
     def __init__(self, root: Path, *, stale_after: float = DEFAULT_STALE_AFTER, clock=None,
-                 sources: Sequence[RunSource] = ()) -> None:
+                 sources: Sequence[RunSource] = (), disk: bool = True) -> None:
         self.root = root.resolve()
+        self.disk = disk
         self.sources: list[RunSource] = list(sources)  # runs off disk (a PostgreSQL database)
         self.stale_after = stale_after
         self.clock = clock or (lambda: datetime.now(timezone.utc))
@@ -70,7 +73,7 @@ class Workspace(SourceRuns):
     def discover(self) -> list[RunRef]:
         """Find the runs below ``root`` (no run is read), newest first by the time in the run id
         (else the folder's time). Runs that disappeared are forgotten."""
-        refs = find_runs(self.root)
+        refs = find_runs(self.root) if self.disk else []
         with self.lock:
             self.refs = {ref.path: ref for ref in refs}
             for path in [p for p in self.runs if p not in self.refs and self.source_of(p) is None]:
@@ -224,6 +227,8 @@ class Workspace(SourceRuns):
 
     def watch_roots(self) -> list[Path]:
         """The folders a watcher should watch: every ``runs`` folder (or the single run)."""
+        if not self.disk:
+            return []
         roots = {ref.runs_root for ref in self.refs.values()} or set(runs_roots(self.root))
         if self.root.is_file():
             roots = {self.root}
@@ -338,6 +343,8 @@ class Workspace(SourceRuns):
         """Walk the project again (a runs folder appeared): new runs are read as summaries,
         vanished ones dropped."""
         out = Applied()
+        if not self.disk:
+            return out
         try:
             found = find_runs(self.root)
         except OSError:
@@ -376,7 +383,7 @@ class Workspace(SourceRuns):
             if candidate.is_dir() and not candidate.is_symlink():
                 candidates.add(candidate)
         new_refs: list[RunRef] = []
-        if walk:
+        if walk and self.disk:
             try:
                 found = find_runs(self.root)
             except OSError:

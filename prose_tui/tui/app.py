@@ -44,8 +44,11 @@ class ProseTUI(HabitsApp):
     """``path`` is a project, ``.prose``, ``runs`` or run folder. ``clock`` fixes time for tests.
     ``config`` is the user's config file as read (``tui.config``); its values are the defaults
     for the other arguments, which the command line sets when given. ``sources`` hold runs off
-    disk (a PostgreSQL database), listed beside those below ``path``. ``read_only``: served to a
-    browser that may not write on this machine (``tui.served``); default: the environment says."""
+    disk (a PostgreSQL database), listed beside those below ``path``; ``disk=False``: the
+    sources' runs alone (the command line was given a database URL), nothing below ``path``.
+    ``initial``: the run to open on (default: ``path`` when it is a run folder). ``read_only``:
+    served to a browser that may not write on this machine (``tui.served``); default: the
+    environment says."""
 
     CSS_PATH = "app.tcss"
     TITLE = "prose-tui"
@@ -69,6 +72,8 @@ class ProseTUI(HabitsApp):
         journal: Journal | None = None,
         config: Config | None = None,
         sources: Sequence[RunSource] = (),
+        disk: bool = True,
+        initial: Path | None = None,
         read_only: bool | None = None,
     ) -> None:
         super().__init__(config)
@@ -78,7 +83,8 @@ class ProseTUI(HabitsApp):
         self.poll_interval = self.config.poll_interval
         self.follow_on_start = self.config.follow_on_start
         self.path = path.resolve()
-        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources)
+        self.initial_run = initial
+        self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources, disk=disk)
         self.live = watch
         self.journal = journal if journal is not None else Journal()
         root = self.path if self.path.is_dir() else self.path.parent
@@ -103,7 +109,7 @@ class ProseTUI(HabitsApp):
                 callback()
 
     def get_default_screen(self) -> ExplorerScreen:
-        initial = self.path if self.path.parent.name == "runs" else None
+        initial = self.initial_run or (self.path if self.path.parent.name == "runs" else None)
         return ExplorerScreen(self.workspace, watch=self.live, initial=initial, journal=self.journal)
 
     @property

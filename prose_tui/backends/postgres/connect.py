@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
-from prose_tui.backends.postgres.url import DatabaseUrl, scrub
+from prose_tui.backends.common.dburl import DatabaseUrl, redact
 
 SCHEMA = "openprose"
 STATEMENT_TIMEOUT_MS = 5000
@@ -59,7 +59,7 @@ def _reason(exc: BaseException, url: str) -> str:
         if marker in line:
             line = line.split(marker, 1)[1].strip()
     line = line.removeprefix("connection failed:").strip()
-    return scrub(line, url)[:240]
+    return redact(line, url)[:240]
 
 
 class PgReader:

@@ -291,7 +291,8 @@ class RunFeed:
         if len(run_list.runs) != len(runs) or any(a is not b for a, b in zip(run_list.runs, runs)):
             run_list.set_runs(runs, clock=self.workspace.clock)
         if not runs:
-            screen.query_one("#run-head", Static).update(Text(f"No runs found under {self.workspace.root}. Waiting for one to appear…", "yellow"))
+            where = f"under {self.workspace.root}" if self.workspace.disk else "in the database"
+            screen.query_one("#run-head", Static).update(Text(f"No runs found {where}. Waiting for one to appear…", "yellow"))
         elif self.initial is not None and self.initial in self.workspace.runs:
             run_list.select_path(self.initial)
         elif run_list.chosen == self._auto_choice:

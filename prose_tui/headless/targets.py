@@ -1,0 +1,182 @@
+"""What a command is pointed at, for every command alike: a path, or a PostgreSQL URL (issue 29).
+
+``PATH`` means that path alone: its runs on disk, plus a database named by ``--postgres URL``
+or found as the VM finds it (``OPENPROSE_POSTGRES_URL`` in ``.env`` or the environment, then
+``DATABASE_URL``; ``--no-postgres``: none). ``URL`` (``postgresql://…``) means that database
+alone: no folder is read, no ``.env`` is consulted. ``URL#RUN_ID`` names one run of it.
+
+The URL is parsed once, into a :class:`~prose_tui.backends.common.dburl.DatabaseUrl` (its
+``repr`` shows ``db@host`` only), so an argparse ``Namespace`` never holds it as text;
+:class:`RedactingArgumentParser` takes it out of argparse's own error messages, which echo
+argv. Public for every command, ``serve`` included:
+
+* :func:`target_argument` adds a ``PATH|URL`` positional, :func:`add_postgres_options` the
+  ``--postgres``/``--postgres-env``/``--no-postgres`` (and ``--poll``/``--listen``) flags;
+  :func:`resolve_target` gives the target they name together;
+* :func:`sources_for` gives the PostgreSQL sources a target and those flags ask for;
+* :func:`open_target_run` reads the one run a target names (path, ``-`` for stdin, or
+  ``URL#RUN_ID``);
+* :func:`install_redacting_excepthooks` makes an uncaught exception's traceback pass
+  through ``redact`` too (the console entry point installs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import NoReturn
+
+from prose_tui.backends.common.dburl import DatabaseUrl, Target, parse_target, redact
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
+from prose_tui.model import Run
+
+__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options",
+           "database_url", "install_redacting_excepthooks", "open_target_run", "resolve_target",
+           "sources_for", "target_argument"]
+
+DEFAULT_TARGET = Target(path=Path("."))  # what an omitted PATH means (the very object, to tell it from ".")
+
+
+class TargetError(ValueError):
+    """The command line names no usable target (the message is safe to print)."""
+
+
+class RedactingArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose error messages (``invalid int value: '…'``,
+    ``unrecognized arguments: …``, which quote argv) pass through
+    :func:`~prose_tui.backends.common.dburl.redact`. Subparsers made from it are of this
+    class too (argparse's default ``parser_class``)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact(message))
+
+
+def database_url(text: str) -> DatabaseUrl:
+    """``--postgres URL`` as a :class:`DatabaseUrl` (an argparse ``type``): a URL that is not
+    ``postgresql://``/``postgres://`` is a usage error."""
+    target = parse_target(text, "--postgres")
+    if target.database is None:
+        raise argparse.ArgumentTypeError("expected a postgresql:// or postgres:// URL")
+    if target.run_id is not None:
+        raise argparse.ArgumentTypeError("a database, without #RUN_ID")
+    return target.database
+
+
+def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, metavar: str = "PATH",
+                    default: str | None = ".", what: str = "a project, .prose, runs or run folder") -> None:
+    """Add a positional ``PATH|URL`` argument parsed into a :class:`Target` (``default``
+    ``None``: required)."""
+    kwargs: dict = {}
+    if default is not None:
+        kwargs = {"nargs": "?", "default": DEFAULT_TARGET if default == "." else parse_target(default)}
+    parser.add_argument(dest, type=parse_target, metavar=metavar, **kwargs,
+                        help=f"{what}, or a postgresql:// URL for that database alone"
+                             + (f" (default: {default})" if default is not None else ""))
+
+
+def add_postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None:
+    """``--postgres URL`` / ``--no-postgres`` (and, when ``live``, ``--poll``/``--listen``)."""
+    parser.add_argument("--postgres", metavar="URL", type=database_url,
+                        help="also read the runs of this PostgreSQL database beside PATH "
+                             "(default: OPENPROSE_POSTGRES_URL in .env or the environment, then DATABASE_URL)")
+    parser.add_argument("--postgres-env", metavar="VAR", help="the target is the PostgreSQL database whose URL is in "
+                        "environment variable VAR (that database alone, as a URL target; kept out of the process list)")
+    parser.add_argument("--no-postgres", action="store_true", help="do not look for a PostgreSQL database")
+    if live:
+        parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
+                            help="how often a database is asked for changes (default 0.5)")
+        parser.add_argument("--listen", metavar="CHANNEL", help="also LISTEN on this channel and poll at once on a NOTIFY")
+
+
+def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
+    """The target ``args`` name: the positional ``PATH|URL``, or the URL in the environment
+    variable ``--postgres-env`` names. Raises :class:`TargetError` (a safe message) when
+    both are given or the variable holds no ``postgresql://`` URL."""
+    target: Target = getattr(args, dest)
+    variable = getattr(args, "postgres_env", None)
+    if not variable:
+        return target
+    if target is not DEFAULT_TARGET:
+        raise TargetError(f"give {target} or --postgres-env {variable}, not both")
+    value = os.environ.get(variable, "").strip()
+    named = parse_target(value, f"{variable} in the environment")
+    if named.database is None:
+        raise TargetError(f"--postgres-env {variable}: the environment variable holds no postgresql:// URL")
+    return named
+
+
+def sources_for(target: Target, args: argparse.Namespace | None = None) -> list:
+    """The PostgreSQL sources (``backends.postgres.PostgresSource``, attached to the backend)
+    that ``target`` and ``args`` ask for: the target's database alone for a URL; for a path,
+    ``args.postgres`` if given, else (unless ``args.no_postgres``) the database the VM of
+    that path would use. ``[]`` for none. No connection is made here."""
+    from prose_tui.backends.postgres.backend import attach
+    from prose_tui.backends.postgres.source import PostgresSource
+    from prose_tui.backends.postgres.url import USER_URL_VARIABLE, find_url
+
+    urls: list[DatabaseUrl] = []
+    project = target.path if target.path is not None else None
+    if target.database is not None:
+        urls.append(target.database)
+    given = getattr(args, "postgres", None)
+    if given is not None and given not in urls:
+        urls.append(given)
+    if not urls and project is not None and not getattr(args, "no_postgres", False) and str(project) != "-":
+        found = find_url(project)
+        urls += [found] if found is not None else []
+    user_url = find_url(project, variable=USER_URL_VARIABLE) if project is not None else None
+    poll = max(float(getattr(args, "poll", 0.5) or 0.5), 0.05)
+    return [attach(PostgresSource(url, poll_interval=poll, listen=getattr(args, "listen", None), user_url=user_url))
+            for url in urls]
+
+
+def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) -> Run:
+    """The one run ``target`` names, read in full: a run path (``-``: a narration on stdin)
+    or ``URL#RUN_ID``. Raises ``NotARunError`` (a safe message) for a path that is not a run,
+    a URL without ``#RUN_ID`` or a run the database does not have, ``FileNotFoundError`` for
+    a missing path and ``OSError`` (``DatabaseUnavailable``, safe) for a database that cannot
+    be read."""
+    from prose_tui.backends import NotARunError, open_run
+    from prose_tui.backends.common.status import apply_staleness
+
+    if target.database is None:
+        assert target.path is not None
+        if str(target.path) == "-":
+            from prose_tui.backends.narration.parse import parse_narration_text
+
+            return parse_narration_text(sys.stdin.read())
+        return open_run(target.path, stale_after=stale_after)
+    source = sources_for(Target(database=target.database))[0]
+    if target.run_id is None:
+        source.list_runs()  # an unreachable database says so first
+        raise NotARunError(f"{source.label}: name the run as URL#RUN_ID (prose-tui runs URL lists them)")
+    try:
+        run = source.open_id(target.run_id)
+    except KeyError:
+        raise NotARunError(f"{source.label} has no run {target.run_id!r} (prose-tui runs URL lists them)") from None
+    apply_staleness(run, stale_after=stale_after)
+    return run
+
+
+def install_redacting_excepthooks() -> None:
+    """Print uncaught exceptions (main thread: ``sys.excepthook``; other threads:
+    ``threading.excepthook``) as Python does, through :func:`redact`: a bug's traceback
+    quotes exception texts, which may hold a URL. For a process's entry point only (it
+    replaces the hooks process-wide)."""
+
+    def main_hook(exc_type, exc, tb) -> None:
+        sys.stderr.write(redact("".join(traceback.format_exception(exc_type, exc, tb))))
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        name = args.thread.name if args.thread is not None else "?"
+        text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        sys.stderr.write(redact(f"Exception in thread {name}:\n{text}"))
+
+    sys.excepthook = main_hook
+    threading.excepthook = thread_hook
