@@ -186,7 +186,6 @@ class EventLogParser:
         self.live: set[int] = set()
         self.failed_line: int | None = None
         self.dirty: set[int] = set()
-        self.failed: set[int] = set()  # trace lines whose state is failed (status needs the first)
         self._ints: dict[int, int] = {}  # recent numbers, one int object each (``_shared``)
 
     @staticmethod
@@ -322,10 +321,6 @@ class EventLogParser:
         for index in touched:
             state = self._state_of(index, live, failed_line)
             line = self.log.trace[index]
-            if state is StatementState.FAILED:
-                self.failed.add(index)
-            else:
-                self.failed.discard(index)
             if line.state is not state:
                 line.state = state
                 changed.add(index)
@@ -342,8 +337,9 @@ class EventLogParser:
 
     def status_lines(self) -> list[int]:
         """The trace lines status inference looks at (``common.status.infer_status``): the
-        first failed line and the executing one, in order; found without a scan."""
-        picks = {min(self.failed)} if self.failed else set()
+        executing line and the last statement line (a failure there, with nothing after it,
+        is the run's; an earlier one was retried or got past), in order; found without a scan."""
+        picks = {self.last_stepped} if self.last_stepped is not None else set()
         executing = [i for i in self.live if self.log.trace[i].state in (StatementState.EXECUTING,
                                                                           StatementState.RETRYING)]
         if executing:
@@ -374,7 +370,6 @@ class EventLogParser:
         del log.events[cp.events:]
         del log.trace[cp.trace:]
         del self.kinds[cp.trace:]
-        self.failed = {i for i in self.failed if i < cp.trace}
         del self.line_warnings[cp.warnings:]
         del log.bindings[cp.bindings:]
         for start in self.joined_log[cp.joined_log:]:
