@@ -233,3 +233,19 @@ async def test_an_in_place_rewrite_of_the_header_is_read_again(tmp_path):
         vm_writes("rewrite-in-place", state, _long_log(run_id, "new.prose"))
         await wait_until(pilot, lambda: "new.prose" in app.explorer.head_text.plain, what="the new program in the header")
         assert app.explorer.current_run.program == "new.prose"
+
+
+def test_a_reactor_ledger_touched_in_the_future_is_not_receipts_arriving_for_ever(tmp_path):
+    """A Reactor state dir is aged by its ledger file's time: one from a machine whose clock
+    ran ahead (or an archive's 2099 stamp) is a warning, not a ledger that just changed."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # as test_reactor.py: the ledger writer lives there
+    from bench_reactor import build
+
+    state = tmp_path / "proj" / ".reactor"
+    build(state, 60, 8)  # a flaky node fails once and recovers: the ledger is healthy
+    future = datetime(2099, 1, 1, tzinfo=timezone.utc).timestamp()
+    os.utime(state / "receipts.json", (future, future))
+    shown = cli("show", "--json", str(state))
+    assert shown["status"] != "running", shown["status_reason"]
+    assert "receipts arriving" not in shown["status_reason"]
+    assert any("2099-01-01" in w and "in the future" in w for w in shown["warnings"])
