@@ -19,7 +19,9 @@ from pathlib import Path
 
 from app_helpers import wait_until
 
+from prose_tui.model import RunStatus
 from prose_tui.tui.app import ProseTUI
+from prose_tui.tui.glyphs import STATUS_SHORT
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.status_line import StatusLine
 
@@ -132,11 +134,13 @@ async def test_the_explorer_shows_a_run_retried_live_as_running_not_failed(tmp_p
         await wait_until(pilot, lambda: "RETRYING" in app.explorer.head_text.plain, what="the retry in the header")
         vm_writes("append", state, "2→ call ✓\n")
         await wait_until(pilot, lambda: len(app.explorer.current_run.events) == 4, what="the success to arrive")
-        await wait_until(pilot, lambda: "running" in app.explorer.head_text.plain, what="running in the header")
+        await wait_until(pilot, lambda: "RETRYING" not in app.explorer.head_text.plain, what="the header to move on")
         header = app.explorer.head_text.plain
+        assert "running" in header, header
         assert "failed" not in header, header
         assert "failed" not in status_line(app)
-        assert "✗" not in run_rows(app).split(run_id[:15])[0][-3:]  # the row's badge is not the failed one
+        running_glyph = STATUS_SHORT[RunStatus.RUNNING][0]
+        await wait_until(pilot, lambda: run_rows(app).startswith(running_glyph), what="the run list row running")
         assert app.explorer.current_run.status.value == "running"
 
 
@@ -249,3 +253,24 @@ def test_a_reactor_ledger_touched_in_the_future_is_not_receipts_arriving_for_eve
     assert shown["status"] != "running", shown["status_reason"]
     assert "receipts arriving" not in shown["status_reason"]
     assert any("2099-01-01" in w and "in the future" in w for w in shown["warnings"])
+
+
+def test_a_tail_tells_a_head_rewrite_from_an_append(tmp_path):
+    """FileTail (the event log's and receipts.jsonl's): appends are appends; the same
+    bytes at the end with another header are a rewrite, read again whole."""
+    from prose_tui.backends.filesystem.tail import Change, FileTail
+
+    path = tmp_path / "state.md"
+    body = "".join(f"{i}→ step{i:04d} ✓\n" for i in range(1, 400))  # past HEAD: the head hash is full
+    vm_writes("replace", path, "# run:20260301-090000-c0ffee old.prose\n" + body)
+    tail = FileTail(path)
+    change, st, data = tail.look()
+    tail.advance(len(data), st, data)
+    assert change is Change.GREW
+    vm_writes("append", path, "400→ more ✓\n")
+    change, st, data = tail.look()
+    assert (change, data) == (Change.GREW, "400→ more ✓\n".encode())
+    tail.advance(len(data), st, data)
+    assert tail.look()[0] is Change.SAME
+    vm_writes("rewrite-in-place", path, "# run:20260301-090000-c0ffee new.prose\n" + body + "400→ more ✓\n")
+    assert tail.look()[0] is Change.RESET
