@@ -84,7 +84,7 @@ class FileTail:
             if self.head_len and self.offset > len(self.probe):
                 # The head, where the probe (which then starts after byte 0) does not cover it.
                 hasher = _head_hasher()
-                hasher.update(fh.read(self.head_len))
+                hasher.update(os.pread(fh.fileno(), self.head_len, 0))  # one unbuffered read
                 if hasher.digest() != self.head_digest:
                     return Change.RESET, st, b""
             start = self.offset - len(self.probe)
