@@ -122,10 +122,9 @@ def last_change(run: Run, now: datetime, observed: datetime | None = None) -> tu
     distrusted = ""
     if "updated" in run.header:
         written = _written_time(run.header.get("updated"))
-        ahead = ahead_of(written, now)
         updated = as_utc(run.updated)
-        if ahead is not None:
-            distrusted = f"; its updated: header is {human_age(ahead)} in the future"
+        if written is not None and ahead_of(written, now) is not None:
+            distrusted = f"; its updated: header ({as_utc(written):%Y-%m-%d %H:%M} UTC) is in the future"
         elif updated is not None and ahead_of(updated, now) is None:
             return min(updated, now), "per its updated: header"
     mtime, mtime_note = _mtime_of(run, now)
