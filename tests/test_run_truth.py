@@ -274,3 +274,14 @@ def test_a_tail_tells_a_head_rewrite_from_an_append(tmp_path):
     assert tail.look()[0] is Change.SAME
     vm_writes("rewrite-in-place", path, "# run:20260301-090000-c0ffee new.prose\n" + body + "400→ more ✓\n")
     assert tail.look()[0] is Change.RESET
+
+
+def test_each_failed_attempt_is_listed_with_the_retries_after_it():
+    """The fixture's draft fails three times (retry:2/3, retry:3/3) and the run ends with
+    ---error: every attempt is listed, none recovered, and a retry line and the failure it
+    announced are one attempt, not two."""
+    shown = cli("show", "--json", str(ROOT / "tests" / "fixtures" / "eventlog" / ".prose" / "runs"
+                                     / "20260305-120000-e1e2e3"))
+    assert shown["status"] == "failed" and "---error" in shown["status_reason"]
+    assert [(f["line"], f["error"], f["retries"], f["recovered"]) for f in shown["failures"]] == [
+        (7, "timeout", 2, False), (9, "timeout", 1, False), (11, "rate limited", 0, False), (13, "rejected", 0, False)]

@@ -24,7 +24,7 @@ __all__ = ["FAIL_MARKS", "Failure", "statement_failures"]
 # The event-log failure marks and their look-alikes (FORMATS.md, Event-log dialects).
 FAIL_MARKS = "✗✘✖❌"
 _LOG_FORMATS = {"event-log", "contract", "vm-log", "skill"}
-_AGAIN = (EventKind.RETRY, EventKind.STATEMENT_STARTED, EventKind.STATEMENT_FAILED)
+_AGAIN = (EventKind.RETRY, EventKind.STATEMENT_STARTED, EventKind.STATEMENT_FAILED)  # each may begin an attempt
 
 
 @dataclass(slots=True)
@@ -34,9 +34,10 @@ class Failure:
     ``line`` is the 1-based trace line of the failure (as ``TraceLine.line``), ``text``
     that line as written, ``error`` the words the VM gave (after ``✗``, or the snapshot
     annotation), ``step`` the event-log step label (``None`` for a snapshot). ``retries``
-    counts the attempts of the same statement written after it (``retry:`` events, a new
-    start, another failure; in a snapshot, later lines of the same statement), and
-    ``recovered`` is true when a later attempt of the same statement completed.
+    counts the attempts of the same statement begun after it (a ``retry:`` event, or a
+    start, completion or failure not announced by one; in a snapshot, later lines of the
+    same statement), and ``recovered`` is true when a later attempt of the same statement
+    completed.
     """
 
     line: int
@@ -71,6 +72,7 @@ def statement_failures(run: Run) -> list[Failure]:
 def _log_failures(run: Run) -> list[Failure]:
     out: list[Failure] = []
     open_: dict[str, list[tuple[Failure, str | None]]] = {}  # step -> its failures not yet recovered
+    announced: dict[str, bool] = {}  # step -> its last event began an attempt (retry:, a start)
     trace_line, last_line = 0, None
     for event in run.events:
         if event.line != last_line:
@@ -80,14 +82,17 @@ def _log_failures(run: Run) -> list[Failure]:
         step = event.step
         if step is not None and step in open_:
             same = [(f, name) for f, name in open_[step] if name is None or event.name is None or name == event.name]
+            attempt = event.kind in _AGAIN or failed or event.kind is EventKind.STATEMENT_COMPLETED
+            if attempt and same and not announced.get(step):
+                for f, _name in same:
+                    f.retries += 1
             if event.kind is EventKind.STATEMENT_COMPLETED:
                 for f, _name in same:
                     f.recovered = True
                 done = {id(f) for f, _name in same}
                 open_[step] = [pair for pair in open_[step] if id(pair[0]) not in done]
-            elif event.kind in _AGAIN or failed:
-                for f, _name in same:
-                    f.retries += 1
+        if step is not None:
+            announced[step] = event.kind in (EventKind.RETRY, EventKind.STATEMENT_STARTED)
         if failed:
             failure = Failure(line=trace_line, text=event.text, error=_error_after_mark(event.text) or event.status,
                               step=step)

@@ -228,16 +228,22 @@ def _read_state(run_dir: Path, tails: dict | None = None,
         started = as_utc(run.started)
         if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
-    distrust_future(run, now, source=_time_source(run))
+    distrust_future_time(run, now)
     return run, snapshot
 
 
-def _time_source(run: Run) -> str:
-    """Where ``run.updated`` was written, for a warning about it."""
+def distrust_future_time(run: Run, now: datetime | None) -> None:
+    """``status.distrust_future`` for a run read from its state file, naming where its time
+    was written. An event log that ended (``---end``/``---error``) is left as written: its
+    status does not depend on its age, and its stamps are its history."""
+    if run.end_marker is not None or run.error_marker is not None:
+        return
     name = run.state_file.name if run.state_file else "the state file"
     if run.format is RunFormat.SNAPSHOT and "updated" in run.header:
-        return f"{name}'s updated: header"
-    return f"{name}'s last event time" if run.events else f"{name}'s time"
+        source = f"{name}'s updated: header"
+    else:
+        source = f"{name}'s last event time" if run.events else f"{name}'s time"
+    distrust_future(run, now, source=source)
 
 
 _MERGED: dict[Path, tuple[list, list[Binding]]] = {}  # run -> (Index rows, bindings merged from them)

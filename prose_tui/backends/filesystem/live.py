@@ -24,10 +24,11 @@ from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import is_binding_path, read_binding
-from prose_tui.backends.common.status import COPY_GAP, as_utc, distrust_future, infer_status
+from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.filesystem.folder import (
     STATE_FILES,
+    distrust_future_time,
     load_run,
     reload_state,
 )
@@ -209,7 +210,7 @@ def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summar
     run.updated = _last_time(run, tail)
     if run.updated is None:
         run.updated = _mtime_updated(run)
-    distrust_future(run, now, source=f"{run.state_file.name if run.state_file else 'the log'}'s last event time")
+    distrust_future_time(run, now)
     delta.events = run.events[committed:]
     delta.trace_lines = changed
     delta.stack = old_stack != [(f.execution_id, f.block, f.status) for f in run.call_stack]
