@@ -12,6 +12,7 @@ from typing import Any
 from .agent import Agent
 from .binding import Binding
 from .event import Event
+from .failure import Failure, statement_failures
 from .frame import Frame
 from .node import Node, Receipt
 from .run import Run
@@ -80,6 +81,13 @@ def agent(a: Agent) -> dict[str, Any]:
 
 def frame(f: Frame) -> dict[str, Any]:
     return {"execution_id": f.execution_id, "block": f.block, "depth": f.depth, "status": f.status}
+
+
+def failure(f: Failure) -> dict[str, Any]:
+    """One entry of ``show --json``'s ``failures``: a failed attempt and whether a later
+    attempt of the same statement completed (``recovered``)."""
+    return {"line": f.line, "text": f.text, "error": f.error, "step": f.step, "retries": f.retries,
+            "recovered": f.recovered}
 
 
 def event(e: Event) -> dict[str, Any]:
@@ -169,6 +177,7 @@ def run_detail(run: Run) -> dict[str, Any]:
         "sections": [{"title": s.title, "text": s.text} for s in run.sections],
         "imports": [{"handle": i.import_handle, **run_detail(i)} for i in run.imports],
         "events": [event(e) for e in run.events],
+        "failures": [failure(f) for f in statement_failures(run)],
         "nodes": [node(n) for n in run.nodes],
         "receipts": [receipt(r) for r in run.receipts],
         "cost": cost(run.receipts),

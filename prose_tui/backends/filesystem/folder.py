@@ -23,6 +23,7 @@ from prose_tui.backends.common.status import (
     COPY_GAP,
     DEFAULT_STALE_AFTER,
     as_utc,
+    distrust_future,
     infer_status,
     run_id_time,
 )
@@ -136,7 +137,7 @@ def load_run(
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
-    run, snapshot = _read_state(run_dir, tails)
+    run, snapshot = _read_state(run_dir, tails, now)
     if summary:
         _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
@@ -171,10 +172,13 @@ def _skill_status(run: Run) -> None:
         settle_status(run)
 
 
-def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, SnapshotState | None]:
+def _read_state(run_dir: Path, tails: dict | None = None,
+                now: datetime | None = None) -> tuple[Run, SnapshotState | None]:
     """A run from its state file alone (header, trace, call stack, events), and the parsed
     snapshot whose Index names its bindings and agents (``None`` for other formats).
-    An event log is parsed with a tail kept in ``tails`` (see ``load_run``)."""
+    An event log is parsed with a tail kept in ``tails`` (see ``load_run``). A header or
+    event time in the future (beyond ``status.FUTURE_SKEW`` of ``now``) is warned about
+    and replaced by the file's time (``status.distrust_future``)."""
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
     state_file = state_file_of(run_dir)
     snapshot: SnapshotState | None = None
@@ -224,8 +228,22 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
         started = as_utc(run.started)
         if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
-
+    distrust_future_time(run, now)
     return run, snapshot
+
+
+def distrust_future_time(run: Run, now: datetime | None) -> None:
+    """``status.distrust_future`` for a run read from its state file, naming where its time
+    was written. An event log that ended (``---end``/``---error``) is left as written: its
+    status does not depend on its age, and its stamps are its history."""
+    if run.end_marker is not None or run.error_marker is not None:
+        return
+    name = run.state_file.name if run.state_file else "the state file"
+    if run.format is RunFormat.SNAPSHOT and "updated" in run.header:
+        source = f"{name}'s updated: header"
+    else:
+        source = f"{name}'s last event time" if run.events else f"{name}'s time"
+    distrust_future(run, now, source=source)
 
 
 _MERGED: dict[Path, tuple[list, list[Binding]]] = {}  # run -> (Index rows, bindings merged from them)
@@ -238,7 +256,7 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     new bindings (merged as missing until their files arrive) or new agents (agents re-read).
     """
     run_dir = previous.path
-    run, snapshot = _read_state(run_dir, tails)
+    run, snapshot = _read_state(run_dir, tails, now)
     merged = _MERGED.get(run_dir)
     if snapshot is not None and merged is not None and merged[1] is previous.bindings \
             and merged[0] == snapshot.binding_rows:

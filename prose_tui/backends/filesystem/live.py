@@ -28,6 +28,7 @@ from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.filesystem.folder import (
     STATE_FILES,
+    distrust_future_time,
     load_run,
     reload_state,
 )
@@ -148,7 +149,7 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
             # Grew, or a provisional last line (no newline yet) changed: parse from the
             # committed offset; nothing new when the bytes there are the provisional ones.
             if data != tail.pending_data:
-                _grow(run, tail, data, st, delta, summary=summary)
+                _grow(run, tail, data, st, delta, summary=summary, now=now)
             return delta
     # A snapshot rewrite, a new/removed state file, or a reset event log: read the state again.
     tails.pop(run_dir, None)
@@ -180,7 +181,7 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     return whole
 
 
-def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool) -> None:
+def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool, now: datetime) -> None:
     parser = tail.parser
     committed = tail.committed_events()
     old_stack = [(f.execution_id, f.block, f.status) for f in run.call_stack]
@@ -209,6 +210,7 @@ def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summar
     run.updated = _last_time(run, tail)
     if run.updated is None:
         run.updated = _mtime_updated(run)
+    distrust_future_time(run, now)
     delta.events = run.events[committed:]
     delta.trace_lines = changed
     delta.stack = old_stack != [(f.execution_id, f.block, f.status) for f in run.call_stack]

@@ -1,8 +1,10 @@
 """Tailing append-only files: read only the bytes appended since the last read.
 
-:class:`FileTail` keeps a byte offset and the identity of what it read (inode, size, the
-bytes just before the offset) and says whether a file grew, shrank, was replaced or
-rewritten in place. :class:`EventLogParser` is the compact event log parser
+:class:`FileTail` keeps a byte offset and the identity of what it read (inode, size, a
+hash of the head, the bytes just before the offset) and says whether a file grew, shrank,
+was replaced or rewritten in place. The head matters as much as the tail: a VM that
+rewrites a log in place with a new header (another run id or program) but the same last
+bytes would otherwise keep the old header on screen for ever (issue 35). :class:`EventLogParser` is the compact event log parser
 (:mod:`prose_tui.backends.filesystem.eventlog`; FORMATS.md, Generations 2-4) kept as a
 state machine, so appended lines are parsed alone: open frames, open parallels, the
 terminator state and which trace lines are live are carried from one chunk to the next.
@@ -14,12 +16,14 @@ when more bytes arrive, so the run shows it as a fresh open would.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from array import array
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
@@ -34,6 +38,11 @@ from prose_tui.backends.filesystem.eventlog_lines import classify_line
 from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
 
 PROBE = 256  # bytes before the offset that tell an append from a rewrite
+HEAD = 4096  # bytes at the start (the header and first events) whose hash tells a rewrite there
+
+
+def _head_hasher():
+    return hashlib.blake2b(digest_size=16)
 
 
 class Change(Enum):
@@ -47,24 +56,37 @@ class Change(Enum):
 @dataclass(slots=True)
 class FileTail:
     """Where the last read of ``path`` stopped: ``offset`` (bytes), the file's inode and
-    device, and ``probe``, the (at most ``PROBE``) bytes just before ``offset`` as they were
-    read: the same bytes there later mean the file was appended to, not rewritten."""
+    device, ``probe``, the (at most ``PROBE``) bytes just before ``offset`` as they were
+    read, and ``head_digest``, a 16-byte BLAKE2b of the first ``head_len`` bytes (at most
+    ``HEAD``, never beyond ``offset``). The same bytes at both places later mean the file
+    was appended to, not rewritten; a hash, not the bytes, so a tail costs the same few
+    dozen bytes for every run watched."""
 
     path: Path
     offset: int = 0
     inode: tuple[int, int] | None = None
     probe: bytes = b""
+    head_len: int = 0
+    head_digest: bytes = b""
+    _hasher: Any = None  # the head's running hash while it is shorter than HEAD (hashlib object)
 
     def look(self, limit: int | None = None) -> tuple[Change, os.stat_result, bytes]:
         """Compare the file on disk with what was read, and read what is new, with one
-        open and one read: ``(change, stat, bytes from offset to the end)`` (at most
-        ``limit`` bytes; ``b""`` on a reset). ``OSError`` when it cannot be read."""
+        open: ``(change, stat, bytes from offset to the end)`` (at most ``limit`` bytes;
+        ``b""`` on a reset). A different inode, a shorter file, other bytes in the head or
+        just before the offset are a reset. ``OSError`` when it cannot be read."""
         with open(self.path, "rb") as fh:
             st = os.fstat(fh.fileno())
             if self.inode is not None and (st.st_ino, st.st_dev) != self.inode:
                 return Change.RESET, st, b""
             if st.st_size < self.offset:
                 return Change.RESET, st, b""
+            if self.head_len and self.offset > len(self.probe):
+                # The head, where the probe (which then starts after byte 0) does not cover it.
+                hasher = _head_hasher()
+                hasher.update(os.pread(fh.fileno(), self.head_len, 0))  # one unbuffered read
+                if hasher.digest() != self.head_digest:
+                    return Change.RESET, st, b""
             start = self.offset - len(self.probe)
             fh.seek(start)
             if self.probe and fh.read(len(self.probe)) != self.probe:
@@ -87,18 +109,50 @@ class FileTail:
     def advance(self, consumed: int, st: os.stat_result | None = None, data: bytes | None = None) -> None:
         """Mark ``consumed`` more bytes as read and remember the file's identity. ``data``,
         when given, holds the bytes read from the old offset (at least ``consumed`` of them):
-        the new probe is taken from it, without reading the file again."""
+        the new probe and head hash are taken from it, without reading the file again."""
         if st is not None:
             self.inode = (st.st_ino, st.st_dev)
         if data is not None and len(data) >= consumed:
             self.probe = (self.probe + data[:consumed])[-PROBE:] if consumed else self.probe
+            self._grow_head(data[:consumed])
             self.offset += consumed
             return
         self.offset += consumed
         self.probe = self._read_probe() if self.offset else b""
+        self._read_head()
 
     def reset(self) -> None:
         self.offset, self.inode, self.probe = 0, None, b""
+        self.head_len, self.head_digest, self._hasher = 0, b"", None
+
+    def _grow_head(self, new: bytes) -> None:
+        """Hash the part of ``new`` (the bytes at ``offset``) that falls in the head."""
+        if self.head_len >= HEAD or not new:
+            return
+        if self.head_len != self.offset:  # (never: the head is everything read until it is full)
+            self._read_head(self.offset + len(new))
+            return
+        if self._hasher is None:
+            self._hasher = _head_hasher()
+        hasher = self._hasher
+        take = new[:HEAD - self.head_len]
+        hasher.update(take)
+        self.head_len += len(take)
+        self.head_digest = hasher.digest()
+        if self.head_len >= HEAD:
+            self._hasher = None
+
+    def _read_head(self, end: int | None = None) -> None:
+        """Hash the file's first ``min(end or offset, HEAD)`` bytes again."""
+        length = min(self.offset if end is None else end, HEAD)
+        hasher = _head_hasher()
+        if length:
+            with open(self.path, "rb") as fh:
+                head = fh.read(length)
+            hasher.update(head)
+            length = len(head)
+        self.head_len, self.head_digest = length, hasher.digest()
+        self._hasher = hasher if length < HEAD else None
 
     def _read_probe(self) -> bytes:
         start = max(0, self.offset - PROBE)
@@ -186,7 +240,6 @@ class EventLogParser:
         self.live: set[int] = set()
         self.failed_line: int | None = None
         self.dirty: set[int] = set()
-        self.failed: set[int] = set()  # trace lines whose state is failed (status needs the first)
         self._ints: dict[int, int] = {}  # recent numbers, one int object each (``_shared``)
 
     @staticmethod
@@ -322,10 +375,6 @@ class EventLogParser:
         for index in touched:
             state = self._state_of(index, live, failed_line)
             line = self.log.trace[index]
-            if state is StatementState.FAILED:
-                self.failed.add(index)
-            else:
-                self.failed.discard(index)
             if line.state is not state:
                 line.state = state
                 changed.add(index)
@@ -342,8 +391,9 @@ class EventLogParser:
 
     def status_lines(self) -> list[int]:
         """The trace lines status inference looks at (``common.status.infer_status``): the
-        first failed line and the executing one, in order; found without a scan."""
-        picks = {min(self.failed)} if self.failed else set()
+        executing line and the last statement line (a failure there, with nothing after it,
+        is the run's; an earlier one was retried or got past), in order; found without a scan."""
+        picks = {self.last_stepped} if self.last_stepped is not None else set()
         executing = [i for i in self.live if self.log.trace[i].state in (StatementState.EXECUTING,
                                                                           StatementState.RETRYING)]
         if executing:
@@ -374,7 +424,6 @@ class EventLogParser:
         del log.events[cp.events:]
         del log.trace[cp.trace:]
         del self.kinds[cp.trace:]
-        self.failed = {i for i in self.failed if i < cp.trace}
         del self.line_warnings[cp.warnings:]
         del log.bindings[cp.bindings:]
         for start in self.joined_log[cp.joined_log:]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, human_age, last_change
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, distrust_future, human_age, last_change
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.reactor.frames import Published, read_frame, read_published
 from prose_tui.backends.reactor.layout import (
@@ -379,8 +379,10 @@ def set_cost(run: Run) -> None:
 def set_status(run: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
                observed: datetime | None = None) -> None:
     """Failed when the last receipt of any node failed; running while receipts arrive (the
-    ledger changed within ``stale_after`` seconds); completed (quiescent) otherwise."""
+    ledger changed within ``stale_after`` seconds); completed (quiescent) otherwise. A
+    ledger file time in the future is a warning, not a ledger that just changed."""
     now = now or datetime.now(timezone.utc)
+    distrust_future(run, now, source=f"{run.state_file.name if run.state_file else 'the ledger'}'s time")
     failing = [n for n in run.nodes if n.status == "failed"]
     earlier = sum(1 for r in run.receipts if r.status == "failed") - len(failing)
     if failing:
