@@ -46,7 +46,7 @@ import platformdirs
 from prose_tui.backends.common.agents import segment_number
 from prose_tui.backends.common.bindings import is_binding_name
 from prose_tui.backends.common.encryption import looks_encrypted
-from prose_tui.backends.common.text import decode
+from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "run_files"]
@@ -283,7 +283,7 @@ class Journal:
             rows.append({"t": stamp, "k": kind, "p": rel_text, "size": st.st_size, "mtime": st.st_mtime})
             added.append(JournalEntry(now, kind, path, size=st.st_size, mtime=st.st_mtime))
         if state is not None:
-            entry = self._state_entry(state, folder, seen, now)
+            entry = self._state_entry(state, folder, seen, now, run_dir)
             if entry is not None:
                 row: dict[str, object] = {"t": stamp, "k": entry.kind, "p": "state.md"}
                 if entry.kind == "state":
@@ -302,12 +302,13 @@ class Journal:
                 added.extend(self._record(child, self.folder(child), paths, now))
         return added
 
-    def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime) -> JournalEntry | None:
+    def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime,
+                     run_dir: Path | None = None) -> JournalEntry | None:
         # An event log is its own history and encrypted text tells nothing: neither is kept.
         # A log that only grew since it was last seen as one (same inode, not shorter) is
         # still one: it is not read again (it is the whole run, read per appended event).
-        try:
-            with open(path, "rb") as fh:
+        try:  # a state.md that links outside the run is never read (nor kept in the journal)
+            with open_regular(path, root=run_dir) as fh:
                 st = os.fstat(fh.fileno())
                 known = seen.event_log
                 if known is not None and known[:2] == (st.st_ino, st.st_dev) and st.st_size >= known[2]:
