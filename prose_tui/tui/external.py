@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import decode, read_window
 from prose_tui.model import Backend, Run
 from prose_tui.tui.targets import Target
@@ -79,6 +80,8 @@ def target_content(target: Target, *, limit: int | None = None) -> Content:
     binding = target.binding
     if binding is not None and binding.encrypted:
         raise NotReadable(f"{target.title} is SOPS-encrypted: its value is not handed out")
+    if binding is not None and binding.outside:
+        raise NotReadable(f"{target.title}: {OUTSIDE_RUN}")
     if target.text is not None:
         return _clip(name, target.text, limit)
     if target.read is not None:
@@ -93,7 +96,9 @@ def target_content(target: Target, *, limit: int | None = None) -> Content:
         raise NotReadable(f"{target.title} has no file to open")
     offset = binding.value_offset if binding is not None else 0
     try:
-        text, size, cut = read_window(target.path, offset=offset, max_bytes=limit or (1 << 62))
+        text, size, cut = read_window(target.path, offset=offset, max_bytes=limit or (1 << 62), root=target.root)
+    except OutsideRun as exc:
+        raise NotReadable(f"{target.title}: {OUTSIDE_RUN}") from exc
     except OSError as exc:
         raise NotReadable(f"cannot read {target.path.name}: {exc.strerror or exc}") from exc
     size -= min(offset, size)
@@ -104,7 +109,7 @@ def state_target(run: Run) -> Target:
     """The run's state file as a target (a SQLite run's trace as text: its state.db is binary)."""
     state = run.state_file
     if state is not None and run.backend is not Backend.SQLITE and state.suffix != ".db":
-        return Target("state", state.name, state)
+        return Target("state", state.name, state, root=run.root)
     if not run.trace:  # not read yet, or nothing parsed: there is nothing to hand out
         return Target("state", f"run {run.id}")
     text = "\n".join(f"{t.line:>4}  {t.text}" + (f"  # {t.note}" if t.note else "") for t in run.trace)

@@ -83,8 +83,10 @@ def inside(path: Path | str, root: Path) -> bool:
             else:
                 return True
     try:
+        real = os.path.realpath(text, strict=True)
+    except (FileNotFoundError, NotADirectoryError):  # not there (yet): judged by what of it exists
         real = os.path.realpath(text)
-    except (OSError, ValueError):  # a loop on some platforms, a NUL byte: never read
+    except (OSError, ValueError):  # a symlink loop, a NUL byte: never read
         return False
     return _below(real, root)
 

@@ -163,8 +163,8 @@ def load_run(
         run.warnings.append("some binding files are SOPS-encrypted")
     _project_files(run, run_dir)
     run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings, root)
-    note_outside(run)
     _skill_hook(run, run_dir)
+    note_outside(run)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     _skill_status(run)
     return run
@@ -442,10 +442,11 @@ def _project_files(run: Run, run_dir: Path) -> None:
             run.sections.append(Section(f"Project .prose/{name}", f"```\n{body}\n```"))
 
 
-def outside_import(child: Path) -> Run:
-    """The stand-in for an ``imports/{handle}`` folder that lies outside the run: a run with
-    no content whose status reason and warning say "outside the run: not read"."""
-    sub = Run(id=visible_name(child.name), path=child, backend=Backend.FILESYSTEM, status_reason=OUTSIDE_RUN)
+def outside_import(child: Path, root: Path | None = None) -> Run:
+    """The stand-in for an ``imports/{handle}`` folder that lies outside the run (``root``): a
+    run with no content whose status reason and warning say "outside the run: not read"."""
+    sub = Run(id=visible_name(child.name), path=child, backend=Backend.FILESYSTEM, status_reason=OUTSIDE_RUN,
+              root=root)
     sub.warnings.append(OUTSIDE_RUN)
     sub.import_handle = visible_name(child.name)
     return sub
@@ -461,7 +462,7 @@ def _imports(run_dir, now, stale_after, home, depth, seen, warnings, root: Path 
     out: list[Run] = []
     for child in sorted(p for p in folder.iterdir() if p.is_dir()):
         if root is not None and not inside(child, root):
-            out.append(outside_import(child))
+            out.append(outside_import(child, root))
             continue
         if child.resolve() in seen:
             warnings.append(f"import {child.name} loops back to a run already shown; skipped")

@@ -375,7 +375,7 @@ def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_aft
     handle = visible_name(handle)  # as load_run names imports
     run.imports = [i for i in run.imports if i.import_handle != handle]
     if folder.is_dir() and run.root is not None and not inside(folder, run.root):
-        run.imports.append(outside_import(folder))
+        run.imports.append(outside_import(folder, run.root))
         run.imports.sort(key=lambda i: i.import_handle or "")
     elif folder.is_dir():
         child = load_run(folder, now=now, stale_after=stale_after, root=run.root)
