@@ -45,6 +45,7 @@ import platformdirs
 
 from prose_tui.backends.common.agents import segment_number
 from prose_tui.backends.common.bindings import is_binding_name
+from prose_tui.backends.common.contained import inside
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log
@@ -298,7 +299,7 @@ class Journal:
                 known.extend(added)  # this run's entries only: its imports' follow below
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
-            if child.is_dir():
+            if child.is_dir() and inside(child, run_dir):  # an import that links out of the run is not kept
                 added.extend(self._record(child, self.folder(child), paths, now))
         return added
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
-from prose_tui.backends.common.text import decode, read_window
+from prose_tui.backends.common.text import decode, open_regular, read_window
 from prose_tui.model import Backend, Run
 from prose_tui.tui.targets import Target
 
@@ -61,13 +61,15 @@ class Content:
     """What a target holds. ``file`` is the run's own file when the target is one whole
     file (a binding, memory or segment file, a state file); ``text`` is the value itself
     (from the value offset for a binding), cut to the limit asked for; ``size`` its full
-    size in UTF-8 bytes and ``cut`` whether ``text`` is shorter than that."""
+    size in UTF-8 bytes and ``cut`` whether ``text`` is shorter than that. ``root`` is the
+    folder ``file`` must still lie in when it is copied (the run's root)."""
 
     name: str
     text: str
     size: int
     cut: bool
     file: Path | None = None
+    root: Path | None = None
 
 
 class NotReadable(Exception):
@@ -102,7 +104,7 @@ def target_content(target: Target, *, limit: int | None = None) -> Content:
     except OSError as exc:
         raise NotReadable(f"cannot read {target.path.name}: {exc.strerror or exc}") from exc
     size -= min(offset, size)
-    return Content(name, text.lstrip("\n") if offset else text, size, cut, file=target.path)
+    return Content(name, text.lstrip("\n") if offset else text, size, cut, file=target.path, root=target.root)
 
 
 def state_target(run: Run) -> Target:
@@ -137,8 +139,9 @@ def read_only_copy(content: Content) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="prose-tui-"))
     copy = folder / content.name
     try:
-        if content.file is not None:
-            shutil.copyfile(content.file, copy)
+        if content.file is not None:  # checked again: the file may have become a link out since it was read
+            with open_regular(content.file, root=content.root) as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst)
         else:
             copy.write_text(content.text, encoding="utf-8")
         copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
