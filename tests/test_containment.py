@@ -214,6 +214,24 @@ def test_an_agent_named_dotdot_reads_no_memory_outside_its_scope(tmp_path, capsy
         assert SECRET not in text, name
 
 
+def test_a_binding_that_arrives_as_a_link_out_while_watched_is_not_read(tmp_path):
+    """The live path: a binding file written (here: linked) after the run was read is read
+    again by the backend's ``apply`` with the run's root, and its value is not prefetched."""
+    from prose_tui.backends.filesystem.backend import FilesystemBackend
+
+    run_dir = snapshot_run(tmp_path)
+    backend = FilesystemBackend()
+    run = backend.open(run_dir)
+    late = run_dir / "bindings" / "late.md"
+    late.symlink_to(tmp_path / "home" / "secret.txt")
+    (run_dir / "bindings" / "fresh.md").write_text(binding_md("fresh", INSIDE_VALUE), encoding="utf-8")
+    delta = backend.apply(run, {late, run_dir / "bindings" / "fresh.md"})
+    by_path = {b.path: b for b in delta.run.bindings}
+    assert by_path[late].outside and by_path[late].warning == OUTSIDE_RUN
+    assert late not in delta.values and INSIDE_VALUE in delta.values[run_dir / "bindings" / "fresh.md"].text
+    assert f"bindings/late.md: {OUTSIDE_RUN}" in delta.run.warnings
+
+
 # -- 0.15 skill runs: world model and receipts ------------------------------------------------------------
 def test_world_model_and_receipts_outside_a_skill_run_are_not_read(tmp_path, capsys):
     src = FIXTURES / "skill" / "completed" / "runs" / "20260702-091500-a1b2c3"

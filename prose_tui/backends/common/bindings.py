@@ -17,7 +17,7 @@ from pathlib import Path
 
 import frontmatter
 
-from prose_tui.backends.common.contained import OUTSIDE_RUN, inside
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import open_regular, visible, visible_name
 from prose_tui.model import Binding
@@ -35,11 +35,6 @@ def name_and_scope(stem: str) -> tuple[str, int | None]:
     if m:
         return m.group("name"), int(m.group("eid"))
     return stem, None
-
-
-def _read_head(path: Path, root: Path | None) -> bytes:
-    with open_regular(path, root=root) as fh:
-        return fh.read(HEAD_BYTES)
 
 
 def parse_binding_head(head: str) -> tuple[dict[str, str], str | None, int | None, str | None]:
@@ -144,20 +139,23 @@ def read_binding(path: Path, bindings_root: Path, root: Path | None = None) -> B
     name, eid = name_and_scope(visible_name(path.stem))
     service = visible_name(rel.parts[0]) if len(rel.parts) > 1 else None
     binding = Binding(name=name, path=path, execution_id=eid, service=service)
-    if root is not None and not inside(path, root):
+    try:  # opened first (checked against the root there), then measured by its descriptor
+        with open_regular(path, root=root) as fh:
+            st = os.fstat(fh.fileno())
+            raw = fh.read(HEAD_BYTES)
+    except OutsideRun:
         return outside_binding(binding)
-    try:
-        st = path.stat()
-    except OSError as exc:
-        binding.exists = False
+    except OSError as exc:  # there but unreadable (permissions, a named pipe): say why; gone: missing
+        try:
+            st = path.stat()
+        except OSError as gone:
+            binding.exists = False
+            binding.warning = f"cannot read {rel}: {gone.strerror or gone}"
+            return binding
+        binding.bytes, binding.mtime = st.st_size, st.st_mtime
         binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
         return binding
     binding.bytes, binding.mtime = st.st_size, st.st_mtime
-    try:
-        raw = _read_head(path, root)
-    except OSError as exc:  # there but unreadable (permissions, a named pipe): say why
-        binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
-        return binding
     head = raw.decode("utf-8", errors="replace")  # offsets must stay byte-true; sanitised on display
     if looks_encrypted(head):
         binding.encrypted = True
