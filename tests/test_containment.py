@@ -232,6 +232,28 @@ def test_a_binding_that_arrives_as_a_link_out_while_watched_is_not_read(tmp_path
     assert f"bindings/late.md: {OUTSIDE_RUN}" in delta.run.warnings
 
 
+def test_the_journal_keeps_nothing_of_a_state_file_or_binding_outside_the_run(tmp_path):
+    """``record`` keeps each revision of ``state.md`` and the size of each binding file in the
+    user's state folder: a state.md or binding that links out is neither read nor measured."""
+    from datetime import datetime, timezone
+
+    from prose_tui.history import Journal
+
+    run_dir = snapshot_run(tmp_path)
+    state = tmp_path / "home" / "state.md"
+    state.write_text((run_dir / "state.md").read_text().replace("demo.prose", SECRET))
+    (run_dir / "state.md").unlink()
+    (run_dir / "state.md").symlink_to(state)
+    journal = Journal(tmp_path / "journal")
+    journal.record(run_dir, set(), datetime(2026, 3, 1, 10, 8, tzinfo=timezone.utc))
+    kept = [p for p in (tmp_path / "journal").rglob("*") if p.is_file()]
+    assert kept  # the run's own bindings were recorded
+    for path in kept:
+        assert SECRET.encode() not in path.read_bytes(), path.name
+    index = "".join(p.read_text() for p in kept if p.name == "index.jsonl")
+    assert "bindings/kept.md" in index and "bindings/linked.md" not in index  # not even its size
+
+
 # -- 0.15 skill runs: world model and receipts ------------------------------------------------------------
 def test_world_model_and_receipts_outside_a_skill_run_are_not_read(tmp_path, capsys):
     src = FIXTURES / "skill" / "completed" / "runs" / "20260702-091500-a1b2c3"

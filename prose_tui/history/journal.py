@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -262,7 +263,9 @@ class Journal:
             elif (head == "bindings" and len(parts) >= 2 and is_binding_name(parts[-1])) or (
                     head == "agents" and len(parts) == 3 and segment_number(full) is not None):
                 try:
-                    st: os.stat_result | None = os.stat(full)
+                    st: os.stat_result | None = os.lstat(full)
+                    if st is not None and stat.S_ISLNK(st.st_mode):  # a link: followed only inside the run
+                        st = os.stat(full) if inside(full, run_dir) else None
                 except OSError:
                     st = None
                 kind = "binding" if head == "bindings" else "segment"
