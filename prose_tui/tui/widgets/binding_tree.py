@@ -29,10 +29,10 @@ def _binding_label(b) -> Text:
     label = Text()
     label.append(b.name)
     label.append(f"  {b.kind or '—'}", _KIND_STYLE.get(b.kind or "", "dim") or "dim")
-    if not b.exists:
-        label.append("  missing", "yellow")
-    elif b.outside:
+    if b.outside:  # before "missing": an Index row naming ../x.md is outside, whether or not x.md exists
         label.append(f"  {OUTSIDE_RUN}", "yellow")
+    elif not b.exists:
+        label.append("  missing", "yellow")
     elif b.encrypted:
         label.append("  encrypted", "yellow")
     elif b.warning:
