@@ -35,7 +35,8 @@ OUTSIDE_RUN = "outside the run: not read"
 
 
 class OutsideRun(OSError):
-    """A file a run names lies outside the run: it was not opened. ``strerror`` is
+    """A file a run names lies outside the run: it was not read (refused before ``open``, or
+    right after it when the file opened is not the one checked). ``strerror`` is
     :data:`OUTSIDE_RUN`; ``filename`` is the path as the run named it (never the target)."""
 
     def __init__(self, path: Path | str) -> None:
