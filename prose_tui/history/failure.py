@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
 from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
 from prose_tui.history.nodes import (
@@ -264,8 +265,9 @@ def _block_context(lines: list[str], start: int) -> list[str]:
 def _program_lines(run: Run) -> list[str]:
     if run.program_path is None:
         return []
-    try:
-        return run.program_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:  # the run's own file: read only below its root (backends/common/contained.py)
+        with open_regular(run.program_path, root=run.root) as fh:
+            return fh.read(8 * 1024 * 1024).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return []
 

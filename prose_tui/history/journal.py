@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -45,9 +46,10 @@ import platformdirs
 
 from prose_tui.backends.common.agents import segment_number
 from prose_tui.backends.common.bindings import is_binding_name
+from prose_tui.backends.common.contained import inside
 from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
-from prose_tui.backends.common.text import decode
+from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "run_files"]
@@ -262,7 +264,9 @@ class Journal:
             elif (head == "bindings" and len(parts) >= 2 and is_binding_name(parts[-1])) or (
                     head == "agents" and len(parts) == 3 and segment_number(full) is not None):
                 try:
-                    st: os.stat_result | None = os.stat(full)
+                    st: os.stat_result | None = os.lstat(full)
+                    if st is not None and stat.S_ISLNK(st.st_mode):  # a link: followed only inside the run
+                        st = os.stat(full) if inside(full, run_dir) else None
                 except OSError:
                     st = None
                 kind = "binding" if head == "bindings" else "segment"
@@ -284,7 +288,7 @@ class Journal:
             rows.append({"t": stamp, "k": kind, "p": rel_text, "size": st.st_size, "mtime": st.st_mtime})
             added.append(JournalEntry(now, kind, path, size=st.st_size, mtime=st.st_mtime))
         if state is not None:
-            entry = self._state_entry(state, folder, seen, now)
+            entry = self._state_entry(state, folder, seen, now, run_dir)
             if entry is not None:
                 row: dict[str, object] = {"t": stamp, "k": entry.kind, "p": "state.md"}
                 if entry.kind == "state":
@@ -299,16 +303,17 @@ class Journal:
                 known.extend(added)  # this run's entries only: its imports' follow below
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
-            if child.is_dir():
+            if child.is_dir() and inside(child, run_dir):  # an import that links out of the run is not kept
                 added.extend(self._record(child, self.folder(child), paths, now))
         return added
 
-    def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime) -> JournalEntry | None:
+    def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime,
+                     run_dir: Path | None = None) -> JournalEntry | None:
         # An event log is its own history and encrypted text tells nothing: neither is kept.
         # A log that only grew since it was last seen as one (same inode, not shorter) is
         # still one: it is not read again (it is the whole run, read per appended event).
-        try:
-            with open(path, "rb") as fh:
+        try:  # a state.md that links outside the run is never read (nor kept in the journal)
+            with open_regular(path, root=run_dir) as fh:
                 st = os.fstat(fh.fileno())
                 known = seen.event_log
                 if known is not None and known[:2] == (st.st_ino, st.st_dev) and st.st_size >= known[2]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.bindings import name_and_scope
+from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.filesystem.snapshot import SnapshotState
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.refs import EventRef
@@ -178,7 +179,8 @@ def current_state(run: Run) -> tuple[str | None, str | None]:
         known = _CURRENT.get(key)
         if known is not None:
             return known
-        data = run.state_file.read_bytes()
+        with open_regular(run.state_file, root=run.root) as fh:  # never a file outside the run
+            data = fh.read()
     except OSError:
         return None, None
     return _remember_current(key, data, sha256_of(data))

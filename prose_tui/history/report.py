@@ -20,6 +20,7 @@ from typing import Any
 
 from prose_tui import __version__
 from prose_tui.backends import backend_of
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import read_window
 from prose_tui.history.cursor import state_at
 from prose_tui.history.failure import failure_context
@@ -125,20 +126,27 @@ class Cut:
 
 
 def read_binding_text(run: Run, binding: Binding, limit: int = VALUE_LIMIT) -> Cut:
-    """A binding's value, at most ``limit`` bytes, through its backend (never read whole)."""
+    """A binding's value, at most ``limit`` bytes, through its backend (never read whole).
+    A file outside the run (``Binding.outside``, or found so now: ``run.root``) is not read:
+    its warning is "outside the run: not read"."""
+    if binding.outside:
+        return Cut("", 0, warning=OUTSIDE_RUN)
     if not binding.exists:
         return Cut("", 0, warning="the binding's file is missing")
     try:
         if run.backend is Backend.FILESYSTEM:
-            text, size, truncated = read_window(binding.path, offset=binding.value_offset, max_bytes=limit)
+            text, size, truncated = read_window(binding.path, offset=binding.value_offset, max_bytes=limit,
+                                                root=run.root)
             return Cut(text, max(0, size - binding.value_offset), truncated, binding.warning)
         value = backend_of(run).read_value(run, binding)
         if value.text is not None:
             return _cut_text(value.text, limit, value.warning or binding.warning)
         if value.path is not None:
-            text, size, truncated = read_window(value.path, offset=value.offset, max_bytes=limit)
+            text, size, truncated = read_window(value.path, offset=value.offset, max_bytes=limit, root=run.root)
             return Cut(text, max(0, size - value.offset), truncated, value.warning or binding.warning)
         return Cut("", 0, warning=value.warning or "no value")
+    except OutsideRun:
+        return Cut("", 0, warning=OUTSIDE_RUN)
     except (OSError, LookupError, ValueError) as exc:
         return Cut("", binding.bytes, warning=f"could not read the value: {exc}")
 
@@ -150,11 +158,13 @@ def _cut_text(text: str, limit: int, warning: str | None = None) -> Cut:
     return Cut(data[:limit].decode("utf-8", "ignore"), len(data), True, warning)
 
 
-def _read_file(path: Path | None, limit: int) -> Cut | None:
+def _read_file(path: Path | None, limit: int, root: Path | None = None) -> Cut | None:
     if path is None:
         return None
     try:
-        text, size, truncated = read_window(path, max_bytes=limit)
+        text, size, truncated = read_window(path, max_bytes=limit, root=root)
+    except OutsideRun:
+        return Cut("", 0, warning=OUTSIDE_RUN)
     except OSError as exc:
         return Cut("", 0, warning=f"could not read {path.name}: {exc.strerror or exc}")
     return Cut(text, size, truncated)
@@ -163,9 +173,12 @@ def _read_file(path: Path | None, limit: int) -> Cut | None:
 def agent_memory(agent: Agent, limit: int = VALUE_LIMIT) -> Cut | None:
     """An agent's memory, at most ``limit`` bytes: its ``memory.md`` file (filesystem runs),
     else the text a database holds (``details["memory"]``, seeds/sqlite.md); ``None`` for a
-    stateless agent."""
+    stateless agent. A memory file outside the agent's root (``Agent.root``: the run's, or
+    its scope's ``agents/``) is not read: its warning is "outside the run: not read"."""
     if agent.memory is not None:
-        return _read_file(agent.memory, limit)
+        if agent.memory in agent.outside:
+            return Cut("", 0, warning=OUTSIDE_RUN)
+        return _read_file(agent.memory, limit, agent.root)
     text = agent.details.get("memory")
     return _cut_text(text, limit) if text else None
 
@@ -306,7 +319,8 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
     agents = [AgentItem(a.name, a.scope or "—", agent_memory(a, value_limit),
                         [(s.number, s.timestamp or "", s.prompt or "") for s in a.segments])
               for a in shown.agents]
-    imports = [(i.import_handle or i.id, i.status.value, i.program or "") for i in shown.imports]
+    imports = [(i.import_handle or i.id, i.status.value, i.program or (OUTSIDE_RUN if OUTSIDE_RUN in i.warnings else ""))
+               for i in shown.imports]
     stack = [(str(f.execution_id), f.block, f.depth, f.status or "") for f in shown.call_stack]
     stamp = (now or datetime.now().astimezone()).isoformat(sep=" ", timespec="seconds")
     return Report(run=shown, history=history, at=at, generated=stamp, header=header, trace=trace,

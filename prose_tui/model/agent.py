@@ -26,6 +26,11 @@ class Agent:
     was found in), or what the Index says for others (``stateless``, ``session``...).
     ``path`` is the memory folder, ``None`` for a stateless agent. ``details`` keeps extra
     Index columns (``Model``, ``Prompt``...) as written.
+
+    ``root`` is the folder its memory and segments are read below (the run's root for
+    execution scope, the scope's ``agents/`` folder for project and user scope);
+    ``outside`` the files of it (or its folder) that lie outside that root: listed, never
+    read ("outside the run: not read", backends/common/contained.py).
     """
 
     name: str
@@ -34,3 +39,5 @@ class Agent:
     memory: Path | None = None
     segments: list[Segment] = field(default_factory=list)
     details: dict[str, str] = field(default_factory=dict)
+    root: Path | None = None
+    outside: list[Path] = field(default_factory=list)

@@ -16,6 +16,9 @@ class Binding:
     show a window of a large value without reading the file whole. ``bytes`` is the file
     size. ``service`` is set for contract runs (``bindings/{service}/{name}.md``).
     ``exists`` is false for a binding the index names but whose file is missing.
+    ``outside`` is true for a file that lies outside the run (a ``../`` or absolute path, a
+    symlink resolving elsewhere: backends/common/contained.py): it is never read, its
+    ``warning`` says "outside the run: not read" and ``bytes`` is 0.
     ``failure`` says what failed where the binding records it (a non-zero ``exit_code``
     field or line, an error line such as ``make: *** [all] Error 1``), else ``None``.
     """
@@ -33,6 +36,7 @@ class Binding:
     encrypted: bool = False
     fields: dict[str, str] | None = None
     warning: str | None = None
+    outside: bool = False
     failure: str | None = None  # "exit 2 · make: *** [all] Error 2": a non-zero exit code or error line it records
 
     @property

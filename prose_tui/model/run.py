@@ -115,6 +115,9 @@ class Run:
     # An event-log run's program file as read with the run (by the backend, off the UI thread):
     # what the explorer annotates from the log. ``None``: not read (no program file, a summary).
     program_text: str | None = None
+    # The run folder resolved once (backends/common/contained.run_root): every file the run
+    # names is read only below it ("outside the run: not read"). ``None``: not a folder run.
+    root: Path | None = None
 
     @property
     def executing(self) -> TraceLine | None:

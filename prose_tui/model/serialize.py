@@ -62,6 +62,7 @@ def binding(b: Binding) -> dict[str, Any]:
         **({"service": b.service} if b.service else {}),
         **({"encrypted": True} if b.encrypted else {}),
         **({"warning": b.warning} if b.warning else {}),
+        **({"outside": True} if b.outside else {}),
         **({"failure": b.failure} if b.failure else {}),
     }
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prose_tui.backends.common.text import decode, read_window
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
+from prose_tui.backends.common.text import decode, open_regular, read_window
 from prose_tui.model import Backend, Run
 from prose_tui.tui.targets import Target
 
@@ -60,13 +61,15 @@ class Content:
     """What a target holds. ``file`` is the run's own file when the target is one whole
     file (a binding, memory or segment file, a state file); ``text`` is the value itself
     (from the value offset for a binding), cut to the limit asked for; ``size`` its full
-    size in UTF-8 bytes and ``cut`` whether ``text`` is shorter than that."""
+    size in UTF-8 bytes and ``cut`` whether ``text`` is shorter than that. ``root`` is the
+    folder ``file`` must still lie in when it is copied (the run's root)."""
 
     name: str
     text: str
     size: int
     cut: bool
     file: Path | None = None
+    root: Path | None = None
 
 
 class NotReadable(Exception):
@@ -79,6 +82,8 @@ def target_content(target: Target, *, limit: int | None = None) -> Content:
     binding = target.binding
     if binding is not None and binding.encrypted:
         raise NotReadable(f"{target.title} is SOPS-encrypted: its value is not handed out")
+    if binding is not None and binding.outside:
+        raise NotReadable(f"{target.title}: {OUTSIDE_RUN}")
     if target.text is not None:
         return _clip(name, target.text, limit)
     if target.read is not None:
@@ -93,18 +98,20 @@ def target_content(target: Target, *, limit: int | None = None) -> Content:
         raise NotReadable(f"{target.title} has no file to open")
     offset = binding.value_offset if binding is not None else 0
     try:
-        text, size, cut = read_window(target.path, offset=offset, max_bytes=limit or (1 << 62))
+        text, size, cut = read_window(target.path, offset=offset, max_bytes=limit or (1 << 62), root=target.root)
+    except OutsideRun as exc:
+        raise NotReadable(f"{target.title}: {OUTSIDE_RUN}") from exc
     except OSError as exc:
         raise NotReadable(f"cannot read {target.path.name}: {exc.strerror or exc}") from exc
     size -= min(offset, size)
-    return Content(name, text.lstrip("\n") if offset else text, size, cut, file=target.path)
+    return Content(name, text.lstrip("\n") if offset else text, size, cut, file=target.path, root=target.root)
 
 
 def state_target(run: Run) -> Target:
     """The run's state file as a target (a SQLite run's trace as text: its state.db is binary)."""
     state = run.state_file
     if state is not None and run.backend is not Backend.SQLITE and state.suffix != ".db":
-        return Target("state", state.name, state)
+        return Target("state", state.name, state, root=run.root)
     if not run.trace:  # not read yet, or nothing parsed: there is nothing to hand out
         return Target("state", f"run {run.id}")
     text = "\n".join(f"{t.line:>4}  {t.text}" + (f"  # {t.note}" if t.note else "") for t in run.trace)
@@ -132,8 +139,9 @@ def read_only_copy(content: Content) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="prose-tui-"))
     copy = folder / content.name
     try:
-        if content.file is not None:
-            shutil.copyfile(content.file, copy)
+        if content.file is not None:  # checked again: the file may have become a link out since it was read
+            with open_regular(content.file, root=content.root) as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst)
         else:
             copy.write_text(content.text, encoding="utf-8")
         copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)

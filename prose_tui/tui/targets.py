@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import read_window, visible
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.registry import backend_of
@@ -27,6 +28,9 @@ class Target:
     else the file itself from the binding's value offset. ``note`` is one line the viewer
     shows above the value (a backend's ``Value.note``: "content address sha256:…");
     ``value()``, where given, reads text, note and warning at once (``read`` is its text).
+    ``root``, where given, is the folder ``path`` must lie in to be read (the run's
+    ``Run.root``, an agent's ``Agent.root``): a file outside it shows "outside the run:
+    not read" (backends/common/contained.py).
     """
 
     kind: TargetKind
@@ -38,6 +42,7 @@ class Target:
     read: Callable[[], str] | None = None
     note: str = ""
     value: Callable[[], Value] | None = None
+    root: Path | None = None
 
     @property
     def key(self) -> tuple:
@@ -96,9 +101,13 @@ def read_target(target: Target | None, *, window: int, tail: bool = False) -> Ta
         return TargetRead(note=note, error=f"cannot read the value: {exc}")
     if (target.binding is not None and target.binding.encrypted) or target.path is None:
         return TargetRead(note=note)
+    if target.binding is not None and target.binding.outside:
+        return TargetRead(note=note, error=OUTSIDE_RUN)
     offset = target.binding.value_offset if target.binding is not None else 0
     try:
-        text, size, truncated = read_window(target.path, offset=offset, max_bytes=window, tail=tail)
+        text, size, truncated = read_window(target.path, offset=offset, max_bytes=window, tail=tail, root=target.root)
+    except OutsideRun:
+        return TargetRead(note=note, error=OUTSIDE_RUN)
     except OSError as exc:
         return TargetRead(note=note, error=f"cannot read {target.path.name}: {exc.strerror or exc}")
     except Exception as exc:  # undecodable, or any reader fault: shown as a warning, never a traceback
@@ -111,19 +120,22 @@ def binding_target(binding: Binding, run: Run | None = None) -> Target:
     (a database row, a narrated value, a world model) gets a reader through the backend's
     ``read_value``. The backend's ``Value.note`` becomes the target's (a file binding's is
     known without reading: a 0.15 world model's content address)."""
-    if run is None:
-        return Target("binding", binding.name, binding.path, binding, warning=binding.warning)
+    if run is None or binding.outside:
+        return Target("binding", binding.name, binding.path, binding, warning=binding.warning,
+                      root=run.root if run is not None else None)
     backend = backend_of(run)
     if run.backend is Backend.FILESYSTEM:
         note = backend.read_value(run, binding).note  # metadata only: the file is read by the viewer
-        return Target("binding", binding.name, binding.path, binding, warning=binding.warning, note=note)
+        return Target("binding", binding.name, binding.path, binding, warning=binding.warning, note=note,
+                      root=run.root)
 
     def value() -> Value:
         return backend.read_value(run, binding)
 
     def read() -> str:
         return value().text or ""
-    return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read, value=value)
+    return Target("binding", binding.name, binding.path, binding, warning=binding.warning, read=read, value=value,
+                  root=run.root)
 
 
 def resolve_trace_binding(run: Run, rel_path: str | None, text: str) -> Binding | None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from prose_tui.backends.common.contained import inside
 from prose_tui.backends.common.text import decode, open_regular, visible_name
 from prose_tui.model import Agent, Segment
 
@@ -20,13 +21,16 @@ _FIELD = re.compile(r"^\s*(timestamp|prompt)\s*:\s*(.*)$", re.IGNORECASE)
 _SEGMENT_HEAD = 2048
 
 
-def read_segment(path: Path, number: int) -> Segment:
-    """A segment's number, timestamp and prompt from its first 2 KiB. Never raises."""
+def read_segment(path: Path, number: int, root: Path | None = None) -> Segment:
+    """A segment's number, timestamp and prompt from its first 2 KiB. Never raises. With
+    ``root``, a segment file outside it is neither measured nor read (no timestamp, 0 bytes)."""
     seg = Segment(number=number, path=path)
+    if root is not None and not inside(path, root):
+        return seg
     try:
-        st = path.stat()
-        seg.bytes, seg.mtime = st.st_size, st.st_mtime
-        with open_regular(path) as fh:
+        with open_regular(path, root=root) as fh:
+            st = os.fstat(fh.fileno())
+            seg.bytes, seg.mtime = st.st_size, st.st_mtime
             head = decode(fh.read(_SEGMENT_HEAD))
     except OSError:
         return seg
@@ -48,14 +52,23 @@ def read_segment(path: Path, number: int) -> Segment:
 _known_heads: dict[Path, dict[str, tuple[tuple[int, int], Segment]]] = {}
 
 
-def read_agent_dir(folder: Path, scope: str) -> Agent:
+def read_agent_dir(folder: Path, scope: str, root: Path | None = None) -> Agent:
     """The agent whose memory lives in ``folder``; segments sorted by number.
 
     A segment whose size and modification time are unchanged since this folder was last read
-    is not opened again (its head is reused)."""
-    agent = Agent(name=visible_name(folder.name), scope=scope, path=folder)
+    is not opened again (its head is reused). With ``root`` (``run_root`` of the run, or of
+    the scope's ``agents/``), a folder, ``memory.md`` or segment that resolves outside it is
+    listed in ``Agent.outside`` and not read (a folder outside: nothing in it is listed)."""
+    agent = Agent(name=visible_name(folder.name), scope=scope, path=folder, root=root)
+    if root is not None and not inside(folder, root):
+        agent.outside.append(folder)
+        return agent
     memory = folder / "memory.md"
-    agent.memory = memory if memory.is_file() else None
+    if root is not None and os.path.islink(memory) and not inside(memory, root):
+        agent.memory = memory
+        agent.outside.append(memory)
+    else:
+        agent.memory = memory if memory.is_file() else None
     known = _known_heads.get(folder, {})
     seen: dict[str, tuple[tuple[int, int], Segment]] = {}
     try:
@@ -66,6 +79,10 @@ def read_agent_dir(folder: Path, scope: str) -> Agent:
     for entry in entries:
         m = _SEGMENT.match(entry.name)
         if m is None:
+            continue
+        if root is not None and entry.is_symlink() and not inside(entry.path, root):
+            agent.outside.append(folder / entry.name)
+            agent.segments.append(Segment(number=int(m.group("num")), path=folder / entry.name))
             continue
         try:
             if not entry.is_file():
@@ -78,7 +95,7 @@ def read_agent_dir(folder: Path, scope: str) -> Agent:
         if cached is not None and cached[0] == key:
             seg = replace(cached[1])
         else:
-            seg = read_segment(folder / entry.name, int(m.group("num")))
+            seg = read_segment(folder / entry.name, int(m.group("num")), root)
         seen[entry.name] = (key, replace(seg))
         agent.segments.append(seg)
     _known_heads[folder] = seen

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import frontmatter
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import open_regular, visible, visible_name
 from prose_tui.model import Binding
@@ -34,11 +35,6 @@ def name_and_scope(stem: str) -> tuple[str, int | None]:
     if m:
         return m.group("name"), int(m.group("eid"))
     return stem, None
-
-
-def _read_head(path: Path) -> bytes:
-    with open_regular(path) as fh:
-        return fh.read(HEAD_BYTES)
 
 
 def parse_binding_head(head: str) -> tuple[dict[str, str], str | None, int | None, str | None]:
@@ -125,28 +121,41 @@ def failure_of(fields: dict[str, str], text: str) -> str | None:
     return " · ".join(parts) or None
 
 
-def read_binding(path: Path, bindings_root: Path) -> Binding:
+def outside_binding(binding: Binding) -> Binding:
+    """``binding`` marked as lying outside the run: not read, no size, the note as warning."""
+    binding.outside, binding.bytes, binding.warning = True, 0, OUTSIDE_RUN
+    return binding
+
+
+def read_binding(path: Path, bindings_root: Path, root: Path | None = None) -> Binding:
     """Build a ``Binding`` from a file under ``bindings/``. Never raises.
 
     The name comes from the file name (scoped ``{name}__{execution_id}``); ``service`` is the
-    folder between ``bindings/`` and the file for contract runs.
+    folder between ``bindings/`` and the file for contract runs. With ``root`` (the run's
+    ``run_root``), a file that resolves outside it (a symlink to ``~/secret.txt``) is not
+    opened nor measured: it is marked ``outside`` (see ``outside_binding``).
     """
     rel = path.relative_to(bindings_root)
     name, eid = name_and_scope(visible_name(path.stem))
     service = visible_name(rel.parts[0]) if len(rel.parts) > 1 else None
     binding = Binding(name=name, path=path, execution_id=eid, service=service)
-    try:
-        st = path.stat()
-    except OSError as exc:
-        binding.exists = False
+    try:  # opened first (checked against the root there), then measured by its descriptor
+        with open_regular(path, root=root) as fh:
+            st = os.fstat(fh.fileno())
+            raw = fh.read(HEAD_BYTES)
+    except OutsideRun:
+        return outside_binding(binding)
+    except OSError as exc:  # there but unreadable (permissions, a named pipe): say why; gone: missing
+        try:
+            st = path.stat()
+        except OSError as gone:
+            binding.exists = False
+            binding.warning = f"cannot read {rel}: {gone.strerror or gone}"
+            return binding
+        binding.bytes, binding.mtime = st.st_size, st.st_mtime
         binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
         return binding
     binding.bytes, binding.mtime = st.st_size, st.st_mtime
-    try:
-        raw = _read_head(path)
-    except OSError as exc:  # there but unreadable (permissions, a named pipe): say why
-        binding.warning = f"cannot read {rel}: {exc.strerror or exc}"
-        return binding
     head = raw.decode("utf-8", errors="replace")  # offsets must stay byte-true; sanitised on display
     if looks_encrypted(head):
         binding.encrypted = True
@@ -171,21 +180,25 @@ def read_binding(path: Path, bindings_root: Path) -> Binding:
     return binding
 
 
-def scan_bindings(run_dir: Path) -> list[Binding]:
-    """Every binding file under ``run_dir/bindings`` (recursively), sorted by path."""
-    root = run_dir / "bindings"
-    if not root.is_dir():
+def scan_bindings(run_dir: Path, root: Path | None = None) -> list[Binding]:
+    """Every binding file under ``run_dir/bindings`` (recursively), sorted by path. With
+    ``root`` (the run's ``run_root``) a file, or a ``bindings/`` folder, that resolves
+    outside it is listed ``outside`` and not read."""
+    folder = run_dir / "bindings"
+    if not folder.is_dir():
         return []
+    if root is not None and not inside(folder, root):  # bindings/ itself a symlink elsewhere
+        return [outside_binding(Binding(name="bindings", path=folder, exists=True))]
     found: list[Binding] = []
-    base = len(root.parts)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    base = len(folder.parts)
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         # Bindings sit at most a service folder deep; a pathologically deep tree would
         # otherwise exhaust os.walk's recursion (RecursionError) on Python 3.11.
         dirnames[:] = sorted(dirnames) if len(Path(dirpath).parts) - base < MAX_BINDING_DEPTH else []
         for fn in sorted(filenames):
             if fn.startswith(".") or not fn.endswith(_BINDING_SUFFIXES):
                 continue
-            found.append(read_binding(Path(dirpath) / fn, root))
+            found.append(read_binding(Path(dirpath) / fn, folder, root))
     return found
 
 

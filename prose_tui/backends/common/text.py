@@ -15,6 +15,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from prose_tui.backends.common.contained import check, check_open
+
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 _NAME_CONTROLS = re.compile(r"[\x00-\x1f\x7f\x80-\x9f]")
 
@@ -44,15 +46,22 @@ def decode(data: bytes) -> str:
     return visible(data.decode("utf-8", errors="replace"))
 
 
-def open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path, *, root: Path | None = None) -> BinaryIO:
     """Open ``path`` for binary reading only if it is a regular file (after symlinks).
 
     A named pipe, socket or device in a run folder would block ``open`` (a FIFO with no
     writer) or never end (``/dev/zero``); it is refused with ``OSError`` ("not a regular
     file") without blocking: the file is opened non-blocking and checked with ``fstat``.
+
+    With ``root`` (a run's :func:`~prose_tui.backends.common.contained.run_root`), a path
+    that leaves the run (``..``, an absolute path, a symlink or symlinked folder resolving
+    outside) is refused with :class:`~prose_tui.backends.common.contained.OutsideRun`
+    ("outside the run: not read"), before opening and again for the file opened.
     """
+    check(path, root)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
+        check_open(fd, path, root)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         if hasattr(os, "set_blocking"):
@@ -63,13 +72,15 @@ def open_regular(path: Path) -> BinaryIO:
         raise
 
 
-def read_window(path: Path, *, offset: int = 0, max_bytes: int = 256 * 1024, tail: bool = False) -> tuple[str, int, bool]:
+def read_window(path: Path, *, offset: int = 0, max_bytes: int = 256 * 1024, tail: bool = False,
+                root: Path | None = None) -> tuple[str, int, bool]:
     """Read at most ``max_bytes`` of ``path`` from ``offset`` (or its last ``max_bytes`` with ``tail``).
 
     Returns ``(text, size_in_bytes, truncated)``. Never reads the whole of a large file.
-    Raises ``OSError`` when the file cannot be opened.
+    Raises ``OSError`` when the file cannot be opened, ``OutsideRun`` (an ``OSError``)
+    when ``root`` is given and the file lies outside it (see ``open_regular``).
     """
-    with open_regular(path) as fh:
+    with open_regular(path, root=root) as fh:
         size = os.fstat(fh.fileno()).st_size
         start = offset if 0 <= offset <= size else 0
         length = size - start

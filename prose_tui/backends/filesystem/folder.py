@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
-from prose_tui.backends.common.bindings import scan_bindings
+from prose_tui.backends.common.bindings import outside_binding, scan_bindings
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside, lexically_inside, run_root
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.project import read_env, read_state_json
 from prose_tui.backends.common.status import (
@@ -27,7 +28,7 @@ from prose_tui.backends.common.status import (
     infer_status,
     run_id_time,
 )
-from prose_tui.backends.common.text import decode, visible_name
+from prose_tui.backends.common.text import decode, open_regular, visible_name
 from prose_tui.backends.filesystem.eventlog import (
     EventLog,
     looks_like_event_log,
@@ -95,18 +96,20 @@ def project_dir_of(run_dir: Path) -> Path | None:
     return None
 
 
-def read_text(path: Path, limit: int = MAX_STATE_BYTES) -> tuple[str, bool]:
-    """Up to ``limit`` bytes of ``path`` decoded as UTF-8 with replacement; and whether it was cut."""
-    with open(path, "rb") as fh:
+def read_text(path: Path, limit: int = MAX_STATE_BYTES, *, root: Path | None = None) -> tuple[str, bool]:
+    """Up to ``limit`` bytes of ``path`` decoded as UTF-8 with replacement; and whether it was cut.
+    Raises ``OSError``; ``OutsideRun`` when ``root`` is given and ``path`` leaves it."""
+    with open_regular(path, root=root) as fh:
         data = fh.read(limit + 1)
     return decode(data[:limit]), len(data) > limit
 
 
-def program_text(path: Path) -> str | None:
+def program_text(path: Path, root: Path | None = None) -> str | None:
     """The program file's text (UTF-8 with replacement, its first 8 MiB), read with the run so
-    a view annotates it without reading; ``None`` when it cannot be read."""
+    a view annotates it without reading; ``None`` when it cannot be read or lies outside
+    ``root`` (the run's ``run_root``)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, root=root) as fh:
             return fh.read(MAX_STATE_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
@@ -121,6 +124,7 @@ def load_run(
     home: Path | None = None,
     summary: bool = False,
     tails: dict | None = None,
+    root: Path | None = None,
     _depth: int = 0,
     _seen: frozenset[Path] = frozenset(),
 ) -> Run:
@@ -133,27 +137,35 @@ def load_run(
     :class:`~prose_tui.backends.filesystem.tail.EventLogTail` an event log was parsed with,
     so a later change parses only appended bytes.
 
+    ``root`` is the folder every file the run names must lie in (default: ``run_dir``
+    resolved once; an import is read with its top run's). A file outside it (a symlink to
+    ``~/secret.txt``, an Index row ``../x.md``) is listed with the note "outside the run:
+    not read" and never read (backends/common/contained.py); ``run.root`` keeps it for the
+    views, which read values later.
+
     Raises ``FileNotFoundError`` only when ``run_dir`` is not a folder.
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
-    run, snapshot = _read_state(run_dir, tails, now)
+    root = root or run_root(run_dir)
+    run, snapshot = _read_state(run_dir, tails, now, root)
     if summary:
         _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
         _skill_status(run)
         return run
-    run.bindings = _merge_bindings(scan_bindings(run_dir), snapshot, run_dir)
+    run.bindings = _merge_bindings(scan_bindings(run_dir, root), snapshot, run_dir)
     if run.events:
         _link_event_bindings(run)
     if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) and run.program_path is not None:
-        run.program_text = program_text(run.program_path)
-    run.agents = _agents(run_dir, snapshot, run.program_path, home)
+        run.program_text = program_text(run.program_path, root)
+    run.agents = _agents(run_dir, snapshot, run.program_path, home, root)
     if any(b.encrypted for b in run.bindings) and not run.encrypted:
         run.warnings.append("some binding files are SOPS-encrypted")
     _project_files(run, run_dir)
-    run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings)
+    run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings, root)
     _skill_hook(run, run_dir)
+    note_outside(run)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     _skill_status(run)
     return run
@@ -172,20 +184,25 @@ def _skill_status(run: Run) -> None:
         settle_status(run)
 
 
-def _read_state(run_dir: Path, tails: dict | None = None,
-                now: datetime | None = None) -> tuple[Run, SnapshotState | None]:
+def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None = None,
+                root: Path | None = None) -> tuple[Run, SnapshotState | None]:
     """A run from its state file alone (header, trace, call stack, events), and the parsed
     snapshot whose Index names its bindings and agents (``None`` for other formats).
     An event log is parsed with a tail kept in ``tails`` (see ``load_run``). A header or
     event time in the future (beyond ``status.FUTURE_SKEW`` of ``now``) is warned about
-    and replaced by the file's time (``status.distrust_future``)."""
-    run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
+    and replaced by the file's time (``status.distrust_future``). A state file outside
+    ``root`` is not read (a warning says so)."""
+    root = root or run_root(run_dir)
+    run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root)
     state_file = state_file_of(run_dir)
     snapshot: SnapshotState | None = None
+    if state_file is not None and not inside(state_file, root):
+        run.warnings.append(f"{state_file.name}: {OUTSIDE_RUN}")
+        state_file = None
     if state_file is not None:
         run.state_file = state_file
         try:
-            with open(state_file, "rb") as fh:
+            with open_regular(state_file, root=root) as fh:
                 st = os.fstat(fh.fileno())
                 data = fh.read(MAX_STATE_BYTES + 1)
             run.state_mtime = st.st_mtime
@@ -217,6 +234,9 @@ def _read_state(run_dir: Path, tails: dict | None = None,
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
     run.program_path = program_file_of(run_dir)
+    if run.program_path is not None and not inside(run.program_path, root):
+        run.warnings.append(f"{run.program_path.name}: {OUTSIDE_RUN}")
+        run.program_path = None
     if run.program is None and run.program_path is not None:
         run.program = run.program_path.name
     if run.started is None:
@@ -256,7 +276,7 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     new bindings (merged as missing until their files arrive) or new agents (agents re-read).
     """
     run_dir = previous.path
-    run, snapshot = _read_state(run_dir, tails, now)
+    run, snapshot = _read_state(run_dir, tails, now, previous.root)
     merged = _MERGED.get(run_dir)
     if snapshot is not None and merged is not None and merged[1] is previous.bindings \
             and merged[0] == snapshot.binding_rows:
@@ -273,10 +293,11 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     if names <= {a.name for a in previous.agents}:
         run.agents = previous.agents
     else:
-        run.agents = _agents(run_dir, snapshot, run.program_path, home)
+        run.agents = _agents(run_dir, snapshot, run.program_path, home, run.root)
     run.imports = previous.imports
     run.sections += [s for s in previous.sections if s.title.startswith("Project .prose/")]
-    run.warnings += [w for w in previous.warnings if w.startswith(("some binding files", "imports nested", "import "))]
+    run.warnings += [w for w in previous.warnings if w.startswith(("some binding files", "imports nested", "import "))
+                     or (w.endswith(OUTSIDE_RUN) and w not in run.warnings)]
     _skill_hook(run, run_dir)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     _skill_status(run)
@@ -369,21 +390,25 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
         if binding is None:
             eid_text = row.get("execution id", "execution_id") or ""
             eid = int(m.group(0)) if (m := re.search(r"\d+", eid_text)) else None
-            found.append(Binding(name=name, path=run_dir / rel, kind=kind, execution_id=eid, exists=False,
-                                 warning="named in the Index but its file does not exist (yet)"))
+            missing = Binding(name=name, path=run_dir / rel, kind=kind, execution_id=eid, exists=False,
+                              warning="named in the Index but its file does not exist (yet)")
+            found.append(missing if lexically_inside(path, run_dir) else outside_binding(missing))
         elif binding.kind is None and kind:
             binding.kind = kind
     return found
 
 
-def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, home: Path | None) -> list[Agent]:
+def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, home: Path | None,
+            root: Path | None = None) -> list[Agent]:
+    """The run's agents: its own ``agents/*`` (read below ``root``), then those the Index or
+    the program names, from project or user scope (read below that scope's ``agents/``)."""
     agents: dict[str, Agent] = {}
     for folder in agent_files.agent_dirs(run_dir / "agents"):
-        agents[folder.name] = agent_files.read_agent_dir(folder, "execution")
+        agents[folder.name] = agent_files.read_agent_dir(folder, "execution", root)
     declared: dict[str, str | None] = {}
     if program is not None:
         try:
-            source, _ = read_text(program, 1024 * 1024)
+            source, _ = read_text(program, 1024 * 1024, root=root)
         except OSError:
             source = ""
         for m in _AGENT_DECL.finditer(source):
@@ -398,7 +423,7 @@ def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, hom
             continue
         scope_word = (rows[name].get("scope") if name in rows else None) or declared.get(name)
         scoped = _scoped_folder(name, scope_word, project, user_home)
-        agent = agent_files.read_agent_dir(scoped, scope_word or "project") if scoped else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
+        agent = agent_files.read_agent_dir(scoped, scope_word or "project", run_root(scoped.parent)) if scoped else Agent(name=name, scope=scope_word or ("stateless" if not declared.get(name) else declared[name]))
         if name in rows:
             agent.details = {k: v for k, v in rows[name].cells.items() if k not in ("name", "scope", "path") and v}
             agent.scope = agent.scope if scoped else rows[name].get("scope") or agent.scope
@@ -407,6 +432,11 @@ def _agents(run_dir: Path, snap: SnapshotState | None, program: Path | None, hom
 
 
 def _scoped_folder(name: str, scope: str | None, project: Path | None, home: Path) -> Path | None:
+    """``{project}/.prose/agents/{name}`` or ``~/.prose/agents/{name}`` (seeds/filesystem.md,
+    Memory Scoping), when it exists. ``name`` is the run's text: one that is not a plain
+    folder name (``..``, ``a/b``) names no folder."""
+    if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
+        return None
     scope = (scope or "").lower()
     candidates: list[Path] = []
     if project is not None and scope in ("project", "", "true"):
@@ -430,25 +460,66 @@ def _project_files(run: Run, run_dir: Path) -> None:
             run.sections.append(Section(f"Project .prose/{name}", f"```\n{body}\n```"))
 
 
-def _imports(run_dir, now, stale_after, home, depth, seen, warnings) -> list[Run]:
-    root = run_dir / "imports"
-    if not root.is_dir():
+def outside_import(child: Path, root: Path | None = None) -> Run:
+    """The stand-in for an ``imports/{handle}`` folder that lies outside the run (``root``): a
+    run with no content whose status reason and warning say "outside the run: not read"."""
+    sub = Run(id=visible_name(child.name), path=child, backend=Backend.FILESYSTEM, status_reason=OUTSIDE_RUN,
+              root=root)
+    sub.warnings.append(OUTSIDE_RUN)
+    sub.import_handle = visible_name(child.name)
+    return sub
+
+
+def _imports(run_dir, now, stale_after, home, depth, seen, warnings, root: Path | None = None) -> list[Run]:
+    folder = run_dir / "imports"
+    if not folder.is_dir():
         return []
     if depth >= MAX_IMPORT_DEPTH:
         warnings.append(f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown")
         return []
     out: list[Run] = []
-    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+    for child in sorted(p for p in folder.iterdir() if p.is_dir()):
+        if root is not None and not inside(child, root):
+            out.append(outside_import(child, root))
+            continue
         if child.resolve() in seen:
             warnings.append(f"import {child.name} loops back to a run already shown; skipped")
             continue
-        sub = load_run(child, now=now, stale_after=stale_after, home=home, _depth=depth + 1, _seen=seen)
+        sub = load_run(child, now=now, stale_after=stale_after, home=home, root=root, _depth=depth + 1, _seen=seen)
         sub.import_handle = visible_name(child.name)
         out.append(sub)
         capped = f"imports nested deeper than {MAX_IMPORT_DEPTH} levels are not shown"
         if capped in sub.warnings and capped not in warnings:
             warnings.append(capped)  # said on every run above the cap, so the top run's header shows it
     return out
+
+
+def note_outside(run: Run) -> None:
+    """Add one warning per file the run names that lies outside it (``bindings/linked.md:
+    outside the run: not read``): the header of every view and export lists them."""
+    notes: list[str] = []
+    for b in run.bindings:
+        if b.outside:
+            notes.append(f"{_shown(b.path, run.path)}: {OUTSIDE_RUN}")
+    for a in run.agents:
+        for path in a.outside:
+            try:
+                shown = path.relative_to(run.path).as_posix()
+            except ValueError:  # project or user scope: named by scope, not by the user's folders
+                shown = f"{a.scope} agent {a.name}" + ("" if path == a.path else f" {visible_name(path.name)}")
+            notes.append(f"{shown}: {OUTSIDE_RUN}")
+    for sub in run.imports:
+        if sub.status_reason == OUTSIDE_RUN and not sub.trace:
+            notes.append(f"imports/{sub.import_handle}: {OUTSIDE_RUN}")
+    run.warnings.extend(n for n in notes if n not in run.warnings)
+
+
+def _shown(path: Path, run_dir: Path) -> str:
+    """``path`` as the run wrote it, relative to the run folder where it is below it."""
+    try:
+        return path.relative_to(run_dir).as_posix()
+    except ValueError:
+        return visible_name(str(path))
 
 
 def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
@@ -464,7 +535,9 @@ def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
         if path is None:
             continue
         try:
-            text, cut = read_text(path, 2 * 1024 * 1024)
+            text, cut = read_text(path, 2 * 1024 * 1024, root=run.root)
+        except OutsideRun:
+            return [], f"{path.name}: {OUTSIDE_RUN}"
         except OSError as exc:
             return [], f"cannot read {path.name}: {exc.strerror or exc}"
         if looks_encrypted(text[:4096]):

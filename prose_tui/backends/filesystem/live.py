@@ -26,10 +26,13 @@ from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import is_binding_path, read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
+from prose_tui.backends.common.contained import inside
 from prose_tui.backends.filesystem.folder import (
     STATE_FILES,
     distrust_future_time,
     load_run,
+    note_outside,
+    outside_import,
     reload_state,
 )
 from prose_tui.backends.filesystem.skill import settle_status
@@ -80,7 +83,8 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
                and is_ledger_file(run_dir, p)}
     kinds = {part for p, part in parts.items() if p not in ledgers}
     if "program" in kinds or ("other" in kinds and not summary) or run.format is RunFormat.ENCRYPTED:
-        fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
+        fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
+                         root=run.root)
         delta = Delta.whole(fresh, paths)
         delta.reread = True
         return delta
@@ -93,7 +97,8 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
     if ledgers and not summary and delta.run is run:  # (a state change read the run again, ledgers too)
         events = apply_receipts(run, ledgers)
         if events is None:  # not a run whose ledger is followed: read it again
-            fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
+            fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
+                         root=run.root)
             whole = Delta.whole(fresh, paths)
             whole.reread = True
             return whole
@@ -116,6 +121,7 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
                 delta.imports = True
         for folder in sorted(agents_whole):  # once per agent, however many of its files changed
             _update_agent(run, run_dir, folder / "memory.md")
+        note_outside(run)
     run.status, run.status_reason = run_status(run, tails.get(run.path), now=now, stale_after=stale_after,
                                                observed=observed)
     if run.format is RunFormat.SKILL:
@@ -154,7 +160,8 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     # A snapshot rewrite, a new/removed state file, or a reset event log: read the state again.
     tails.pop(run_dir, None)
     if summary:
-        fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=True, tails=tails)
+        fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=True, tails=tails,
+                         root=run.root)
     else:
         fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
     out = Delta(fresh, set(paths))
@@ -292,7 +299,7 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
                     if isinstance(delta.trace_lines, set):
                         delta.trace_lines.add(i)
         return
-    binding = read_binding(path, run_dir / "bindings")
+    binding = read_binding(path, run_dir / "bindings", run.root)
     if index is None:
         run.bindings.append(binding)
     else:
@@ -319,10 +326,10 @@ def _prefetch_value(run: Run, path: Path, delta: Delta) -> None:
     """The start of a binding's value, read here (the live worker) so the value pane shows
     a binding just written without reading it on the UI thread."""
     binding = next((b for b in run.bindings if b.path == path), None)
-    if binding is None or not binding.exists or binding.encrypted:
+    if binding is None or not binding.exists or binding.encrypted or binding.outside:
         return
     try:
-        text, size, cut = read_window(path, offset=binding.value_offset, max_bytes=VALUE_WINDOW)
+        text, size, cut = read_window(path, offset=binding.value_offset, max_bytes=VALUE_WINDOW, root=run.root)
     except (OSError, ValueError):
         return  # the viewer reads it (and says why it cannot)
     delta.values[path] = ValueWindow(binding.value_offset, VALUE_WINDOW, text, size, cut)
@@ -338,11 +345,13 @@ def _update_segment(run: Run, run_dir: Path, path: Path) -> bool:
     if number is None or agent is None or folder.parent != run_dir / "agents":
         return False
     at = next((i for i, s in enumerate(agent.segments) if s.number == number), None)
+    if agent.root is not None and not inside(path, agent.root):
+        return False  # a segment that is a link elsewhere: the agent is read whole (and lists it outside)
     if not path.is_file():
         if at is not None:
             agent.segments.pop(at)
         return True
-    segment = agent_files.read_segment(path, number)
+    segment = agent_files.read_segment(path, number, agent.root)
     if at is not None:
         agent.segments[at] = segment
     elif not agent.segments or agent.segments[-1].number < number:
@@ -355,7 +364,7 @@ def _update_segment(run: Run, run_dir: Path, path: Path) -> bool:
 
 def _update_agent(run: Run, run_dir: Path, path: Path) -> None:
     folder = run_dir / "agents" / path.relative_to(run_dir / "agents").parts[0]
-    fresh = agent_files.read_agent_dir(folder, "execution") if folder.is_dir() else None
+    fresh = agent_files.read_agent_dir(folder, "execution", run.root) if folder.is_dir() else None
     run.agents = [a for a in run.agents if a.path != folder]
     if fresh is not None:
         run.agents.append(fresh)
@@ -367,8 +376,11 @@ def _update_import(run: Run, run_dir: Path, path: Path, now: datetime, stale_aft
     folder = run_dir / "imports" / handle
     handle = visible_name(handle)  # as load_run names imports
     run.imports = [i for i in run.imports if i.import_handle != handle]
-    if folder.is_dir():
-        child = load_run(folder, now=now, stale_after=stale_after)
+    if folder.is_dir() and run.root is not None and not inside(folder, run.root):
+        run.imports.append(outside_import(folder, run.root))
+        run.imports.sort(key=lambda i: i.import_handle or "")
+    elif folder.is_dir():
+        child = load_run(folder, now=now, stale_after=stale_after, root=run.root)
         child.import_handle = handle
         run.imports.append(child)
         run.imports.sort(key=lambda i: i.import_handle or "")

@@ -19,6 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, run_root
+from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.filesystem.tail import Change, FileTail
 from prose_tui.model import Receipt
 
@@ -137,8 +139,11 @@ def receipt_from(data: dict[str, Any], node: str, seq: int) -> Receipt:
     )
 
 
-def read_ledgers(run_dir: Path, files: dict[str, _Place] | None = None) -> Ledger:
+def read_ledgers(run_dir: Path, files: dict[str, _Place] | None = None, root: Path | None = None) -> Ledger:
     """Every ``receipts/*.jsonl`` of the run at ``run_dir`` (sorted by node name).
+
+    A file that lies outside ``root`` (default: ``run_dir`` resolved; a symlink to a file
+    elsewhere) is not read: a warning says "receipts/{name}: outside the run: not read".
 
     Each file is read up to :data:`MAX_LEDGER_BYTES` (a warning says when one was cut).
     A receipt's ``seq`` is its 0-based place in its node's chain. ``files``, when given,
@@ -147,12 +152,13 @@ def read_ledgers(run_dir: Path, files: dict[str, _Place] | None = None) -> Ledge
     """
     ledger = Ledger()
     folder = run_dir / "receipts"
+    root = root or run_root(run_dir)
     try:
         names = sorted(n for n in os.listdir(folder) if n.endswith((".jsonl", ".json")) and not n.startswith("."))
     except OSError:
         return ledger
     for name in names:
-        _read_file(ledger, folder, name, files)
+        _read_file(ledger, folder, name, files, root)
     return ledger
 
 
@@ -169,14 +175,17 @@ class _Place:
     half_warning: str | None = None
 
 
-def _read_file(ledger: Ledger, folder: Path, name: str, files: dict[str, _Place] | None) -> None:
-    """Read ``folder/name`` whole into its node's chain (emptied first)."""
+def _read_file(ledger: Ledger, folder: Path, name: str, files: dict[str, _Place] | None, root: Path | None) -> None:
+    """Read ``folder/name`` whole into its node's chain (emptied first), only below ``root``."""
     path = folder / name
     node = name.rsplit(".", 1)[0]
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, root=root) as fh:
             st = os.fstat(fh.fileno())
             data = fh.read(MAX_LEDGER_BYTES + 1)
+    except OutsideRun:
+        ledger.warnings.append(f"receipts/{name}: {OUTSIDE_RUN}")
+        return
     except OSError as exc:
         ledger.warnings.append(f"cannot read receipts/{name}: {exc.strerror or exc}")
         return
@@ -263,11 +272,13 @@ class LedgerTail:
     run_dir: Path
     ledger: Ledger
     files: dict[str, _Place] = field(default_factory=dict)
+    root: Path | None = None  # files are read only below it (the run's root)
 
     @classmethod
-    def read(cls, run_dir: Path) -> LedgerTail:
+    def read(cls, run_dir: Path, root: Path | None = None) -> LedgerTail:
         files: dict[str, _Place] = {}
-        return cls(run_dir, read_ledgers(run_dir, files), files)
+        root = root or run_root(run_dir)
+        return cls(run_dir, read_ledgers(run_dir, files, root), files, root)
 
     def update(self, names: set[str]) -> bool:
         """Bring the ledger up to date with the files ``names`` (``{node}.jsonl`` or
@@ -305,7 +316,7 @@ class LedgerTail:
 
     def _whole(self, folder: Path, name: str) -> None:
         files: dict[str, _Place] = {}
-        _read_file(self.ledger, folder, name, files)
+        _read_file(self.ledger, folder, name, files, self.root or run_root(self.run_dir))
         self.files.pop(name, None)
         if name in files:
             self.files[name] = files[name]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import frontmatter
 
+from prose_tui.backends.common.contained import run_root
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.filesystem.receipts import Ledger, LedgerTail, chain_break, read_ledgers
 from prose_tui.backends.filesystem.skill_live import SkillState, remember
@@ -99,15 +100,16 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     run.format = RunFormat.SKILL
     if run.program is None and run.header.get("root"):
         run.program = run.header["root"]
-    tail = None if summary else LedgerTail.read(run_dir)  # a full read follows appends (skill_live.py)
-    ledger = tail.ledger if tail is not None else read_ledgers(run_dir)
+    root = run.root or run_root(run_dir)  # every file below is read only inside the run
+    tail = None if summary else LedgerTail.read(run_dir, root)  # a full read follows appends (skill_live.py)
+    ledger = tail.ledger if tail is not None else read_ledgers(run_dir, root=root)
     run.warnings.extend(ledger.warnings)
     run.receipts = ledger.receipts
-    errors = {node: err for node in error_nodes(run_dir) if (err := read_error(run_dir, node)) is not None}
-    intent = read_compiled_intent(run_dir / INTENT_FILE)
+    errors = {node: err for node in error_nodes(run_dir) if (err := read_error(run_dir, node, root)) is not None}
+    intent = read_compiled_intent(run_dir / INTENT_FILE, root)
     if intent is not None:
         run.warnings.extend(intent.warnings)
-    run.nodes = _nodes(run_dir, ledger, intent, errors)
+    run.nodes = _nodes(run_dir, ledger, intent, errors, root)
     _metrics(run)
     _test_verdict(run)
     base = list(run.events)
@@ -116,7 +118,7 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
         remember(SkillState(run, tail, intent, errors, base, list(ledger.warnings)))
     if summary:
         return
-    run.bindings = _merge(world_model_bindings(run_dir, run.warnings), run.bindings)
+    run.bindings = _merge(world_model_bindings(run_dir, run.warnings, root), run.bindings)
     for node, err in errors.items():
         run.sections.append(Section(f"Error: {node} (workspace/{node}/__error.md)", err.text.strip()))
     if intent is not None and intent.nodes and run.program_path is None:
@@ -152,7 +154,7 @@ def _failure_text(receipt: Receipt | None, error: ErrorFile | None) -> str | Non
 
 
 def _nodes(run_dir: Path, ledger: Ledger, intent: CompiledIntent | None,
-           errors: dict[str, ErrorFile]) -> list[Node]:
+           errors: dict[str, ErrorFile], root: Path | None = None) -> list[Node]:
     names: list[str] = [n.name for n in intent.nodes] if intent else []
     names += [n for n in ledger.order if n not in names]
     wm = run_dir / "world-model"
@@ -171,7 +173,7 @@ def _nodes(run_dir: Path, ledger: Ledger, intent: CompiledIntent | None,
             name=name,
             status=last.status if last else None,
             receipts=len(chain),
-            version=(read_version(wm / name) if name in published else None)
+            version=(read_version(wm / name, root) if name in published else None)
             or next((r.version for r in reversed(chain) if r.status == "rendered" and r.version), None),
             tokens_fresh=sum(r.tokens_fresh for r in chain),
             tokens_reused=sum(r.tokens_reused for r in chain),

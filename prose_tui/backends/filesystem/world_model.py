@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from prose_tui.backends.common.bindings import read_binding
-from prose_tui.backends.common.text import decode, visible
+from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
+from prose_tui.backends.common.text import decode, open_regular, visible
 from prose_tui.model import Binding
 
 __all__ = ["CompiledIntent", "ErrorFile", "read_compiled_intent", "read_error", "world_model_bindings"]
@@ -54,14 +55,15 @@ class CompiledIntent:
         return next((n for n in self.nodes if n.name == name), None)
 
 
-def read_compiled_intent(path: Path) -> CompiledIntent | None:
+def read_compiled_intent(path: Path, root: Path | None = None) -> CompiledIntent | None:
     """The compiled intent at ``path``; ``None`` when the file does not exist.
 
     Accepts the IR envelope (``{"topology": {...}}``) and a bare topology (``{"nodes",
-    "edges"}``), node entries as objects (``node``/``name``/``id``) or strings.
+    "edges"}``), node entries as objects (``node``/``name``/``id``) or strings. A file
+    outside ``root`` (the run's root; default the file's folder resolved) is not read.
     """
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, root=root or run_root(path.parent)) as fh:
             raw = fh.read(MAX_INTENT_BYTES)
     except FileNotFoundError:
         return None
@@ -117,10 +119,11 @@ def _node_name(entry: Any) -> str | None:
     return None
 
 
-def read_version(node_dir: Path) -> str | None:
-    """The content address in ``{node_dir}/.version`` (first non-blank line), or ``None``."""
+def read_version(node_dir: Path, root: Path | None = None) -> str | None:
+    """The content address in ``{node_dir}/.version`` (first non-blank line), or ``None``
+    (also for a file outside ``root``, default ``node_dir`` resolved)."""
     try:
-        with open(node_dir / ".version", "rb") as fh:
+        with open_regular(node_dir / ".version", root=root or run_root(node_dir)) as fh:
             text = decode(fh.read(4096))
     except OSError:
         return None
@@ -130,7 +133,7 @@ def read_version(node_dir: Path) -> str | None:
     return None
 
 
-def world_model_bindings(run_dir: Path, warnings: list[str]) -> list[Binding]:
+def world_model_bindings(run_dir: Path, warnings: list[str], root: Path | None = None) -> list[Binding]:
     """Caller inputs and published outputs under ``world-model/`` as bindings.
 
     Inputs: ``service="caller"``, kind ``input``. Outputs: ``service`` the node, kind
@@ -138,9 +141,15 @@ def world_model_bindings(run_dir: Path, warnings: list[str]) -> list[Binding]:
     (``findings``, ``published/funding/events``); ``fields["version"]`` the node's content
     address from ``.version`` (``fields["node"]`` the node). A node folder without
     ``.version`` gets a warning on its bindings: published files with no committed version.
+    A file (or ``world-model/`` itself) outside ``root`` (default ``run_dir`` resolved) is
+    listed ``outside`` and not read.
     """
+    top = root or run_root(run_dir)
     root = run_dir / "world-model"
     if not root.is_dir():
+        return []
+    if not inside(root, top):
+        warnings.append(f"world-model/: {OUTSIDE_RUN}")
         return []
     out: list[Binding] = []
     try:
@@ -149,9 +158,9 @@ def world_model_bindings(run_dir: Path, warnings: list[str]) -> list[Binding]:
         warnings.append(f"cannot list world-model/: {exc.strerror or exc}")
         return []
     for node_dir in nodes:
-        version = None if node_dir.name == CALLER else read_version(node_dir)
+        version = None if node_dir.name == CALLER else read_version(node_dir, top)
         for path in _files(node_dir):
-            binding = read_binding(path, root)
+            binding = read_binding(path, root, top)
             rel = path.relative_to(node_dir)
             binding.service = node_dir.name
             if node_dir.name == CALLER:
@@ -167,7 +176,7 @@ def world_model_bindings(run_dir: Path, warnings: list[str]) -> list[Binding]:
                 binding.fields = fields
                 if binding.warning and binding.warning.startswith("no binding header"):
                     binding.warning = None  # published artifacts are plain Markdown by spec
-                if version is None and binding.warning is None:
+                if version is None and binding.warning is None and not binding.outside:
                     binding.warning = f"world-model/{node_dir.name}/ has no .version: not a committed version"
             out.append(binding)
             if len(out) >= MAX_WORLD_MODEL_FILES:
@@ -207,11 +216,12 @@ class ErrorFile:
         return self.name or first or "(empty __error.md)"
 
 
-def read_error(run_dir: Path, node: str) -> ErrorFile | None:
-    """The node's ``workspace/{node}/__error.md``, or ``None`` when it has none."""
+def read_error(run_dir: Path, node: str, root: Path | None = None) -> ErrorFile | None:
+    """The node's ``workspace/{node}/__error.md``, or ``None`` when it has none (or it lies
+    outside ``root``, default ``run_dir`` resolved)."""
     path = run_dir / "workspace" / node / "__error.md"
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, root=root or run_root(run_dir)) as fh:
             text = visible(decode(fh.read(64 * 1024)))
     except OSError:
         return None

@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from prose_tui.backends.common.bindings import outside_binding
+from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, distrust_future, human_age, last_change
+from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.reactor.frames import Published, read_frame, read_published
 from prose_tui.backends.reactor.layout import (
@@ -97,7 +100,8 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
           warnings: list[str]) -> tuple[Run, ReactorState]:
     """The run of ``state_dir`` from its parts (status is set by :func:`set_status`)."""
     state = ReactorState(state_dir, cursor, topology)
-    run = Run(id=run_id(state_dir, config), path=state_dir, backend=Backend.REACTOR, format=RunFormat.REACTOR)
+    run = Run(id=run_id(state_dir, config), path=state_dir, backend=Backend.REACTOR, format=RunFormat.REACTOR,
+              root=run_root(state_dir))
     run.state_file = state_dir / RECEIPTS
     run.program_path = config
     run.program = config.name if config else f"compile/topology.json ({len(topology.nodes)} nodes)"
@@ -179,7 +183,8 @@ def published_binding(run: Run, state: ReactorState, name: str) -> Binding | Non
     """The binding for ``name``'s published world model (``None`` when it published none);
     reads ``published.json`` and checks the version's frame (files up to 1 MB)."""
     node_dir = state.state_dir / WORLD_MODELS / node_dir_name(name)
-    published, warning = read_published(node_dir)
+    root = run.root or run_root(state.state_dir)
+    published, warning = read_published(node_dir, root)
     if warning:
         _warn(run, warning)
     if published is None:
@@ -190,6 +195,9 @@ def published_binding(run: Run, state: ReactorState, name: str) -> Binding | Non
     binding = Binding(name=name, path=path, kind="output", source=state.topology.labels.get(name),
                       fields={"version": published.version or "", **{f"fingerprint {k}": v for k, v in
                                                                      published.fingerprints.items()}})
+    if not inside(path, root):  # a version file that links out of the state dir
+        _warn(run, f"{name}: {OUTSIDE_RUN}")
+        return outside_binding(binding)
     try:
         st = path.stat()
         binding.bytes, binding.mtime = st.st_size, st.st_mtime
@@ -202,7 +210,7 @@ def published_binding(run: Run, state: ReactorState, name: str) -> Binding | Non
         binding.warning = "published.json names no version"
     elif binding.bytes <= VALIDATE_FRAMES_UP_TO:
         try:
-            _, _, error = read_frame(path)
+            _, _, error = read_frame(path, root)
         except OSError as exc:
             error = f"could not be read ({exc.strerror or exc})"
         if error:
@@ -329,7 +337,8 @@ def _registry_text(state_dir: Path) -> str | None:
     """``registry.json`` (the durable per-source gateway cursors that dedup arrivals,
     reactor.md, Connectors + gateways) as JSON, when it holds anything."""
     try:
-        data = json.loads((state_dir / "registry.json").read_bytes())
+        with open_regular(state_dir / "registry.json", root=run_root(state_dir)) as fh:
+            data = json.loads(fh.read())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not data:

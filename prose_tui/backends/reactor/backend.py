@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.loader import NotARunError
 from prose_tui.backends.protocol import Value
@@ -163,7 +164,9 @@ class ReactorBackend:
         """The published world model ``binding`` names, decoded from its ``OPWM1`` frame
         (Markdown; a bad frame gives a warning and a hex dump of the raw bytes)."""
         version = (binding.fields or {}).get("version") or None
-        return _frame_value(binding.path, binding.name, version)
+        if binding.outside:
+            return Value(text="", note=f"world model of {binding.name}", warning=OUTSIDE_RUN)
+        return _frame_value(binding.path, binding.name, version, run.root)
 
     def read_version(self, run: Run, node: str, version: str) -> Value:
         """Any kept version of ``node``'s world model (e.g. the one a receipt's ``@atomic``
@@ -173,16 +176,18 @@ class ReactorBackend:
         if not path.is_file():
             return Value(text="", note=f"world model of {node} · version {short(version)}",
                          warning=f"version {short(version)} of {node} is not kept in the state dir")
-        return _frame_value(path, node, version)
+        return _frame_value(path, node, version, run.root)
 
     def events(self, run: Run) -> list[Event]:
         return run.events
 
 
-def _frame_value(path: Path, node: str, version: str | None) -> Value:
+def _frame_value(path: Path, node: str, version: str | None, root: Path | None) -> Value:
     note = f"world model of {node} · version {short(version)}" if version else f"world model of {node}"
     try:
-        files, raw, error = read_frame(path)
+        files, raw, error = read_frame(path, root)
+    except OutsideRun:
+        return Value(text="", note=note, warning=OUTSIDE_RUN)
     except OSError as exc:
         return Value(text="", note=note, warning=f"{path.name} could not be read: {exc.strerror or exc}")
     names = ", ".join(f.name for f in files)

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import decode, open_regular
 
 MAGIC = b"OPWM1"
@@ -43,13 +44,17 @@ def version_file(node_dir: Path, version: str) -> Path:
     return node_dir / "versions" / (version.replace(":", "_").replace("/", "_") + ".bin")
 
 
-def read_published(node_dir: Path) -> tuple[Published | None, str | None]:
-    """The node's ``published.json`` (``None`` when absent) and a warning when malformed."""
+def read_published(node_dir: Path, root: Path | None = None) -> tuple[Published | None, str | None]:
+    """The node's ``published.json`` (``None`` when absent) and a warning when malformed or
+    outside ``root`` (the state dir's ``run_root``: never read then)."""
     path = node_dir / "published.json"
     try:
-        data = json.loads(path.read_bytes())
+        with open_regular(path, root=root) as fh:
+            data = json.loads(fh.read())
     except FileNotFoundError:
         return None, None
+    except OutsideRun:
+        return None, f"{path.parent.name}/published.json: {OUTSIDE_RUN}"
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return None, f"{path.parent.name}/published.json could not be read: {exc}"
     if not isinstance(data, dict):
@@ -94,9 +99,10 @@ def decode_frame(data: bytes) -> tuple[list[FrameFile], str | None]:
     return files, None
 
 
-def read_frame(path: Path) -> tuple[list[FrameFile], bytes, str | None]:
-    """Decode the frame file at ``path``: ``(files, raw bytes, error)``. Raises ``OSError``."""
-    with open_regular(path) as fh:
+def read_frame(path: Path, root: Path | None = None) -> tuple[list[FrameFile], bytes, str | None]:
+    """Decode the frame file at ``path``: ``(files, raw bytes, error)``. Raises ``OSError``;
+    ``OutsideRun`` for a file outside ``root`` (the state dir's ``run_root``)."""
+    with open_regular(path, root=root) as fh:
         raw = fh.read(MAX_FRAME + 1)
     if len(raw) > MAX_FRAME:
         return [], raw[:RAW_SHOWN], f"the version file is larger than {MAX_FRAME // (1024 * 1024)} MB; not decoded"

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prose_tui.backends.common.contained import run_root
 from prose_tui.backends.common.text import open_regular
 from prose_tui.model import Receipt
 
@@ -282,7 +283,8 @@ def _add(cursor: Cursor, parsed: Parsed, items: list[tuple[Any, str | None]]) ->
 
 
 def _read(path: Path) -> tuple[bytes, os.stat_result]:
-    with open_regular(path) as fh:
+    # receipts.json lies in the state dir: one that links elsewhere is never read
+    with open_regular(path, root=run_root(path.parent)) as fh:
         st = os.fstat(fh.fileno())
         return fh.read(), st
 

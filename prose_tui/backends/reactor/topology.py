@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, run_root
+from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.reactor.layout import LABELS, topology_path
 
 
@@ -71,9 +73,12 @@ def read_topology(state_dir: Path) -> tuple[Topology, list[str]]:
     warnings: list[str] = []
     path = topology_path(state_dir)
     try:
-        raw = path.read_bytes()
+        with open_regular(path, root=run_root(state_dir)) as fh:  # never a file outside the state dir
+            raw = fh.read()
     except FileNotFoundError:
         return topo, ["no compile/topology.json: nodes are taken from the receipts only"]
+    except OutsideRun:
+        return topo, [f"compile/topology.json: {OUTSIDE_RUN}"]
     except OSError as exc:
         return topo, [f"compile/topology.json could not be read: {exc.strerror or exc}"]
     try:
@@ -119,7 +124,8 @@ def read_topology(state_dir: Path) -> tuple[Topology, list[str]]:
 
 def _labels(state_dir: Path) -> dict[str, str]:
     try:
-        data = json.loads(state_dir.joinpath(*LABELS).read_bytes())
+        with open_regular(state_dir.joinpath(*LABELS), root=run_root(state_dir)) as fh:
+            data = json.loads(fh.read())
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}

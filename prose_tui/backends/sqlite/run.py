@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
 from prose_tui.backends.common.depths import depths
 from prose_tui.backends.common.text import visible, visible_name
 from prose_tui.backends.sqlite.connect import (
@@ -206,7 +207,9 @@ def _load_run_table(conn, schema: dict[str, list[str]], run: Run, run_dir: Path)
         run.program = visible(str(prog))
         cand = Path(str(prog))
         cand = cand if cand.is_absolute() else run_dir / cand.name
-        run.program_path = cand if cand.exists() else None
+        run.program_path = cand if cand.exists() and inside(cand, run_root(run_dir)) else None
+        if cand.exists() and run.program_path is None:  # the database's word for a file elsewhere
+            run.warnings.append(f"program {visible_name(cand.name)}: {OUTSIDE_RUN}")
     run.started = parse_time(data.get("started_at"))
     run.updated = parse_time(data.get("updated_at"))
     return str(data["status"]) if data.get("status") is not None else None
@@ -235,7 +238,8 @@ def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int =
     run_dir = Path(run_dir)
     dbp = db_path_for(run_dir)
     root = dbp.parent
-    run = Run(id=visible_name(root.name if dbp.name == "state.db" else dbp.stem), path=root, backend=Backend.SQLITE, format=RunFormat.SQLITE)
+    run = Run(id=visible_name(root.name if dbp.name == "state.db" else dbp.stem), path=root, backend=Backend.SQLITE, format=RunFormat.SQLITE,
+              root=run_root(root))
     run.state_file = dbp
     try:
         run.state_mtime = max(p.stat().st_mtime for p in (dbp, Path(f"{dbp}-wal")) if p.exists())

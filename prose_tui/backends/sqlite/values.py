@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, run_root
+from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.sqlite.connect import (
     db_path_for,
     open_readonly,
@@ -76,8 +78,11 @@ def read_sqlite_binding_value(run_dir: Path, name: str, execution_id: int | None
     if attachment:
         target = _attachment_file(dbp.parent, str(attachment))
         if target is not None:
-            try:
-                return target.read_text(encoding="utf-8", errors="replace")
+            try:  # a path the database names: read only inside the run folder
+                with open_regular(target, root=run_root(dbp.parent)) as fh:
+                    return fh.read().decode("utf-8", errors="replace")
+            except OutsideRun:
+                return f"{text}\n[attachment {attachment}: {OUTSIDE_RUN}]".lstrip()
             except OSError as exc:
                 return f"{text}\n[attachment {attachment} could not be read: {exc}]".lstrip()
         return f"{text}\n[attachment {attachment} not found]".lstrip()

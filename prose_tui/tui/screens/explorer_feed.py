@@ -23,6 +23,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace, placeholder
 from prose_tui.model import Run, RunStatus
@@ -343,7 +344,7 @@ class RunFeed:
         full with its parent); False when the parent has no such import."""
         run = self.workspace.runs.get(parent)
         child = next((i for i in (run.imports if run else []) if (i.import_handle or i.id) == handle), None)
-        if child is None:
+        if child is None or OUTSIDE_RUN in child.warnings:  # a folder outside the run is never read
             return False
         model = self.screen.model
         model.loaded_run = None

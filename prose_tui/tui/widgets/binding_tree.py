@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import NodeID, TreeNode
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.model import Run
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
@@ -28,7 +29,9 @@ def _binding_label(b) -> Text:
     label = Text()
     label.append(b.name)
     label.append(f"  {b.kind or '—'}", _KIND_STYLE.get(b.kind or "", "dim") or "dim")
-    if not b.exists:
+    if b.outside:  # before "missing": an Index row naming ../x.md is outside, whether or not x.md exists
+        label.append(f"  {OUTSIDE_RUN}", "yellow")
+    elif not b.exists:
         label.append("  missing", "yellow")
     elif b.encrypted:
         label.append("  encrypted", "yellow")
@@ -272,7 +275,10 @@ class BindingTree(Tree[Target]):
             label = _agent_label(a)
             children: list[tuple[Text, Target | None]] = []
             if a.memory is not None:
-                children.append((Text("memory.md"), Target("memory", f"{a.name} memory", a.memory)))
+                outside = a.memory in a.outside
+                children.append((Text.assemble("memory.md", (f"  {OUTSIDE_RUN}", "yellow") if outside else ""),
+                                 Target("memory", f"{a.name} memory", a.memory, root=a.root,
+                                        warning=OUTSIDE_RUN if outside else None)))
             children.extend(_segment_child(a, seg) for seg in a.segments)
             if not children:
                 children.append((Text("no memory (stateless)", "dim"), None))
@@ -288,6 +294,8 @@ class BindingTree(Tree[Target]):
             for child in run.imports:
                 label = Text(child.import_handle or child.id)
                 label.append(f"  {child.status.value}", "dim")
+                if OUTSIDE_RUN in child.warnings:
+                    label.append(f"  {OUTSIDE_RUN}", "yellow")
                 node = imports.add(label, expand=False)
                 self._imports[node.id] = child.import_handle or child.id
                 self._fill(node, child, expanded)
@@ -297,9 +305,11 @@ class BindingTree(Tree[Target]):
                 tables.add_leaf(Text(table), table_target(run, table))
         files = parent.add(Text("Files", "bold"), expand=False)
         if run.program_path is not None:
-            files.add_leaf(Text(run.program_path.name), Target("program", run.program_path.name, run.program_path))
+            files.add_leaf(Text(run.program_path.name), Target("program", run.program_path.name, run.program_path,
+                                                                root=run.root))
         if run.state_file is not None:
-            files.add_leaf(Text(run.state_file.name), Target("state", run.state_file.name, run.state_file))
+            files.add_leaf(Text(run.state_file.name), Target("state", run.state_file.name, run.state_file,
+                                                              root=run.root))
         for section in run.sections:
             files.add_leaf(Text(f"§ {section.title}"), Target("section", section.title, text=section.text))
 
@@ -428,9 +438,13 @@ def _agent_label(a) -> Text:
 
 def _segment_child(a, seg) -> tuple[Text, Target | None]:
     label = Text(f"{seg.number:03d}")
+    outside = seg.path in a.outside
     if seg.timestamp:
         label.append(f"  {seg.timestamp}", "dim")
-    return label, Target("segment", f"{a.name} segment {seg.number:03d}", seg.path)
+    if outside:
+        label.append(f"  {OUTSIDE_RUN}", "yellow")
+    return label, Target("segment", f"{a.name} segment {seg.number:03d}", seg.path, root=a.root,
+                         warning=OUTSIDE_RUN if outside else None)
 
 
 def _eid(group: str) -> int:

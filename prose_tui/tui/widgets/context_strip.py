@@ -4,24 +4,33 @@ binding (name, size, first line). It shows the moment under the history cursor."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.widgets import Static
 
+from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
+from prose_tui.backends.common.text import open_regular
 from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
 from prose_tui.tui.widgets.repaint import show_text
 from prose_tui.tui.widgets.value_viewer import human_size
 
 
-def first_line(binding: Binding, limit: int = 4096) -> str:
+def first_line(binding: Binding, limit: int = 4096, root: Path | None = None) -> str:
     """The first non-empty line of a file binding's value (after its header), ``""`` when it
-    cannot be read (missing, encrypted, not a file of its own)."""
+    cannot be read (missing, encrypted, not a file of its own); the note "outside the run:
+    not read" for a file outside the run (``root``: the run's ``Run.root``)."""
+    if binding.outside:
+        return OUTSIDE_RUN
     if binding.encrypted or not binding.exists:
         return ""
     try:
-        with open(binding.path, "rb") as f:
+        with open_regular(binding.path, root=root) as f:
             f.seek(binding.value_offset)
             chunk = f.read(limit).decode("utf-8", errors="replace")
+    except OutsideRun:
+        return OUTSIDE_RUN
     except OSError:
         return ""
     return next((line.strip() for line in chunk.splitlines() if line.strip() and line.strip() != "---"), "")
@@ -95,7 +104,7 @@ class ContextStrip(Static):
             text = Text("no run selected", "dim")
         else:
             width = (self.content_region.width or self.app.size.width - 2) - 1
-            text = strip_text(view, binding, first_line(binding) if binding is not None else "", moment, width)
+            text = strip_text(view, binding, first_line(binding, root=view.root) if binding is not None else "", moment, width)
         # Unchanged: no repaint; the same number of rows: a repaint of the strip alone.
         if show_text(self, text, shown=self.shown):
             self.shown = text

@@ -322,11 +322,13 @@ class ValueViewer(Vertical, can_focus=True):
         parts = []
         if self._read_error:
             parts.append(self._read_error)
-        if t is not None and t.binding is not None and t.binding.encrypted:
+        if t is not None and t.binding is not None and t.binding.outside:
+            pass  # the read said "outside the run: not read" (the file is never opened)
+        elif t is not None and t.binding is not None and t.binding.encrypted:
             parts.append("This binding is SOPS-encrypted; its value cannot be shown without the key.")
         elif t is not None and t.binding is not None and not t.binding.exists:
             parts.append("The Index names this binding but its file does not exist yet.")
-        elif t is not None and t.warning:
+        elif t is not None and t.warning and t.warning != self._read_error:
             parts.append(t.warning)
         if self._cut:
             where = "last" if self.tail else "first"
