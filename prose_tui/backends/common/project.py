@@ -7,9 +7,16 @@ seeds/filesystem.md, ``.prose/.env`` (KEY=VALUE); FORMATS.md, Dialects: "Project
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dotenv import dotenv_values
+
+from prose_tui.backends.common.dburl import REDACTED, redact
+
+SECRET_KEY = re.compile(r"(?i)(pass|secret|token|key|auth|credential|cookie|dsn|url|private)")
+"""Names of ``.env`` variables whose values are never shown: ``OPENPROSE_POSTGRES_URL``,
+``API_KEY``, ``GITHUB_TOKEN`` and the like (a ``.env`` is where a project keeps its secrets)."""
 
 
 def read_env(path: Path) -> dict[str, str]:
@@ -18,6 +25,13 @@ def read_env(path: Path) -> dict[str, str]:
         return {k: v or "" for k, v in dotenv_values(path, encoding="utf-8").items()}
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
+
+
+def shown_env(values: dict[str, str]) -> dict[str, str]:
+    """``values`` (a ``.env``'s pairs) as they may be shown or exported: the value of every
+    variable whose name looks secret (:data:`SECRET_KEY`) replaced by ``***``, and any
+    database URL's password taken out of the rest (:func:`~prose_tui.backends.common.dburl.redact`)."""
+    return {k: REDACTED if SECRET_KEY.search(k) else redact(v) for k, v in values.items()}
 
 
 def read_state_json(path: Path) -> dict[str, str]:

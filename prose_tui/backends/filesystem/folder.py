@@ -19,7 +19,7 @@ from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import outside_binding, scan_bindings
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside, lexically_inside, run_root
 from prose_tui.backends.common.encryption import looks_encrypted
-from prose_tui.backends.common.project import read_env, read_state_json
+from prose_tui.backends.common.project import read_env, read_state_json, shown_env
 from prose_tui.backends.common.status import (
     COPY_GAP,
     DEFAULT_STALE_AFTER,
@@ -448,14 +448,15 @@ def _scoped_folder(name: str, scope: str | None, project: Path | None, home: Pat
 
 def _project_files(run: Run, run_dir: Path) -> None:
     """The project's ``.prose/.env`` and ``.prose/state.json`` (seeds/filesystem.md, ``.prose/.env``;
-    FORMATS.md, Project files), kept as sections so they show beside the run."""
+    FORMATS.md, Project files), kept as sections so they show beside the run; secret-looking
+    ``.env`` values are masked (``project.shown_env``), since these sections reach exports."""
     project = project_dir_of(run_dir)
     if project is None:
         return
     for name, reader in ((".env", read_env), ("state.json", read_state_json)):
         path = project / ".prose" / name
         if path.is_file():
-            values = reader(path)
+            values = shown_env(reader(path)) if name == ".env" else reader(path)
             body = "\n".join(f"{k}={v}" for k, v in values.items()) or "(no KEY=VALUE lines)"
             run.sections.append(Section(f"Project .prose/{name}", f"```\n{body}\n```"))
 
