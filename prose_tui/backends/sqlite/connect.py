@@ -30,11 +30,13 @@ How a database is opened (``ReadOnlyDb.mode``):
 * ``"ro"``, WAL database with ``-wal`` and ``-shm`` (a writer has it open, or left them):
   first a shared lock on the database file (the byte range SQLite's readers lock) is taken
   through the descriptor above, so no writer can checkpoint and delete ``-wal``/``-shm``
-  between the check and the connection; then ``mode=ro``. The reader uses the shared index
-  like any SQLite reader and may record a read mark in ``-shm`` (shared memory that, per
-  SQLite, holds no persistent content); ``state.db`` and ``-wal`` are untouched. The lock
-  is never released by hand (that would release the connection's own as well): it goes
-  with the last connection of ours. While one stays open (the backend keeps one to watch a
+  between the check and the connection; then ``mode=ro&readonly_shm=1``: the unix VFS opens
+  ``-shm`` read-only and never creates it, so the reader writes nothing at all, not even a
+  read mark or a recovery of the index (which would also hold a writer off: the seed's
+  ``sqlite3`` CLI has no busy timeout and fails its statement with "database is locked").
+  With a read-only index SQLite reads ``-wal`` itself where it must (wal.html, "Read-Only
+  Databases", 3.22.0 and later). The lock is never released by hand (that would release
+  the connection's own as well): it goes with the last connection of ours. While one stays open (the backend keeps one to watch a
   run) a writer that closes is not the last connection, so it leaves ``-wal``/``-shm`` in
   place instead of deleting them (SQLite's rule, no write by us); they hold only committed
   data and the VM's next statement reuses them.
@@ -348,7 +350,7 @@ def _open_once(path: Path) -> ReadOnlyDb:
                                     transient=True)
             wal, shm = os.path.exists(f"{path}-wal"), os.path.exists(f"{path}-shm")
             if wal and shm:
-                db = ReadOnlyDb(_connect(_uri(path, mode="ro")), path, "ro")
+                db = ReadOnlyDb(_connect(_uri(path, mode="ro", readonly_shm="1")), path, "ro")
                 _probe(db.conn)
                 db.file_key = key
                 return db
