@@ -46,6 +46,13 @@ How a database is opened (``ReadOnlyDb.mode``):
   close, and any other checkpoint needs a ``-wal``; the copy is kept only if ``-wal`` and
   ``-shm`` exist as before and the files' size, mtime and inode did not move, else the read
   is tried again (by then a writer's files exist and the read is ``"ro"``).
+* ``"locked"``, the same case for a database larger than ``COPY_LIMIT`` (a copy per read
+  would cost more than the read): the file is read in place under the shared lock with
+  ``immutable=1``, which that lock makes true rather than promised: with no ``-wal`` no
+  checkpoint can write the file, and none can start a ``-wal`` that would then disappear
+  while the lock is held. :meth:`ReadOnlyDb.check`, after the last query and before the
+  connection closes (closing its descriptor drops the lock), accepts the read only if no
+  ``-wal`` appeared and the file did not move; else it is tried again.
 * ``"copy"``, rollback database with a hot journal (a crashed writer): the database and its
   journal are copied and the copy is opened read-write, so SQLite rolls the half-written
   change back in the copy; the run folder is untouched.
@@ -84,6 +91,10 @@ RETRY_WAITS_S = (0.05, 0.2)
 # RESERVED byte, then SHARED_SIZE bytes that every reader read-locks.
 _SHARED_FIRST = 0x40000000 + 2
 _SHARED_SIZE = 510
+COPY_LIMIT = 16 * 1024 * 1024
+"""Largest WAL database (bytes) read from a private copy when it has no ``-shm``; a larger
+one is read in place under the shared lock and checked (mode ``"locked"``)."""
+_COMPANIONS = ("-wal", "-shm", "-journal")
 _TRANSIENT = ("locked", "busy", "malformed", "disk i/o error", "unable to open", "moved while")
 
 
@@ -160,6 +171,12 @@ class _Files:
         for fd in (held.fd, *held.extra):
             os.close(fd)
 
+    def fd(self, key: tuple[int, int]) -> int | None:
+        """The descriptor held for ``key``, or ``None``."""
+        with self._lock:
+            held = self._open.get(key)
+            return held.fd if held is not None else None
+
     def count(self) -> int:
         """Descriptors open now (for tests: none once every reader closed)."""
         with self._lock:
@@ -207,8 +224,9 @@ def _uri(path: Path, **params: str) -> str:
 class ReadOnlyDb:
     """An open read-only connection and how it was opened.
 
-    ``mode`` is ``"ro"`` (the run's own file) or ``"copy"`` (a private copy; see the module
-    docstring). ``warnings`` holds sentences for the user. Call :meth:`close` when done.
+    ``mode`` is ``"ro"`` (the run's own file), ``"copy"`` (a private copy) or ``"locked"``
+    (a large file read in place under a shared lock: call :meth:`check` after reading); see
+    the module docstring. ``warnings`` holds sentences for the user. Call :meth:`close` when done.
     """
 
     conn: sqlite3.Connection
@@ -217,6 +235,17 @@ class ReadOnlyDb:
     warnings: list[str] = field(default_factory=list)
     tmpdir: str | None = None
     file_key: tuple[int, int] | None = None  # the shared descriptor this connection holds
+    expect: tuple | None = None  # mode "locked": what must not have moved (``_signature``)
+
+    def check(self) -> None:
+        """Raise :class:`DbUnavailable` (transient) when a database read in place
+        (``mode == "locked"``) may have changed during the read: call it after the last
+        query and before :meth:`close`. Nothing to check for the other modes."""
+        if self.expect is None or self.file_key is None:
+            return
+        fd = _FILES.fd(self.file_key)
+        if fd is None or _signature(fd, self.path, _COMPANIONS) != self.expect:
+            raise DbUnavailable(f"{self.path.name} moved while it was read (a writer is at work).", transient=True)
 
     def close(self) -> None:
         try:
@@ -300,8 +329,7 @@ def _private_copy(path: Path, fd: int, journal: str | None, warning: str | None)
     """Read ``path`` (and its ``journal``: ``"-wal"`` or ``"-journal"``) from a private copy
     made while it does not move; see the module docstring. Raises :class:`DbUnavailable`
     (transient) when it moved, ``sqlite3.Error`` or ``OSError`` otherwise."""
-    companions = ("-wal", "-shm", "-journal")
-    before = _signature(fd, path, companions)
+    before = _signature(fd, path, _COMPANIONS)
     tmpdir = tempfile.mkdtemp(prefix="prose-tui-db-")
     try:
         copy = Path(tmpdir) / path.name
@@ -309,7 +337,7 @@ def _private_copy(path: Path, fd: int, journal: str | None, warning: str | None)
         if journal is not None:
             # No POSIX lock of SQLite's lives on -wal or -journal: a plain copy drops none.
             shutil.copyfile(f"{path}{journal}", f"{copy}{journal}")
-        if _signature(fd, path, companions) != before:
+        if _signature(fd, path, _COMPANIONS) != before:
             raise DbUnavailable(f"{path.name} moved while it was copied for reading (a writer is at work).",
                                 transient=True)
         if journal == "-journal":  # read-write on the copy: SQLite rolls the hot journal back there
@@ -354,6 +382,15 @@ def _open_once(path: Path) -> ReadOnlyDb:
                 _probe(db.conn)
                 db.file_key = key
                 return db
+            if not wal and os.fstat(fd).st_size > COPY_LIMIT:
+                # Too big to copy per read: read in place. The shared lock keeps a writer from
+                # checkpointing on close, any other checkpoint needs a -wal that cannot go away
+                # while the lock is held, so with no -wal at the end (``check``) nothing moved.
+                before = _signature(fd, path, _COMPANIONS)
+                db = ReadOnlyDb(_connect(_uri(path, mode="ro", immutable="1")), path, "locked", expect=before)
+                _probe(db.conn)
+                db.file_key = key
+                return db
             warning = None if not wal else (
                 f"{path.name} has a -wal file but no -shm (a writer stopped without cleaning up); "
                 "reading a private copy so the run folder is left untouched.")
@@ -390,6 +427,31 @@ def _open_once(path: Path) -> ReadOnlyDb:
             _FILES.release(key)
 
 
+def pin(path: Path) -> tuple[int, int] | None:
+    """Hold a WAL database's shared lock until :func:`unpin` (between two attempts at a read):
+    a writer that arrived during the failed attempt then keeps its ``-wal``/``-shm`` in place
+    and the next attempt reads through them (``"ro"``) instead of racing it again. Nothing
+    is held for a rollback-journal database (its writers need the lock to commit) or when
+    the lock cannot be had; returns the key to pass to :func:`unpin`, or ``None``."""
+    try:
+        key, fd = _FILES.acquire(Path(path))
+    except OSError:
+        return None
+    try:
+        if _is_wal(os.pread(fd, 100, 0)) and _shared_lock(fd):
+            return key
+    except OSError:
+        pass
+    _FILES.release(key)
+    return None
+
+
+def unpin(key: tuple[int, int] | None) -> None:
+    """Let go of what :func:`pin` held (the lock goes with the last descriptor of ours)."""
+    if key is not None:
+        _FILES.release(key)
+
+
 def open_db(path: Path) -> ReadOnlyDb:
     """Open the SQLite file ``path`` for reading without writing anything beside it (one
     attempt). Raises :class:`DbUnavailable`, never anything else."""
@@ -407,15 +469,21 @@ def open_readonly(path: Path) -> tuple[ReadOnlyDb | None, list[str]]:
     Returns ``(db, warnings)``; ``db`` is ``None`` when the file is missing, not SQLite, or
     could not be read in ``OPEN_ATTEMPTS`` tries (each case one warning sentence). Never raises.
     """
-    for attempt in range(OPEN_ATTEMPTS):
-        try:
-            db = open_db(path)
-        except DbUnavailable as exc:
-            if not exc.transient or attempt == OPEN_ATTEMPTS - 1:
-                return None, [exc.message]
-            retry_wait(attempt)
-            continue
-        return db, list(db.warnings)
+    pins: list[tuple[int, int] | None] = []
+    try:
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                db = open_db(path)
+            except DbUnavailable as exc:
+                if not exc.transient or attempt == OPEN_ATTEMPTS - 1:
+                    return None, [exc.message]
+                pins.append(pin(path))
+                retry_wait(attempt)
+                continue
+            return db, list(db.warnings)
+    finally:
+        for key in pins:
+            unpin(key)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

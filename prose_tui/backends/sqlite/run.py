@@ -32,7 +32,9 @@ from prose_tui.backends.sqlite.connect import (
     db_path_for,
     is_transient,
     open_db,
+    pin,
     retry_wait,
+    unpin,
     is_sqlite_file,
     open_readonly,
     quiet,
@@ -244,11 +246,17 @@ def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int =
     run_dir = Path(run_dir)
     dbp = db_path_for(run_dir)
     root = dbp.parent
-    for attempt in range(OPEN_ATTEMPTS):
-        run, failure, seen = _read_once(root, dbp, window)
-        if failure is None or not failure.transient or attempt == OPEN_ATTEMPTS - 1:
-            break
-        retry_wait(attempt)
+    pins = []
+    try:
+        for attempt in range(OPEN_ATTEMPTS):
+            run, failure, seen = _read_once(root, dbp, window)
+            if failure is None or not failure.transient or attempt == OPEN_ATTEMPTS - 1:
+                break
+            pins.append(pin(dbp))  # a writer that came keeps its -wal/-shm for the next attempt
+            retry_wait(attempt)
+    finally:
+        for key in pins:
+            unpin(key)
     if failure is not None:
         run.warnings.append(failure.message)
     if keep is not None:
@@ -284,6 +292,9 @@ def _read_once(root: Path, dbp: Path, window: int) -> tuple[Run, DbUnavailable |
                 _fill(db.conn, run, root, dbp, window, seen)
             finally:
                 db.conn.execute("ROLLBACK")
+            db.check()
+        except DbUnavailable as exc:
+            return run, exc, seen
         except sqlite3.Error as exc:
             return run, DbUnavailable(f"state.db could not be read completely: {exc}.", transient=is_transient(exc)), seen
         except Exception as exc:  # noqa: BLE001 - a bad database must never crash the app
