@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from prose_tui.backends import registry
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.backends.sqlite.backend import SqliteBackend
 from prose_tui.backends.sqlite import connect
 from prose_tui.backends.sqlite.connect import _FILES
+from prose_tui.live.workspace import Workspace
 from prose_tui.model import RunStatus
 
 WRITER = Path(__file__).with_name("sqlite_vm_writer.py")
@@ -179,3 +181,41 @@ def test_a_database_locked_at_its_first_read_is_never_shown_as_text(tmp_path: Pa
         backend.forget(run_dir)
     finally:
         holder.stop()
+
+
+def test_the_live_workspace_keeps_a_locked_run_and_takes_the_next_commit(tmp_path: Path) -> None:
+    """The live worker's entry (``Workspace.apply``, what the pipeline calls per batch of
+    changed paths): a re-read that meets the VM's EXCLUSIVE lock leaves the run read before
+    in the workspace, with the note; the commit after the lock is shown."""
+    run_dir = _run_dir(tmp_path)
+    db = run_dir / "state.db"
+    first = Writer("statements", str(db), "4", "python", "delete")
+    first.wait(lambda: first.committed == 4)
+    first.stop()
+    ws = Workspace(tmp_path)
+    ws.scan()
+    run = ws.detail(run_dir)
+    assert run is not None and len(run.trace) == 4
+    holder = Writer("hold", str(db))
+    try:
+        holder.wait(lambda: "locked" in holder.lines)
+        ws.apply({db, Path(f"{db}-journal")})
+        shown = ws.runs[run_dir]
+        assert shown.status is RunStatus.RUNNING and len(shown.trace) == 4
+        assert "could not be read just now" in shown.warnings[0] and "locked" in shown.warnings[0]
+        holder.say("release")
+        holder.wait(lambda: "released" in holder.lines)
+    finally:
+        holder.stop()
+    ws.apply({db})
+    shown = ws.runs[run_dir]
+    assert len(shown.trace) == 5 and not any("could not be read" in w for w in shown.warnings)
+    _forget_everywhere(run_dir)
+
+
+def _forget_everywhere(run_dir: Path) -> None:
+    """Close what the registry's backends keep open for ``run_dir`` (the workspace uses them)."""
+    for backend in registry.backends():
+        forget = getattr(backend, "forget", None)
+        if forget is not None:
+            forget(run_dir)
