@@ -342,7 +342,7 @@ def test_watch_sees_a_commit_from_another_writer(tmp_path: Path, journal_mode: s
     assert run.header["execution_rows"] == "14"
 
 
-def test_hot_journal_from_a_crashed_writer_is_read_as_is_with_a_warning(tmp_path: Path) -> None:
+def test_hot_journal_from_a_crashed_writer_is_rolled_back_in_a_private_copy(tmp_path: Path) -> None:
     src = build_sqlite_run(tmp_path / "src")
     writer = sqlite3.connect(src / "state.db", isolation_level=None)
     writer.execute("PRAGMA cache_size=1")  # make the writer spill changes into state.db before commit
@@ -359,6 +359,8 @@ def test_hot_journal_from_a_crashed_writer_is_read_as_is_with_a_warning(tmp_path
     before = tree_digest(crashed)
     run = load_sqlite_run(crashed)
     assert any("leftover rollback journal" in w for w in run.warnings)
+    assert run.status is RunStatus.RUNNING and run.header["open_mode"] == "copy"  # the half-written change undone
+    assert int(run.header["execution_rows"]) < 500
     assert tree_digest(crashed) == before
 
 

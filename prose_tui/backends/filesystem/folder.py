@@ -527,10 +527,12 @@ def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
     """Lines to show when a run has no parsed trace, and the warning that says why.
 
     The state file is shown raw (never hidden); without one, the program text; an
-    encrypted run shows nothing but the reason.
+    encrypted run, or an SQLite run (a ``state.db`` is not text), shows nothing but the reason.
     """
     if run.encrypted:
         return [], f"{run.state_file.name if run.state_file else 'state'} is SOPS-encrypted; nothing to show without the key"
+    if run.format is RunFormat.SQLITE:  # a database's bytes are never a trace; its rows are
+        return [], f"no execution rows read from {run.state_file.name if run.state_file else 'state.db'}"
     for path, why in ((run.state_file, "no statements parsed from {name}; shown raw"),
                       (run.program_path, "no state file; showing the program {name}")):
         if path is None:

@@ -12,11 +12,11 @@ from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_stalenes
 from prose_tui.backends.filesystem.folder import state_file_of
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.sqlite.connect import (
-    _connect,
-    _uri,
-    choose_mode,
+    DbUnavailable,
+    ReadOnlyDb,
     db_path_for,
     is_sqlite_file,
+    open_db,
 )
 from prose_tui.backends.sqlite.live import SqliteTail
 from prose_tui.backends.sqlite.run import is_sqlite_run, load_sqlite_run
@@ -35,7 +35,11 @@ class SqliteBackend:
         # when the run was last read. The value changes only when another connection (the
         # VM) commits, so a watcher event for the -wal/-shm files of a read, or a commit
         # that has not happened yet, costs one pragma instead of reading the run again.
-        self._versions: dict[Path, tuple[sqlite3.Connection, int]] = {}
+        # Kept only on the run's own file (``mode == "ro"``), never on a private copy.
+        self._versions: dict[Path, tuple[ReadOnlyDb, int]] = {}
+        # Per database: the run object last read whole (its ``id()``) and when, so a re-read
+        # that fails for a transient reason keeps that run on screen with a note.
+        self._good: dict[Path, tuple[int, datetime]] = {}
         # Per database: what the last read saw, to apply a commit from the rows it changed
         # (live.py) instead of reading the run again.
         self._tails: dict[Path, SqliteTail] = {}
@@ -43,19 +47,29 @@ class SqliteBackend:
 
     def _data_version(self, dbp: Path) -> int | None:
         """The database's data version on this backend's connection, or ``None`` when the
-        file cannot be watched that way (opened immutable or as a copy)."""
-        try:
-            if choose_mode(dbp) != "ro":
+        file cannot be watched that way now (read from a private copy, or locked)."""
+        with self._lock:
+            held = self._versions.get(dbp)
+        db = held[0] if held is not None else None
+        if db is None:
+            try:
+                db = open_db(dbp)
+            except DbUnavailable:
                 return None
-            with self._lock:
-                held = self._versions.get(dbp)
-            conn = held[0] if held is not None else _connect(_uri(dbp, mode="ro"))
-            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-        except (sqlite3.Error, OSError):
+            if db.mode != "ro":
+                db.close()
+                return None
+        try:
+            version = int(db.conn.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error:
+            if held is None:
+                db.close()
             return None
         if held is None:
             with self._lock:
-                self._versions.setdefault(dbp, (conn, -1))
+                kept = self._versions.setdefault(dbp, (db, -1))
+            if kept[0] is not db:
+                db.close()
         return version
 
     def _remember(self, dbp: Path, version: int | None) -> None:
@@ -70,6 +84,8 @@ class SqliteBackend:
             self._tails.pop(db_path_for(path), None)
         if held is not None:
             held[0].close()
+        with self._lock:
+            self._good.pop(db_path_for(path), None)
 
     def claims(self, path: Path) -> bool:
         if path.is_file():
@@ -78,16 +94,27 @@ class SqliteBackend:
 
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
+        run, _ = self._read(path, now=now, stale_after=stale_after, observed=observed)
+        return run
+
+    def _read(self, path: Path, *, now: datetime | None, stale_after: float,
+              observed: datetime | None) -> tuple[Run, str | None]:
+        """The run read whole, and why it could not be (a transient reason) or ``None``."""
         run_dir = path.parent if path.is_file() else path
         dbp = db_path_for(path)
         version = self._data_version(dbp)  # before reading: a commit during the read shows as a change
         keep: dict = {}
         run = load_sqlite_run(run_dir, now=now, keep=keep)
         apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+        failed = keep.get("failed")
+        if failed is not None:
+            return run, failed
         _add_tables_and_metrics(run, run_dir)
         self._start_tail(dbp, run, keep, version)
         self._remember(dbp, version)
-        return run
+        with self._lock:
+            self._good[dbp] = (id(run), now or datetime.now().astimezone())
+        return run, None
 
     def _start_tail(self, dbp: Path, run: Run, keep: dict, version: int | None) -> None:
         """Keep what this read saw, for ``apply`` (only on a connection that sees commits)."""
@@ -97,7 +124,7 @@ class SqliteBackend:
         if version is None or held is None:
             return
         try:
-            tail = SqliteTail.start(held[0], run, dbp, keep)
+            tail = SqliteTail.start(held[0].conn, run, dbp, keep)
         except sqlite3.Error:
             return
         if tail is not None:
@@ -111,13 +138,24 @@ class SqliteBackend:
         with self._lock:
             held = self._versions.get(dbp)
         if version is not None and held is not None and held[1] == version:
-            before = (run.status, run.status_reason)
+            before = (run.status, run.status_reason, len(run.warnings))
+            _drop_note(run)  # nothing committed since the last read: the run shown is current
             apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
-            return Delta(run, set(paths), status=(run.status, run.status_reason) != before)  # nothing committed
+            return Delta(run, set(paths), status=(run.status, run.status_reason, len(run.warnings)) != before)
         delta = self._apply_commit(dbp, run, paths, version, now=now, stale_after=stale_after, observed=observed)
         if delta is not None:
+            _drop_note(run)
             return delta
-        fresh = self.open(run.path, now=now, stale_after=stale_after, observed=observed)
+        fresh, failed = self._read(run.path, now=now, stale_after=stale_after, observed=observed)
+        with self._lock:
+            good = self._good.get(dbp)
+        if failed is not None and good is not None and good[0] == id(run):
+            # A writer's lock or checkpoint outlasted the retries: the last good state stays.
+            shown = (run.status, run.status_reason, list(run.warnings))
+            _drop_note(run)
+            run.warnings.insert(0, f"{NOTE} ({failed}); showing it as read at {good[1]:%H:%M:%S}.")
+            apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
+            return Delta(run, set(paths), status=(run.status, run.status_reason, run.warnings) != shown)
         delta = Delta.whole(fresh, paths)
         delta.reread = True
         return delta
@@ -131,7 +169,7 @@ class SqliteBackend:
         if tail is None or held is None or version is None:
             return None
         try:
-            delta = tail.apply(held[0], run, paths)
+            delta = tail.apply(held[0].conn, run, paths)
         except sqlite3.Error:
             delta = None
         if delta is None:
@@ -154,7 +192,7 @@ class SqliteBackend:
         if tail is None or held is None:
             return 0
         try:
-            return tail.older(held[0], run, limit)
+            return tail.older(held[0].conn, run, limit)
         except sqlite3.Error:
             return 0
 
@@ -164,6 +202,14 @@ class SqliteBackend:
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+
+NOTE = "state.db could not be read just now"
+"""How the warning starts that says the run shown is the last one read whole."""
+
+
+def _drop_note(run: Run) -> None:
+    run.warnings[:] = [w for w in run.warnings if not w.startswith(NOTE)]
 
 
 def _add_tables_and_metrics(run: Run, run_dir: Path) -> None:

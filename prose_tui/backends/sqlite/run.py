@@ -1,7 +1,7 @@
 """SQLite run state as a :class:`~prose_tui.model.Run` (seeds/sqlite.md).
 
 A run folder ``.prose/runs/{id}/`` holding ``state.db`` is read read-only (see
-:mod:`.sqlite_open` for how, and why nothing is ever created beside the database). The
+:mod:`.connect` for how, and why nothing is ever created beside the database). The
 seed's schema is a minimum the VM extends freely, and its ``CREATE TABLE bindings`` cannot
 even be created as written (FORMATS.md, Known defects), so every table and column is
 looked up with ``PRAGMA table_info``: missing ones give a warning in ``Run.warnings``,
@@ -20,6 +20,7 @@ Public API: :func:`is_sqlite_run`, :func:`load_sqlite_run`, :func:`execution_pag
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +28,14 @@ from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
 from prose_tui.backends.common.depths import depths
 from prose_tui.backends.common.text import visible, visible_name
 from prose_tui.backends.sqlite.connect import (
+    OPEN_ATTEMPTS,
+    DbUnavailable,
     db_path_for,
+    is_transient,
+    open_db,
+    pin,
+    retry_wait,
+    unpin,
     is_sqlite_file,
     open_readonly,
     quiet,
@@ -230,33 +238,71 @@ def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int =
     ``now`` is accepted for symmetry with other sources (staleness is not inferred).
 
     ``keep`` (a dict), when given, receives what a live tail needs to carry on from this
-    read (``backends.sqlite.live``): ``cols``, ``key``, ``rows``, ``total``, ``depths``.
+    read (``backends.sqlite.live``): ``cols``, ``key``, ``rows``, ``total``, ``depths``;
+    and ``failed`` (the warning sentence) when the database could not be read whole for a
+    transient reason (a writer's lock, a checkpoint): the caller may keep its last good run.
 
-    Never raises: unreadable, locked or non-SQLite files give a run with a warning.
+    A transient failure is tried again (``OPEN_ATTEMPTS`` in all, see ``connect``). Never
+    raises: unreadable, locked or non-SQLite files give a run with a warning.
     """
     del now
     run_dir = Path(run_dir)
     dbp = db_path_for(run_dir)
     root = dbp.parent
-    run = Run(id=visible_name(root.name if dbp.name == "state.db" else dbp.stem), path=root, backend=Backend.SQLITE, format=RunFormat.SQLITE,
-              root=run_root(root))
+    pins = []
+    try:
+        for attempt in range(OPEN_ATTEMPTS):
+            run, failure, seen = _read_once(root, dbp, window)
+            if failure is None or not failure.transient or attempt == OPEN_ATTEMPTS - 1:
+                break
+            pins.append(pin(dbp))  # a writer that came keeps its -wal/-shm for the next attempt
+            retry_wait(attempt)
+    finally:
+        for key in pins:
+            unpin(key)
+    if failure is not None:
+        run.warnings.append(failure.message)
+    if keep is not None:
+        keep.update(seen)
+        if failure is not None and failure.transient:
+            keep["failed"] = failure.message
+    _load_import_folders(run, root, window)
+    return run
+
+
+def _read_once(root: Path, dbp: Path, window: int) -> tuple[Run, DbUnavailable | None, dict]:
+    """One attempt at :func:`load_sqlite_run`: the run, why it could not be read whole (or
+    ``None``) and what a live tail needs. Every query runs in one read transaction, so the
+    run is one committed state of the database, not a mix of two."""
+    run = Run(id=visible_name(root.name if dbp.name == "state.db" else dbp.stem), path=root,
+              backend=Backend.SQLITE, format=RunFormat.SQLITE, root=run_root(root))
     run.state_file = dbp
     try:
         run.state_mtime = max(p.stat().st_mtime for p in (dbp, Path(f"{dbp}-wal")) if p.exists())
-    except ValueError:
+    except (ValueError, OSError):
         pass
-    db, warnings = open_readonly(dbp)
-    run.warnings.extend(warnings)
-    if db is None:
-        return run
+    seen: dict = {}
+    try:
+        db = open_db(dbp)
+    except DbUnavailable as exc:
+        return run, exc, seen
     with db:
+        run.warnings.extend(db.warnings)
         run.header["open_mode"] = db.mode
         try:
-            _fill(db.conn, run, root, dbp, window, keep)
+            db.conn.execute("BEGIN")
+            try:
+                _fill(db.conn, run, root, dbp, window, seen)
+            finally:
+                db.conn.execute("ROLLBACK")
+            db.check()
+        except DbUnavailable as exc:
+            return run, exc, seen
+        except sqlite3.Error as exc:
+            return run, DbUnavailable(f"state.db could not be read completely: {exc}.", transient=is_transient(exc)), seen
         except Exception as exc:  # noqa: BLE001 - a bad database must never crash the app
-            run.warnings.append(f"state.db could not be read completely: {exc}.")
-    _load_import_folders(run, root, window)
-    return run
+            return run, DbUnavailable(f"state.db could not be read completely: {exc}.", transient=False), seen
+    return run, None, seen
 
 
 def _fill(conn, run: Run, root: Path, dbp: Path, window: int, keep: dict | None = None) -> None:

@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import open_regular
-from prose_tui.model import Binding, Run
+from prose_tui.model import Backend, Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
 from prose_tui.tui.widgets.repaint import show_text
 from prose_tui.tui.widgets.value_viewer import human_size
@@ -104,7 +104,10 @@ class ContextStrip(Static):
             text = Text("no run selected", "dim")
         else:
             width = (self.content_region.width or self.app.size.width - 2) - 1
-            text = strip_text(view, binding, first_line(binding, root=view.root) if binding is not None else "", moment, width)
+            # An SQLite binding's path is the run's state.db: its bytes are no value line.
+            line = (first_line(binding, root=view.root)
+                    if binding is not None and view.backend is not Backend.SQLITE else "")
+            text = strip_text(view, binding, line, moment, width)
         # Unchanged: no repaint; the same number of rows: a repaint of the strip alone.
         if show_text(self, text, shown=self.shown):
             self.shown = text
