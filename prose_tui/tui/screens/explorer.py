@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from prose_tui.history import Journal
@@ -82,7 +82,9 @@ class ExplorerScreen(Screen[None]):
         Binding("escape", "back", "Back to the trace / unzoom", show=False),
         Binding("f", "toggle_follow", "Follow"),
         Binding("L", "toggle_log", "Program / raw log", show=False),
-        Binding("slash", "search", "Search"),
+        # A priority binding: the app runs it before it hands the next key or paste on, so
+        # keys typed (or sent over SSH) together with "/" reach the prompt, not the pane.
+        Binding("slash", "search", "Search", priority=True),
         Binding("n", "search_again(False)", "Next match", show=False),
         Binding("N", "search_again(True)", "Previous match", show=False),
         Binding("ctrl+r", "rescan", "Rescan runs", show=False),
@@ -390,6 +392,11 @@ class ExplorerScreen(Screen[None]):
         trace = self.query_one(TraceView)
         trace.set_following(not trace.following)
         self.notify("Following the executing statement" if trace.following else "Follow off: the trace stays where you are", markup=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "search" and isinstance(self.focused, Input):
+            return False  # "/" typed into the prompt (or another input) is a character of the query
+        return True
 
     def action_search(self) -> None:
         bar = self.query_one(SearchBar)
