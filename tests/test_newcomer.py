@@ -16,6 +16,15 @@ NEWEST = PROJECT / ".prose" / "runs" / "20260301-100000-a1b2c3"
 SIZES = [(80, 24), (120, 40)]
 
 
+def screen_text(app, selector: str | None = None) -> str:
+    """The cells of the screen (or of the widget ``selector``), row by row, as the terminal gets them."""
+    rows = ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]
+    if selector is None:
+        return "\n".join(rows)
+    region = app.explorer.query_one(selector).region
+    return "\n".join(row[region.x:region.right] for row in rows[region.y:region.bottom])
+
+
 # -- 3. typeahead after "/" ------------------------------------------------------------------------
 @pytest.mark.parametrize("size", SIZES)
 async def test_every_key_typed_right_after_slash_reaches_the_search(size):
@@ -59,3 +68,29 @@ async def test_a_slash_typed_into_the_query_is_part_of_it():
         await pilot.press("slash", *"runs/2026")
         bar = app.explorer.query_one(SearchBar)
         await wait_until(pilot, lambda: bar.value == "runs/2026", what=f"the query with a slash (have {bar.value!r})")
+
+
+# -- 5. a bad path ---------------------------------------------------------------------------------
+def test_a_file_that_is_not_a_run_exits_1_with_the_line_show_prints(tmp_path, capsys):
+    from prose_tui.headless.cli import main
+
+    garbage = tmp_path / "garbage.md"
+    garbage.write_text("hello, not a run\n")
+    assert main(["show", str(garbage)]) == 1
+    said_by_show = capsys.readouterr().err
+    # Exits before the full-screen app starts (no terminal is needed to see the message).
+    assert main([str(garbage)]) == 1
+    err = capsys.readouterr().err
+    assert err == said_by_show and "not a run" in err and "garbage.md" in err
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_an_empty_folder_says_where_it_looked_and_what_it_looks_for(tmp_path, size):
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: "No runs found" in screen_text(app), what="the empty message")
+        # The run list (the pane shown at 80x24) says it whole, wrapped to its width.
+        said = "".join(screen_text(app, "#runs-pane").replace("│", "").split())  # unwrapped, spaces aside
+        assert "waitingforonetoappear" in said.lower()
+        for looked_for in (str(tmp_path), ".prose/runs/", "state.md", "vm.log.md"):
+            assert looked_for in said, looked_for

@@ -34,6 +34,9 @@ def launch(args: argparse.Namespace) -> int:
     elif not path.exists():
         print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
         return 1
+    elif (problem := not_a_run(path)) is not None:
+        print(f"prose-tui: {problem}", file=sys.stderr)
+        return 1
     try:
         ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
                  config=_with_flags(args), sources=getattr(args, "sources", ())).run()
@@ -44,6 +47,19 @@ def launch(args: argparse.Namespace) -> int:
         if demo_dir is not None:
             shutil.rmtree(demo_dir, ignore_errors=True)
     return 0
+
+
+def not_a_run(path: Path) -> str | None:
+    """Why the file ``path`` is not a run (the line ``show`` prints), or ``None``. Checked
+    before the full-screen app starts, which would otherwise wait for a run to appear there.
+    Folders are the explorer's to watch: a run may yet be written below them."""
+    if not path.is_file():
+        return None
+    from prose_tui.backends.loader import unclaimed
+    from prose_tui.backends.registry import backend_for
+
+    resolved = path.resolve()
+    return None if backend_for(resolved) is not None else str(unclaimed(resolved))
 
 
 def _with_flags(args: argparse.Namespace):

@@ -13,9 +13,12 @@ properties the screens and tests use).
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -112,6 +115,7 @@ class RunList(_CursorList):
         self._widths: tuple[int, int] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
+        self.empty_text = ""  # shown, wrapped, in place of the rows when there are none (``show_empty``)
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -123,6 +127,8 @@ class RunList(_CursorList):
         if clock is not None:
             self._clock = clock
         self.runs = RunRows(runs)
+        if runs:
+            self.empty_text = ""
         self._pos = None
         self._told.clear()
         self._refilter()
@@ -225,6 +231,19 @@ class RunList(_CursorList):
         self.set_runs(self.runs)
         return bool(self._shown)
 
+    def show_empty(self, text: str) -> None:
+        """Say ``text`` (wrapped to the pane) where the rows are while no run is listed: where
+        the explorer looked and what it looks for."""
+        if text != self.empty_text:
+            self.empty_text = text
+            self._sized()
+            self.refresh()
+
+    def _empty_lines(self, width: int) -> list[str]:
+        if self._shown or not self.empty_text or width <= 0:
+            return []
+        return textwrap.wrap(self.empty_text, width, break_on_hyphens=False) or [""]
+
     def select_path(self, path: Path) -> None:
         """Highlight the run at ``path`` (posts ``RunChosen`` when it was not the chosen one)."""
         row = self._row(path)
@@ -326,7 +345,8 @@ class RunList(_CursorList):
     def _sized(self) -> None:
         # A new width (the pane resized) or number of rows: scrollbars again, no layout of the
         # screen (the pane's size does not follow its rows).
-        set_virtual_size(self, Size(self.scrollable_content_region.width, len(self._shown)))
+        width = self.scrollable_content_region.width
+        set_virtual_size(self, Size(width, len(self._shown) or len(self._empty_lines(width))))
 
     def on_resize(self) -> None:
         self._fit()
@@ -356,7 +376,11 @@ class RunList(_CursorList):
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
         if not 0 <= index < len(self._shown) or width <= 0:
-            return Strip.blank(width, self.get_visual_style("run-list--option").rich_style)
+            style = self.get_visual_style("run-list--option").rich_style
+            empty = self._empty_lines(width)
+            if 0 <= index < len(empty):
+                return Strip([Segment(empty[index].ljust(width), style + RichStyle(color="yellow"))], width)
+            return Strip.blank(width, style)
         run = self._shown[index]
         look = ("run-list--highlighted" if index == self._highlighted
                 else "run-list--hover" if index == self._hover else None)
