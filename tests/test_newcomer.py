@@ -5,11 +5,14 @@ the app as a user does (keys, a paste) at 80x24 and 120x40 and waits on what the
 from __future__ import annotations
 
 import pytest
-from app_helpers import make_app, ready, wait_until
+from app_helpers import make_app, ready, settled, wait_until
 from conftest import FIXTURES
 from textual import events
 
+from prose_tui.tui.widgets.binding_tree import BindingTree
+from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.search_bar import SearchBar
+from prose_tui.tui.widgets.trace_view import TraceView
 
 PROJECT = FIXTURES / "project"
 NEWEST = PROJECT / ".prose" / "runs" / "20260301-100000-a1b2c3"
@@ -94,3 +97,56 @@ async def test_an_empty_folder_says_where_it_looked_and_what_it_looks_for(tmp_pa
         assert "waitingforonetoappear" in said.lower()
         for looked_for in (str(tmp_path), ".prose/runs/", "state.md", "vm.log.md"):
             assert looked_for in said, looked_for
+
+
+# -- 2. Enter opens a run; Esc goes back to an import's parent -------------------------------------
+OLDER = PROJECT / ".prose" / "runs" / "20260228-090000-d4e5f6"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_enter_on_a_run_opens_it_in_the_trace(size):
+    app = make_app(PROJECT)
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        await pilot.press("1")
+        runs = app.explorer.query_one(RunList)
+        await wait_until(pilot, lambda: runs.has_focus, what="the run list to have focus")
+        await pilot.press("j", "enter")
+        trace_pane = app.explorer.query_one("#trace-pane")
+        await wait_until(pilot, lambda: app.explorer.active == 1 and app.explorer.query_one(TraceView).has_focus
+                         and trace_pane.display and trace_pane.region.height > 0, what="the trace brought up")
+        await settled(pilot, OLDER)
+        assert app.explorer.current_run.path == OLDER
+        assert "20260228-090000-d4e5f6" in screen_text(app)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_esc_goes_back_from_an_import_to_its_parent_and_a_breadcrumb_says_where(size):
+    app = make_app(PROJECT)
+    async with app.run_test(size=size) as pilot:
+        await settled(pilot, NEWEST)
+        parent = app.explorer.current_run
+        await pilot.press("4")
+        tree = app.explorer.query_one(BindingTree)
+        await wait_until(pilot, lambda: tree.has_focus and tree._imports, what="the tree with the import")
+        node = next(n for n in tree._walk() if n.id in tree._imports)
+        for ancestor in [node.parent, node.parent.parent] if node.parent else []:
+            if ancestor is not None:
+                ancestor.expand()
+        await pilot.pause()
+        tree.move_cursor(node)
+        await pilot.pause()
+        await pilot.press("enter")
+        child = parent.imports[0]
+        await wait_until(pilot, lambda: app.explorer.current_run is child and app.explorer.active == 1,
+                         what="the import opened in the trace")
+        title = str(app.explorer.query_one("#trace-pane").border_title)
+        assert f"{parent.id} › {child.import_handle}" in title
+        assert f"{parent.id} › {child.import_handle}"[:20] in screen_text(app, "#trace-pane")
+        await pilot.press("escape")
+        await settled(pilot, NEWEST)
+        assert app.explorer.current_run.path == NEWEST
+        assert "›" not in str(app.explorer.query_one("#trace-pane").border_title)
+        await pilot.press("escape")  # nothing further back: stays
+        await pilot.pause()
+        assert app.explorer.current_run.path == NEWEST

@@ -79,7 +79,7 @@ class ExplorerScreen(Screen[None]):
         Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False),
         *[Binding(str(i + 1), f"pane({i})", f"{name} pane", show=False) for i, (name, _, _) in enumerate(PANES)],
         Binding("z", "zoom", "Zoom"),
-        Binding("escape", "back", "Back to the trace / unzoom", show=False),
+        Binding("escape", "back", "Back: unzoom, to the trace, to the run an import was opened from", show=False),
         Binding("f", "toggle_follow", "Follow"),
         Binding("L", "toggle_log", "Program / raw log", show=False),
         # A priority binding: the app runs it before it hands the next key or paste on, so
@@ -108,6 +108,7 @@ class ExplorerScreen(Screen[None]):
         self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
         self._run_list_width = (0, 0)  # (screen width, run list width wanted): it never narrows within one
+        self.parents: list[Run] = []  # the runs the imports shown were opened from, outermost first
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
@@ -307,7 +308,10 @@ class ExplorerScreen(Screen[None]):
 
     # -- showing a run -------------------------------------------------------------------------------
     def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
+        self.parents.clear()  # a run of the list: no import's parent to go back to
         self.open_run_at(event.path)
+        if event.opened:
+            self.activate(TRACE)  # Enter opens the run: its trace, at every size
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
@@ -328,11 +332,40 @@ class ExplorerScreen(Screen[None]):
         self.panes.refresh(only_bindings=only_bindings)
 
     def open_import(self, parent: Path, handle: str) -> bool:
-        """Show the import ``handle`` of the run at ``parent`` as a run of its own, in the trace."""
+        """Show the import ``handle`` of the run at ``parent`` as a run of its own, in the trace;
+        Esc goes back (``parents``, shown as a breadcrumb in the trace's title)."""
+        shown = self.current_run
         if not self.feed.open_import(parent, handle):
             return False
+        if shown is not None:
+            self.parents.append(shown)
+        self.panes.titles()
         self.activate(TRACE)
         return True
+
+    def back_to_parent(self) -> bool:
+        """Show the run an import was opened from again (Esc); ``False`` when none was."""
+        if not self.parents:
+            return False
+        parent = self.parents.pop()
+        if parent.path in self.workspace.runs:
+            self.open_run_at(parent.path)
+        else:  # an import of an import: shown as it was
+            self.model.loaded_run = None
+            self.show_run(parent)
+            self.model.loaded_run = parent.path
+        self.panes.titles()
+        self.activate(TRACE)
+        return True
+
+    @property
+    def breadcrumb(self) -> str:
+        """Where the trace is: ``parent › import`` for an import opened as a run, else ``""``."""
+        if not self.parents:
+            return ""
+        run = self.current_run
+        here = (run.import_handle or run.id) if run is not None else "?"
+        return " › ".join([*((r.import_handle or r.id) for r in self.parents), here])
 
     def action_toggle_log(self) -> None:
         if not self.model.toggle_raw_log():
@@ -387,6 +420,8 @@ class ExplorerScreen(Screen[None]):
             self.action_zoom()
         elif self.compact and self.active != TRACE:
             self.activate(TRACE)
+        else:
+            self.back_to_parent()
 
     def action_toggle_follow(self) -> None:
         trace = self.query_one(TraceView)

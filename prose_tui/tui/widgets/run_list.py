@@ -94,11 +94,13 @@ class RunList(_CursorList):
     COMPONENT_CLASSES = {"run-list--option", "run-list--highlighted", "run-list--hover"}
 
     class RunChosen(Message):
-        """The user moved to another run (``path`` is its folder)."""
+        """The user moved to another run (``path`` is its folder); ``opened``: with Enter, to
+        read it (the trace brought up), not only passing over it."""
 
-        def __init__(self, path: Path) -> None:
+        def __init__(self, path: Path, *, opened: bool = False) -> None:
             super().__init__()
             self.path = path
+            self.opened = opened
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -291,11 +293,12 @@ class RunList(_CursorList):
     def action_page_up(self) -> None:
         self._highlight((self._highlighted or 0) - max(1, self.scrollable_content_region.height))
 
-    def action_select(self) -> None:
-        """Enter: open the highlighted run again (``RunChosen`` even when it is the chosen one)."""
+    def action_select(self, opened: bool = True) -> None:
+        """Enter: open the highlighted run (``RunChosen`` with ``opened``, even when it is the
+        chosen one)."""
         if self._highlighted is not None and self._shown:
             self._chosen = self._shown[self._highlighted].path
-            self.post_message(self.RunChosen(self._chosen))
+            self.post_message(self.RunChosen(self._chosen, opened=opened))
 
     def on_show(self) -> None:
         self.scroll_to_highlight()
@@ -312,7 +315,7 @@ class RunList(_CursorList):
         row = self._row_at(event)
         if row is not None:
             self._highlight(row)
-            self.action_select()
+            self.action_select(opened=False)
 
     def _on_mouse_move(self, event: events.MouseMove) -> None:
         self._set_hover(self._row_at(event))
