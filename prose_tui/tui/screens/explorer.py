@@ -59,6 +59,9 @@ from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 COMPACT_WIDTH = 100
+TRACE_MIN = 80  # the trace pane's width at 80x24: the wide layout gives it no less where it can
+SIDE_MIN = 34  # the side column's (call stack, bindings, value) least width
+RUNS_FRAME = 4  # the run list pane's border and padding (cells)
 COMPACT_HEIGHT = 28
 STATUS_TICK = 5.0
 READERS = ("scan", "detail", "value")  # worker groups that read runs and values (the watcher's never ends)
@@ -250,8 +253,15 @@ class ExplorerScreen(Screen[None]):
         self.query_one(PaneBar).set_active(active)
 
     def fit_widths(self, *, programs_known: bool = True) -> None:
-        """The run list's and the side column's widths in the wide layout: the run list as wide
-        as its rows want (up to 22 % of the screen). A layout of the screen when they change.
+        """The run list's and the side column's sizes in the wide layout: each pane what its
+        content needs, the trace never narrower than the compact layout's (``TRACE_MIN``).
+
+        * Columns, where the run list's rows fit beside a trace of ``TRACE_MIN`` and a side
+          column of ``SIDE_MIN``: the run list as wide as its rows want (whole ids, programs
+          and ages), the side column 30 % of the screen while the trace keeps ``TRACE_MIN``.
+        * Else (120x40, say) the run list is a band across the top, as wide as the screen
+          and as tall as its runs (up to a fifth of the screen), over the trace and the side
+          column: every row whole, the trace at least ``TRACE_MIN`` wide from 114 columns.
 
         The run list does not narrow while the screen keeps its width: a narrower list is a
         layout of every pane, and after the first read it would come once the run is on
@@ -259,17 +269,29 @@ class ExplorerScreen(Screen[None]):
         of runs not read yet): the program column counts at its widest, so the list sized in
         the frame that lists the runs keeps its width when they are read."""
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
-        if not self.compact and not self.zoomed:
-            width = self.size.width
-            runs = preferred_width(self.query_one(RunList).runs, programs_known=programs_known) + 2
-            kept_for, kept = self._run_list_width
-            if kept_for == width:
-                runs = max(runs, kept)
-            self._run_list_width = (width, runs)
-            runs_pane.styles.width = max(24, min(runs, width * 22 // 100))
-            side.styles.width = max(34, width * 30 // 100)
-        else:
+        if self.compact or self.zoomed:
+            self.set_class(False, "runs-top")
             runs_pane.styles.width = side.styles.width = "1fr"
+            runs_pane.styles.height = None
+            return
+        width = self.size.width
+        run_list = self.query_one(RunList)
+        runs = preferred_width(run_list.runs, programs_known=programs_known) + RUNS_FRAME
+        kept_for, kept = self._run_list_width
+        if kept_for == width:
+            runs = max(runs, kept)
+        self._run_list_width = (width, runs)
+        on_top = width - SIDE_MIN - runs < TRACE_MIN
+        self.set_class(on_top, "runs-top")
+        if on_top:
+            rows = min(max(len(run_list.runs), 3), max(3, (self.size.height - 3) // 5))
+            runs_pane.styles.width = "100%"
+            runs_pane.styles.height = rows + 2
+            side.styles.width = max(SIDE_MIN, min(width * 30 // 100, width - TRACE_MIN))
+        else:
+            runs_pane.styles.width = runs
+            runs_pane.styles.height = None
+            side.styles.width = max(SIDE_MIN, min(width * 30 // 100, width - runs - TRACE_MIN))
 
     def _pane_widget(self, index: int) -> Widget:
         if index == STACK and self.query_one(NodeTable).display:
