@@ -5,23 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from textual.app import App
 from textual.binding import Binding
 
 from prose_tui.history import Journal
 from prose_tui.live.workspace import RunSource, Workspace
 from prose_tui.mission.state import find_agent_state
-from prose_tui.tui.commands import ExplorerCommands
+from prose_tui.tui.commands import OrderedCommands
 from prose_tui.tui.config import Config
-from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitCommands, HabitsApp
+from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitsApp
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.screens.explorer import ExplorerScreen
 from prose_tui.tui.screens.help import HelpScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
-from prose_tui.tui.screens.mission_control import (
-    MissionControlCommands,
-    MissionControlScreen,
-)
+from prose_tui.tui.screens.mission_control import MissionControlScreen
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.node_table import NodeTable
@@ -54,7 +50,7 @@ class ProseTUI(HabitsApp):
         Binding("E", "export('html')", "Export HTML", show=False),
         Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ])
-    COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands, HabitCommands}
+    COMMANDS = {OrderedCommands}  # ours, then Textual's own (Keys, Maximize, Screenshot ...)
 
     def __init__(
         self,

@@ -49,6 +49,7 @@ class BindingTree(Tree[Target]):
         KeyBinding("l,right", "expand", "Expand / into", show=False),
         KeyBinding("g,home", "first", "First item", show=False),
         KeyBinding("G,end", "last", "Last item", show=False),
+        KeyBinding("enter", "select_cursor", "Open in the value pane; an import as a run", show=False),
     ])
     HELP_GROUP = "Bindings & agents"
     _resizing = False  # Tree's own resize handler is running (``refresh``)

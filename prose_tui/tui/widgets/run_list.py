@@ -69,6 +69,7 @@ class RunList(_CursorList):
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "first", "First run", show=False),
         Binding("G", "last", "Last run", show=False),
+        Binding("enter", "select", "Open the run in the trace", show=False),
     ])
     HELP_GROUP = "Runs"
 
@@ -114,7 +115,7 @@ class RunList(_CursorList):
         self._chosen: Path | None = None
         self._clock = None
         self._paint_now: datetime | None = None  # one clock reading per paint
-        self._widths: tuple[int, int] = (22, 18)
+        self._widths: tuple[int, ...] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
         self.empty_text = ""  # shown, wrapped, in place of the rows when there are none (``show_empty``)
