@@ -4,15 +4,20 @@ the app as a user does (keys, a paste) at 80x24 and 120x40 and waits on what the
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from app_helpers import make_app, ready, settled, wait_until
 from conftest import FIXTURES
 from textual import events
 
+from prose_tui.tui.screens.help import HelpScreen, bindings_table
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.search_bar import SearchBar
 from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 PROJECT = FIXTURES / "project"
 NEWEST = PROJECT / ".prose" / "runs" / "20260301-100000-a1b2c3"
@@ -150,3 +155,109 @@ async def test_esc_goes_back_from_an_import_to_its_parent_and_a_breadcrumb_says_
         await pilot.press("escape")  # nothing further back: stays
         await pilot.pause()
         assert app.explorer.current_run.path == NEWEST
+
+
+# -- 1. each pane what its content needs -----------------------------------------------------------
+LONG_IDS = [f"20260514-00253{i}-{i}-landing-page-responsive" for i in range(6)]
+
+
+def _long_id_project(root):
+    for i, run_id in enumerate(LONG_IDS):
+        run_dir = root / ".prose" / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        (run_dir / "state.md").write_text(
+            f"# Execution State\n\nrun: {run_id}\nprogram: web-landing-page-{i}.prose\nstatus: completed\n\n"
+            "## Execution Trace\n\n```prose\nsession \"Build the page\"  # (complete)\n```\n")
+    return root
+
+
+@pytest.mark.parametrize("size", [(120, 40), (160, 45), (200, 50)])
+async def test_the_run_list_shows_whole_ids_programs_and_ages_and_the_trace_keeps_80_columns(tmp_path, size):
+    app = make_app(_long_id_project(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.first_read_done, what="the first read settled")
+        await pilot.pause()
+        runs = screen_text(app, "#runs-pane")
+        for i, run_id in enumerate(LONG_IDS[: app.explorer.query_one(RunList).scrollable_content_region.height]):
+            row = next((line for line in runs.splitlines() if run_id in line), None)
+            assert row is not None, f"{run_id} whole in the run list:\n{runs}"
+            assert f"web-landing-page-{i}.prose" in row and "completed" in row or "✓" in row
+        assert app.explorer.query_one("#trace-pane").region.width >= 80
+        for pane in ("#runs-pane", "#trace-pane", "#history-pane", "#stack-pane", "#data-pane", "#value-pane"):
+            widget = app.explorer.query_one(pane)
+            assert widget.display and widget.region.height > 0, pane
+
+
+# -- 7. help and keys ----------------------------------------------------------------------------
+def _help_sections(app) -> dict[str, str]:
+    """The help screen's text, per section heading (rendered as the user reads it)."""
+    from rich.console import Console
+
+    console = Console(width=88, record=True, file=open(os.devnull, "w"))
+    console.print(bindings_table(app.screen.groups))
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for line in console.export_text().splitlines():
+        if line and not line.startswith(" ") and line.strip() in {t for t, _ in app.screen.groups}:
+            current = line.strip()
+            continue
+        sections.setdefault(current, []).append(line)
+    return {k: "\n".join(v) for k, v in sections.items()}
+
+
+async def test_help_lists_enter_in_runs_and_bindings_and_names_keys_as_typed():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        sections = _help_sections(app)
+        assert "Enter" in sections["Runs"] and "Open the run" in sections["Runs"]
+        assert "Enter" in sections["Bindings & agents"]
+        assert "Ctrl+Home" in sections["Nodes"]
+        everything = "\n".join(sections.values())
+        assert "HOME" not in everything and "END" not in everything
+
+
+def test_the_readme_key_table_has_every_explorer_key():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    table = readme[readme.index("### Keys"):readme.index("![prose-tui keys")]
+    rows = {line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")}
+    assert any("`L`" in key for key in rows)
+    assert any("Ctrl+R" in key for key in rows)
+    assert any(line.startswith("| Enter | runs |") for line in table.splitlines())
+
+
+async def test_t_on_a_small_value_goes_to_its_end_and_says_why_there_is_no_tail():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, NEWEST)
+        viewer = app.explorer.query_one(ValueViewer)
+        await wait_until(pilot, lambda: viewer.target is not None and not viewer.reading, what="a value shown")
+        await pilot.press("5", "t")
+        await wait_until(pilot, lambda: any("whole value is shown" in str(n.message) for n in app._notifications),
+                         what="a note on t")
+        assert not viewer.tail
+
+
+async def test_the_palette_lists_our_commands_before_textuals_own():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+p")
+        textuals = ("Keys", "Maximize", "Screenshot", "Quit", "Theme")
+
+        def prompts() -> list[str]:
+            lists = app.screen.query("CommandList")
+            if not lists:
+                return []
+            options = lists.first()
+            return [str(options.get_option_at_index(i).prompt).split("\n")[0] for i in range(options.option_count)]
+
+        await wait_until(pilot, lambda: any(p.startswith("Screenshot") or p.startswith("Keys") for p in prompts()),
+                         what="Textual's commands listed")
+        listed = prompts()
+        first_textual = min(i for i, p in enumerate(listed) if p.startswith(textuals))
+        assert first_textual > 0 and listed[0] == "Toggle follow", listed[:5]
+        assert all(not p.startswith(("Open run", "Go to", "Export")) for p in listed[first_textual:]), listed
