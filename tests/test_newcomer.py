@@ -261,3 +261,62 @@ async def test_the_palette_lists_our_commands_before_textuals_own():
         first_textual = min(i for i, p in enumerate(listed) if p.startswith(textuals))
         assert first_textual > 0 and listed[0] == "Toggle follow", listed[:5]
         assert all(not p.startswith(("Open run", "Go to", "Export")) for p in listed[first_textual:]), listed
+
+
+# -- 8. notifications and status lines -------------------------------------------------------------
+async def test_notifications_are_short_lived_and_errors_last_longer():
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("f")  # "Follow off: ..."
+        await wait_until(pilot, lambda: app._notifications, what="a notification")
+        app.notify("a config note", severity="warning", timeout=12)
+        app.notify("it broke", severity="error")
+        await pilot.pause()
+        lives = {n.severity: n.timeout for n in app._notifications}
+        assert 3 <= lives["information"] <= 6 and lives["warning"] <= 8 and lives["error"] > lives["information"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_notification_never_covers_the_buttons_of_the_ctrl_e_dialog(size):
+    from textual.widgets import Button
+    from textual.widgets._toast import Toast
+
+    from prose_tui.tui.screens.confirm import ConfirmScreen
+
+    app = make_app(PROJECT)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        for i in range(3):
+            app.notify(f"note {i}: something happened while the dialog was open, in a few words", severity="warning")
+        await wait_until(pilot, lambda: len(app.screen.query(Toast)) == 3 and all(t.region.height for t in app.screen.query(Toast)),
+                         what="the toasts on screen")
+        buttons = [b.region for b in app.screen.query(Button)]
+        assert buttons
+        for toast in app.screen.query(Toast):
+            for button in buttons:
+                assert not toast.region.overlaps(button), (toast.region, button)
+
+
+@pytest.mark.parametrize("pane", ["3", "4", "5", "6"])
+async def test_the_status_line_at_80x24_shows_only_whole_parts(pane):
+    from prose_tui.tui.widgets.status_line import StatusLine
+
+    app = make_app(PROJECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, NEWEST)
+        await pilot.press(pane)
+        await wait_until(pilot, lambda: app.explorer.active == int(pane) - 1, what="the pane")
+        await pilot.pause()
+        line = app.explorer.query_one(StatusLine)
+        shown = line.shown.plain
+        assert len(shown) <= line.content_region.width, shown
+        assert "…" not in shown
+        run = app.explorer.current_run
+        # Each part is one the app says whole: the reason whole or up to a clause's end.
+        last = shown.split(" · ")[-1]
+        assert run.status_reason.startswith(last) and (last == run.status_reason or
+                                                        run.status_reason[len(last)] in ";,( "), shown
+        assert "running" in shown and "follow on" in shown

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 
 from prose_tui.history import Journal
 from prose_tui.live.workspace import RunSource, Workspace
@@ -33,6 +34,9 @@ INTRO = (
     "/ searches the current pane, n/N go through every hit. [ ] { } step through the run's history: every pane "
     "then shows that moment."
 )
+
+
+NOTIFY_SECONDS: dict[str, float] = {"information": 4.0, "warning": 6.0, "error": 10.0}  # a notification's life
 
 
 class ProseTUI(HabitsApp):
@@ -93,6 +97,14 @@ class ProseTUI(HabitsApp):
             callbacks, self._after_frame = self._after_frame, []
             for callback in callbacks:
                 callback()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """A notification, short-lived unless it is an error: ``NOTIFY_SECONDS`` by severity
+        when ``timeout`` is not given, and never longer than that."""
+        limit = NOTIFY_SECONDS.get(severity, NOTIFY_SECONDS["information"])
+        timeout = limit if timeout is None else min(timeout, limit)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def get_default_screen(self) -> ExplorerScreen:
         initial = self.path if self.path.parent.name == "runs" else None
