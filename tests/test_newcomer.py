@@ -320,3 +320,79 @@ async def test_the_status_line_at_80x24_shows_only_whole_parts(pane):
         assert run.status_reason.startswith(last) and (last == run.status_reason or
                                                         run.status_reason[len(last)] in ";,( "), shown
         assert "running" in shown and "follow on" in shown
+
+
+# -- 9. labels that erode trust --------------------------------------------------------------------
+async def test_database_agents_with_memory_show_it_and_only_stateless_agents_say_stateless(tmp_path):
+    from textual.app import App
+
+    from prose_tui.model import Agent, Run
+
+    class _Tree(App[None]):
+        def compose(self):
+            yield BindingTree()
+
+    db = tmp_path / "state.db"
+    run = Run(id="r1", path=tmp_path, agents=[
+        Agent(name="librarian", scope="project", path=db, details={"memory": "Knows the repo layout."}),
+        Agent(name="mentor", scope="user", path=tmp_path / "agents" / "mentor", details={"memory": "Prefers short answers."}),
+        Agent(name="planner", scope="project", path=tmp_path / ".prose" / "agents" / "planner"),
+        Agent(name="scout", scope="stateless"),
+    ])
+    app = _Tree()
+    async with app.run_test(size=(80, 30)) as pilot:
+        tree = app.query_one(BindingTree)
+        tree.show(run)
+        await pilot.pause()
+        said = {node.label.plain.split()[0]: [(label.plain, target) for label, target in tree._lazy.get(node.id, [])]
+                for node in tree._agent_nodes}
+        for name, memory in (("librarian", "Knows the repo layout."), ("mentor", "Prefers short answers.")):
+            (label, target), = said[name]
+            assert "stateless" not in label and target is not None and target.kind == "memory" and target.text == memory
+        assert said["planner"][0][0].startswith("no memory yet (project scope)")
+        assert said["scout"] == [("no memory (stateless)", None)]
+
+
+def test_agent_status_warns_when_a_paused_agent_has_not_taken_up_a_command_for_long(tmp_path, capsys):
+    from prose_tui.headless.cli import main
+
+    state = tmp_path / "agent_state.json"
+    state.write_text('{"desired_state": "continuous", "current_state": "pause", "timestamp": "2025-01-01T00:00:00Z"}')
+    assert main(["agent", "status", "--agent-state", str(state)]) == 0
+    out = capsys.readouterr().out
+    assert "IDLE" in out
+    warning = next(line for line in out.splitlines() if line.strip().startswith("Warning"))
+    assert "not taken up continuous" in warning and "not polling" in warning
+
+
+def test_an_unreadable_agent_state_keeps_the_file_name_as_given(tmp_path, monkeypatch, capsys):
+    from prose_tui.headless.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "garbage.md").write_bytes(b"\xff\xfe not utf-8")
+    main(["agent", "status", "--agent-state", "garbage.md"])
+    out = capsys.readouterr().out
+    assert "garbage.md is not UTF-8 text." in out and "Garbage.md" not in out
+
+
+def test_the_demo_run_appears_whole_never_a_run_folder_without_its_state_file(tmp_path, monkeypatch):
+    from prose_tui.demo import DemoVM
+    from prose_tui.demo import simulator
+
+    vm = DemoVM(tmp_path)
+    real_write = simulator._Writer.write
+    seen_half: list[str] = []
+
+    listed = tmp_path / ".prose" / "runs" / vm.run_id  # where an explorer finds the run
+
+    def write(self, path, text):
+        real_write(self, path, text)
+        if listed.exists() and not (listed / "state.md").exists():
+            seen_half.append(f"after writing {path.name}")
+
+    monkeypatch.setattr(simulator._Writer, "write", write)
+    step = next(vm.steps())  # the first step: the run appears
+    assert (vm.run_dir / "state.md").is_file() and (vm.run_dir / "program.prose").is_file()
+    assert vm.run_dir / "state.md" in step.paths and all(p.exists() for p in step.paths)
+    assert not seen_half, f"the run folder was visible without state.md: {seen_half}"
+    assert not list((tmp_path / ".prose").glob(".*.new"))

@@ -19,14 +19,13 @@ def launch(args: argparse.Namespace) -> int:
     demo_dir: Path | None = None
     thread: threading.Thread | None = None
     path: Path = args.path
+    vm = None
     if args.demo:
         from prose_tui.demo import DemoVM, write_history_runs
 
         demo_dir = Path(tempfile.mkdtemp(prefix="prose-tui-demo-"))
         write_history_runs(demo_dir)
         vm = DemoVM(demo_dir)
-        thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop}, daemon=True, name="demo-vm")
-        thread.start()
         path = demo_dir
     elif str(path) == "-":
         path = _stdin_to_file()
@@ -38,8 +37,18 @@ def launch(args: argparse.Namespace) -> int:
         print(f"prose-tui: {problem}", file=sys.stderr)
         return 1
     try:
-        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
-                 config=_with_flags(args), sources=getattr(args, "sources", ())).run()
+        app = ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
+                       config=_with_flags(args), sources=getattr(args, "sources", ()))
+        if vm is not None:
+            # The demo run exists (its first step, whole) when the explorer starts, which
+            # opens on it; its next steps wait until the explorer has read the project and
+            # watches it, so the run's history holds every step, as for a run written while
+            # the explorer is open.
+            vm.first_step()
+            thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop, "watched": app.first_read},
+                                      daemon=True, name="demo-vm")
+            thread.start()
+        app.run()
     finally:
         stop.set()
         if thread is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -80,6 +81,9 @@ class ProseTUI(HabitsApp):
         root = self.path if self.path.is_dir() else self.path.parent
         self.agent_state_path = find_agent_state(root, agent_state)
         self._after_frame: list[Callable[[], object]] = []
+        # Set once the explorer has listed the runs and settled (its first read): another
+        # thread may wait on it (the demo VM starts its run then).
+        self.first_read = threading.Event()
 
     def after_frame(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` on the UI thread just after the next frame is handed to the

@@ -526,6 +526,9 @@ class ExplorerScreen(Screen[None]):
         if not trace.following:
             trace.scroll_to_cursor(center=True)
         self.first_read_done = True
+        first_read = getattr(self.app, "first_read", None)
+        if first_read is not None:
+            first_read.set()
 
     def on_deltas_waiting(self, message: DeltasWaiting) -> None:
         if self.feed.live is not None:
