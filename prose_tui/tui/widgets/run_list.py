@@ -380,11 +380,11 @@ class RunList(_CursorList):
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
         if not 0 <= index < len(self._shown) or width <= 0:
-            style = self.get_visual_style("run-list--option").rich_style
+            blank = self.get_visual_style("run-list--option").rich_style
             empty = self._empty_lines(width)
             if 0 <= index < len(empty):
-                return Strip([Segment(empty[index].ljust(width), style + RichStyle(color="yellow"))], width)
-            return Strip.blank(width, style)
+                return Strip([Segment(empty[index].ljust(width), blank + RichStyle(color="yellow"))], width)
+            return Strip.blank(width, blank)
         run = self._shown[index]
         look = ("run-list--highlighted" if index == self._highlighted
                 else "run-list--hover" if index == self._hover else None)
