@@ -59,10 +59,10 @@ from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 COMPACT_WIDTH = 100
+COMPACT_HEIGHT = 28
 TRACE_MIN = 80  # the trace pane's width at 80x24: the wide layout gives it no less where it can
 SIDE_MIN = 34  # the side column's (call stack, bindings, value) least width
 RUNS_FRAME = 4  # the run list pane's border and padding (cells)
-COMPACT_HEIGHT = 28
 STATUS_TICK = 5.0
 READERS = ("scan", "detail", "value")  # worker groups that read runs and values (the watcher's never ends)
 
@@ -359,8 +359,9 @@ class ExplorerScreen(Screen[None]):
         shown = self.current_run
         if not self.feed.open_import(parent, handle):
             return False
-        if shown is not None:
-            self.parents.append(shown)
+        came_from = shown if shown is not None and shown.path == parent else self.workspace.runs.get(parent, shown)
+        if came_from is not None:
+            self.parents.append(came_from)
         self.panes.titles()
         self.activate(TRACE)
         return True
