@@ -101,7 +101,7 @@ async def test_the_binding_tree_paints_its_rows_again_at_a_new_width():
     """A resize repaints the tree's rows in its new place and width (it no longer lays the
     whole screen out for it): the same rows, none missing, nothing of the old place left."""
     app = make_app(PROJECT)
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(160, 50)) as pilot:  # 50 rows: the run list's band above leaves the tree 6+
         await ready(pilot)
         await pilot.press("4")
         tree = app.explorer.query_one(BindingTree)
@@ -114,7 +114,7 @@ async def test_the_binding_tree_paints_its_rows_again_at_a_new_width():
         await pilot.pause()
         wide, wide_x = rows(), tree.scrollable_content_region.x
         assert sum(1 for row in wide if row) > 5
-        await pilot.resize_terminal(120, 40)
+        await pilot.resize_terminal(120, 50)
         # The app's size changes at once, the screen's outer size at its (debounced) layout.
         await wait_until(pilot, lambda: app.screen.outer_size.width == 120, what="the narrower screen laid out")
         await settled(pilot)

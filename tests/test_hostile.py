@@ -190,7 +190,7 @@ async def test_escapes_and_newlines_in_file_and_folder_names_are_shown_as_pictur
     (run_dir / "imports" / f"lib{ESC}]0;t" / "state.md").write_text(state_md(['session "i"  # (complete)']))
     before = tree_digest(tmp_path)
     app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(140, 50)) as pilot:  # 50 rows: the tree under the run list shows every name
         await watched(pilot)
         await pilot.press("4")
         await pilot.pause()

@@ -85,9 +85,10 @@ async def test_120x40_shows_every_pane_and_gives_the_width_to_the_trace():
         for pane in ("#runs-pane", "#trace-pane", "#history-pane", "#stack-pane", "#data-pane", "#value-pane"):
             assert shown(app, pane), pane
         assert not shown(app, "#strip")
-        trace = app.explorer.query_one("#trace-pane").region.width
-        assert trace > app.explorer.query_one("#runs-pane").region.width
-        assert trace > app.explorer.query_one("#side").region.width
+        # The trace no narrower than at 80x24 (issue 32): the run list a band over it.
+        trace = app.explorer.query_one("#trace-pane").region
+        assert trace.width >= 80 and trace.width > app.explorer.query_one("#side").region.width
+        assert app.explorer.query_one("#runs-pane").region.bottom <= trace.y
         # One dense row per run.
         runs = app.explorer.query_one(RunList)
         assert runs.option_count == len(runs.runs) == 2

@@ -28,6 +28,14 @@ def run_path_of(path: Path) -> Path:
     return path
 
 
+def unclaimed(path: Path) -> NotARunError:
+    """The error for ``path`` (resolved) that no backend claims: one line naming it and what a
+    run is (the message ``show`` and the explorer print before exiting 1)."""
+    if path.is_file():
+        return NotARunError(f"{path}: not a run state file, state.db or OpenProse narration")
+    return NotARunError(f"{path}: not a run folder (no state.md, vm.log.md, state.db, program or bindings)")
+
+
 def open_run(
     path: Path,
     *,
@@ -50,7 +58,5 @@ def open_run(
     path = path.resolve()
     backend = backend_for(path)
     if backend is None:
-        if path.is_file():
-            raise NotARunError(f"{path}: not a run state file, state.db or OpenProse narration")
-        raise NotARunError(f"{path}: not a run folder (no state.md, vm.log.md, state.db, program or bindings)")
+        raise unclaimed(path)
     return backend.open(path, now=now, stale_after=stale_after, observed=observed, summary=summary)

@@ -218,6 +218,7 @@ class DemoVM:
         self.run_dir = runs / self.run_id
         self._w = _Writer(self.clock, _context(seed), atomic)
         self._started_steps = False
+        self._pending: Iterator[DemoStep] | None = None  # the steps ``first_step`` began
         self.doc = _State(self.run_id, C.PROGRAM_NAME, C.PROGRAM, self.started)
         self.doc.agents = [("scout", "stateless", "(none)"), ("captain", "execution", "agents/captain/"),
                            ("archivist", "project", ".prose/agents/archivist/")]
@@ -289,10 +290,22 @@ class DemoVM:
         env = self.project / ".prose" / ".env"
         if not env.exists():
             w.write(env, C.ENV)  # seeds/filesystem.md, .prose/.env
+        # The run appears whole (program.prose and state.md), as a VM that prepares its run
+        # folder before it names it: an explorer watching runs/ never reads a run folder
+        # without its state file. Atomic writes only; atomic=False writes in place.
+        real = self.run_dir
+        if w.atomic:
+            self.run_dir = self.project / ".prose" / f".{self.run_id}.new"
         w.write(self.run_dir / "program.prose", C.PROGRAM)
         d.mark("loop until", "[not yet entered]")
         d.marks(("input repo", EXEC), ("const audience", NEXT), ("let changes", NEXT))
-        yield self._step("Start the run: copy program.prose, write state.md", 0.8)
+        first = self._step("Start the run: copy program.prose, write state.md", 0.8)
+        if self.run_dir != real:
+            staged, self.run_dir = self.run_dir, real
+            real.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(staged, real)
+            first.paths = [real / p.relative_to(staged) if p.is_relative_to(staged) else p for p in first.paths]
+        yield first
         self._bind("input repo", "repo", "input", V["repo"])
         d.marks(("const audience", EXEC), ("let plan", NEXT))
         yield self._step("Bind input repo", 0.5)
@@ -386,8 +399,18 @@ class DemoVM:
         d.status = "completed"
         yield self._step("Output notes written; run completed", 0.0)
 
-    def run(self, speed: float = 1.0, stop: threading.Event | None = None) -> None:
-        """Perform every step, waiting ``step.delay / speed`` seconds after each.
+    def first_step(self) -> DemoStep:
+        """Perform the first step now (the run appears, whole); ``run`` goes on from the next."""
+        if self._pending is None:
+            self._pending = self.steps()
+        return next(self._pending)
+
+    def run(self, speed: float = 1.0, stop: threading.Event | None = None, *,
+            watched: threading.Event | None = None) -> None:
+        """Perform every step (those after ``first_step`` when it was called), waiting
+        ``step.delay / speed`` seconds after each. ``watched``: wait for it (an explorer
+        that has read the project and watches it) before any further step, so that
+        whoever watches sees every step happen.
 
         Returns when the run is complete or as soon as ``stop`` is set (checked before each
         step and while waiting). Raises ValueError when ``speed`` is not positive.
@@ -395,7 +418,12 @@ class DemoVM:
         if speed <= 0:
             raise ValueError(f"speed must be positive, got {speed}")
         stop = stop or threading.Event()
-        steps = self.steps()
+        while watched is not None and not watched.wait(0.1):
+            if stop.is_set():
+                return
+        if self._pending is None:
+            self._pending = self.steps()
+        steps = self._pending
         while not stop.is_set():
             step = next(steps, None)
             if step is None:

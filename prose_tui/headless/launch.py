@@ -19,14 +19,13 @@ def launch(args: argparse.Namespace) -> int:
     demo_dir: Path | None = None
     thread: threading.Thread | None = None
     path: Path = args.path
+    vm = None
     if args.demo:
         from prose_tui.demo import DemoVM, write_history_runs
 
         demo_dir = Path(tempfile.mkdtemp(prefix="prose-tui-demo-"))
         write_history_runs(demo_dir)
         vm = DemoVM(demo_dir)
-        thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop}, daemon=True, name="demo-vm")
-        thread.start()
         path = demo_dir
     elif str(path) == "-":
         path = _stdin_to_file()
@@ -34,10 +33,23 @@ def launch(args: argparse.Namespace) -> int:
     elif getattr(args, "disk", True) and not path.exists():
         print(f"prose-tui: {path}: no such file or folder", file=sys.stderr)
         return 1
+    elif (problem := not_a_run(path)) is not None:
+        print(f"prose-tui: {problem}", file=sys.stderr)
+        return 1
     try:
-        ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
-                 config=_with_flags(args), sources=getattr(args, "sources", ()), disk=getattr(args, "disk", True),
-                 initial=getattr(args, "initial", None)).run()
+        app = ProseTUI(path, stale_after=args.stale_after, watch=not args.no_watch, agent_state=args.agent_state,
+                       config=_with_flags(args), sources=getattr(args, "sources", ()), disk=getattr(args, "disk", True),
+                       initial=getattr(args, "initial", None))
+        if vm is not None:
+            # The demo run exists (its first step, whole) when the explorer starts, which
+            # opens on it; its next steps wait until the explorer has read the project and
+            # watches it, so the run's history holds every step, as for a run written while
+            # the explorer is open.
+            vm.first_step()
+            thread = threading.Thread(target=vm.run, kwargs={"speed": args.speed, "stop": stop, "watched": app.first_read},
+                                      daemon=True, name="demo-vm")
+            thread.start()
+        app.run()
     finally:
         stop.set()
         if thread is not None:
@@ -45,6 +57,19 @@ def launch(args: argparse.Namespace) -> int:
         if demo_dir is not None:
             shutil.rmtree(demo_dir, ignore_errors=True)
     return 0
+
+
+def not_a_run(path: Path) -> str | None:
+    """Why the file ``path`` is not a run (the line ``show`` prints), or ``None``. Checked
+    before the full-screen app starts, which would otherwise wait for a run to appear there.
+    Folders are the explorer's to watch: a run may yet be written below them."""
+    if not path.is_file():
+        return None
+    from prose_tui.backends.loader import unclaimed
+    from prose_tui.backends.registry import backend_for
+
+    resolved = path.resolve()
+    return None if backend_for(resolved) is not None else str(unclaimed(resolved))
 
 
 def _with_flags(args: argparse.Namespace):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from prose_tui.mission.state import Kind, MissionState, describe_age, describe_duration
+
+
+POLL_OVERDUE = timedelta(minutes=2)  # a paused agent polls every 5-10 s (seeds/agent-state.md, "Polling frequency")
 
 
 def status_rows(state: MissionState, now: datetime, pending_since: datetime | None = None) -> list[tuple[str, str]]:
@@ -20,6 +23,10 @@ def status_rows(state: MissionState, now: datetime, pending_since: datetime | No
             since = pending_since or pending.since
             waited = f" (pending {describe_duration(now - since)})" if since is not None else ""
             rows.append(("Pending", pending.description + waited))
+            if since is not None and pending.current_state in ("pause", None) and now - since > POLL_OVERDUE:
+                rows.append(("Warning", f"the agent has not taken up {pending.desired_state} in "
+                             f"{describe_duration(now - since)}, though a paused agent reads this file every "
+                             "5-10 s (seeds/agent-state.md): it is probably not running or not polling it"))
         if state.timestamp_text is not None:
             rows.append(("Updated", f"{describe_age(state.timestamp, now)} ({state.timestamp_text})"))
         rows.append(("Set by", state.set_by or "(not given)"))

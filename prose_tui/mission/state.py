@@ -282,7 +282,9 @@ def _json_kind(value: Any) -> str:
 
 
 def _read_text(path: Path) -> tuple[str | None, str | None]:
-    """(text, None) or (None, reason the file could not be read); (None, None) if missing."""
+    """(text, None) or (None, reason the file could not be read); (None, None) if missing. The
+    reason is a sentence without its full stop; a file name in it is as the user gave it (never
+    capitalised)."""
     try:
         return path.read_text(encoding="utf-8"), None
     except FileNotFoundError:
@@ -292,7 +294,7 @@ def _read_text(path: Path) -> tuple[str | None, str | None]:
     except UnicodeDecodeError:
         return None, f"{path} is not UTF-8 text"
     except OSError as error:
-        return None, f"cannot read {path}: {error.strerror or error}"
+        return None, f"Cannot read {path}: {error.strerror or error}"
 
 
 def read_state(
@@ -321,7 +323,7 @@ def read_state(
     read_at = now()
     if error is not None:
         kind = Kind.MALFORMED if "UTF-8" in error else Kind.UNREADABLE
-        return MissionState(path, kind, error[0].upper() + error[1:] + ".", read_at)
+        return MissionState(path, kind, error + ".", read_at)
     if text is None:
         where = " or ".join(str(p) for p in searched) if len(searched) > 1 else str(path)
         message = (

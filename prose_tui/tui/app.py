@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 
 from prose_tui.history import Journal
 from prose_tui.live.workspace import RunSource, Workspace
 from prose_tui.mission.state import find_agent_state
-from prose_tui.tui.commands import ExplorerCommands
+from prose_tui.tui.commands import OrderedCommands
 from prose_tui.tui.config import Config
-from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitCommands, HabitsApp
+from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitsApp
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.screens.explorer import ExplorerScreen
 from prose_tui.tui.screens.help import HelpScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
+from prose_tui.tui.screens.mission_control import MissionControlScreen
 from prose_tui.tui.served import served_read_only
-from prose_tui.tui.screens.mission_control import (
-    MissionControlCommands,
-    MissionControlScreen,
-)
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.node_table import NodeTable
@@ -38,6 +36,9 @@ INTRO = (
     "/ searches the current pane, n/N go through every hit. [ ] { } step through the run's history: every pane "
     "then shows that moment."
 )
+
+
+NOTIFY_SECONDS: dict[str, float] = {"information": 4.0, "warning": 6.0, "error": 10.0}  # a notification's life
 
 
 class ProseTUI(HabitsApp):
@@ -59,7 +60,7 @@ class ProseTUI(HabitsApp):
         Binding("E", "export('html')", "Export HTML", show=False),
         Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ])
-    COMMANDS = App.COMMANDS | {ExplorerCommands, MissionControlCommands, HabitCommands}
+    COMMANDS = {OrderedCommands}  # ours, then Textual's own (Keys, Maximize, Screenshot ...)
 
     def __init__(
         self,
@@ -90,6 +91,9 @@ class ProseTUI(HabitsApp):
         root = self.path if self.path.is_dir() else self.path.parent
         self.agent_state_path = find_agent_state(root, agent_state)
         self._after_frame: list[Callable[[], object]] = []
+        # Set once the explorer has listed the runs and settled (its first read): another
+        # thread may wait on it (the demo VM starts its run then).
+        self.first_read = threading.Event()
 
     def after_frame(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` on the UI thread just after the next frame is handed to the
@@ -107,6 +111,14 @@ class ProseTUI(HabitsApp):
             callbacks, self._after_frame = self._after_frame, []
             for callback in callbacks:
                 callback()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """A notification, short-lived unless it is an error: ``NOTIFY_SECONDS`` by severity
+        when ``timeout`` is not given, and never longer than that."""
+        limit = NOTIFY_SECONDS.get(severity, NOTIFY_SECONDS["information"])
+        timeout = limit if timeout is None else min(timeout, limit)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def get_default_screen(self) -> ExplorerScreen:
         initial = self.initial_run or (self.path if self.path.parent.name == "runs" else None)

@@ -93,3 +93,34 @@ class ExplorerCommands(Provider):
             score = max(matcher.match(name), matcher.match(help_text) * 0.8)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), action, help=help_text)
+
+
+class OrderedCommands(Provider):
+    """Every palette command through one provider, ours first: the explorer's (runs, panes,
+    export), the habits' (pager, editor, copy), Mission Control's, then Textual's own
+    (theme, keys, maximize, screenshot, quit).
+
+    The palette lists the hits of an empty query in the order they arrive from its providers,
+    which it runs side by side: as providers of their own, Textual's quick ones came first.
+    Here they are asked one after the other."""
+
+    def _parts(self) -> list[Provider]:
+        from textual.system_commands import SystemCommandsProvider
+
+        from prose_tui.tui.habits import HabitCommands
+        from prose_tui.tui.screens.mission_control import MissionControlCommands
+
+        return [cls(self.screen, self.match_style)
+                for cls in (ExplorerCommands, HabitCommands, MissionControlCommands, SystemCommandsProvider)]
+
+    async def discover(self) -> Hits:
+        for part in self._parts():
+            await part.startup()
+            async for hit in part.discover():
+                yield hit
+
+    async def search(self, query: str) -> Hits:
+        for part in self._parts():
+            await part.startup()
+            async for hit in part.search(query):
+                yield hit

@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from prose_tui.history import Journal
@@ -60,6 +60,9 @@ from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 28
+TRACE_MIN = 80  # the trace pane's width at 80x24: the wide layout gives it no less where it can
+SIDE_MIN = 34  # the side column's (call stack, bindings, value) least width
+RUNS_FRAME = 4  # the run list pane's border and padding (cells)
 STATUS_TICK = 5.0
 READERS = ("scan", "detail", "value")  # worker groups that read runs and values (the watcher's never ends)
 
@@ -79,10 +82,12 @@ class ExplorerScreen(Screen[None]):
         Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False),
         *[Binding(str(i + 1), f"pane({i})", f"{name} pane", show=False) for i, (name, _, _) in enumerate(PANES)],
         Binding("z", "zoom", "Zoom"),
-        Binding("escape", "back", "Back to the trace / unzoom", show=False),
+        Binding("escape", "back", "Back: unzoom, to the trace, to the run an import was opened from", show=False),
         Binding("f", "toggle_follow", "Follow"),
         Binding("L", "toggle_log", "Program / raw log", show=False),
-        Binding("slash", "search", "Search"),
+        # A priority binding: the app runs it before it hands the next key or paste on, so
+        # keys typed (or sent over SSH) together with "/" reach the prompt, not the pane.
+        Binding("slash", "search", "Search", priority=True),
         Binding("n", "search_again(False)", "Next match", show=False),
         Binding("N", "search_again(True)", "Previous match", show=False),
         Binding("ctrl+r", "rescan", "Rescan runs", show=False),
@@ -106,6 +111,7 @@ class ExplorerScreen(Screen[None]):
         self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
         self._run_list_width = (0, 0)  # (screen width, run list width wanted): it never narrows within one
+        self.parents: list[Run] = []  # the runs the imports shown were opened from, outermost first
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
@@ -247,8 +253,15 @@ class ExplorerScreen(Screen[None]):
         self.query_one(PaneBar).set_active(active)
 
     def fit_widths(self, *, programs_known: bool = True) -> None:
-        """The run list's and the side column's widths in the wide layout: the run list as wide
-        as its rows want (up to 22 % of the screen). A layout of the screen when they change.
+        """The run list's and the side column's sizes in the wide layout: each pane what its
+        content needs, the trace never narrower than the compact layout's (``TRACE_MIN``).
+
+        * Columns, where the run list's rows fit beside a trace of ``TRACE_MIN`` and a side
+          column of ``SIDE_MIN``: the run list as wide as its rows want (whole ids, programs
+          and ages), the side column 30 % of the screen while the trace keeps ``TRACE_MIN``.
+        * Else (120x40, say) the run list is a band across the top, as wide as the screen
+          and as tall as its runs (up to a fifth of the screen), over the trace and the side
+          column: every row whole, the trace at least ``TRACE_MIN`` wide from 114 columns.
 
         The run list does not narrow while the screen keeps its width: a narrower list is a
         layout of every pane, and after the first read it would come once the run is on
@@ -256,17 +269,29 @@ class ExplorerScreen(Screen[None]):
         of runs not read yet): the program column counts at its widest, so the list sized in
         the frame that lists the runs keeps its width when they are read."""
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
-        if not self.compact and not self.zoomed:
-            width = self.size.width
-            runs = preferred_width(self.query_one(RunList).runs, programs_known=programs_known) + 2
-            kept_for, kept = self._run_list_width
-            if kept_for == width:
-                runs = max(runs, kept)
-            self._run_list_width = (width, runs)
-            runs_pane.styles.width = max(24, min(runs, width * 22 // 100))
-            side.styles.width = max(34, width * 30 // 100)
-        else:
+        if self.compact or self.zoomed:
+            self.set_class(False, "runs-top")
             runs_pane.styles.width = side.styles.width = "1fr"
+            runs_pane.styles.height = None
+            return
+        width = self.size.width
+        run_list = self.query_one(RunList)
+        runs = preferred_width(run_list.runs, programs_known=programs_known) + RUNS_FRAME
+        kept_for, kept = self._run_list_width
+        if kept_for == width:
+            runs = max(runs, kept)
+        self._run_list_width = (width, runs)
+        on_top = width - SIDE_MIN - runs < TRACE_MIN
+        self.set_class(on_top, "runs-top")
+        if on_top:
+            rows = min(max(len(run_list.runs), 3), max(3, (self.size.height - 3) // 5))
+            runs_pane.styles.width = "100%"
+            runs_pane.styles.height = rows + 2
+            side.styles.width = max(SIDE_MIN, min(width * 30 // 100, width - TRACE_MIN))
+        else:
+            runs_pane.styles.width = runs
+            runs_pane.styles.height = None
+            side.styles.width = max(SIDE_MIN, min(width * 30 // 100, width - runs - TRACE_MIN))
 
     def _pane_widget(self, index: int) -> Widget:
         if index == STACK and self.query_one(NodeTable).display:
@@ -305,7 +330,10 @@ class ExplorerScreen(Screen[None]):
 
     # -- showing a run -------------------------------------------------------------------------------
     def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
+        self.parents.clear()  # a run of the list: no import's parent to go back to
         self.open_run_at(event.path)
+        if event.opened:
+            self.activate(TRACE)  # Enter opens the run: its trace, at every size
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
@@ -326,11 +354,41 @@ class ExplorerScreen(Screen[None]):
         self.panes.refresh(only_bindings=only_bindings)
 
     def open_import(self, parent: Path, handle: str) -> bool:
-        """Show the import ``handle`` of the run at ``parent`` as a run of its own, in the trace."""
+        """Show the import ``handle`` of the run at ``parent`` as a run of its own, in the trace;
+        Esc goes back (``parents``, shown as a breadcrumb in the trace's title)."""
+        shown = self.current_run
         if not self.feed.open_import(parent, handle):
             return False
+        came_from = shown if shown is not None and shown.path == parent else self.workspace.runs.get(parent, shown)
+        if came_from is not None:
+            self.parents.append(came_from)
+        self.panes.titles()
         self.activate(TRACE)
         return True
+
+    def back_to_parent(self) -> bool:
+        """Show the run an import was opened from again (Esc); ``False`` when none was."""
+        if not self.parents:
+            return False
+        parent = self.parents.pop()
+        if parent.path in self.workspace.runs:
+            self.open_run_at(parent.path)
+        else:  # an import of an import: shown as it was
+            self.model.loaded_run = None
+            self.show_run(parent)
+            self.model.loaded_run = parent.path
+        self.panes.titles()
+        self.activate(TRACE)
+        return True
+
+    @property
+    def breadcrumb(self) -> str:
+        """Where the trace is: ``parent › import`` for an import opened as a run, else ``""``."""
+        if not self.parents:
+            return ""
+        run = self.current_run
+        here = (run.import_handle or run.id) if run is not None else "?"
+        return " › ".join([*((r.import_handle or r.id) for r in self.parents), here])
 
     def action_toggle_log(self) -> None:
         if not self.model.toggle_raw_log():
@@ -385,11 +443,18 @@ class ExplorerScreen(Screen[None]):
             self.action_zoom()
         elif self.compact and self.active != TRACE:
             self.activate(TRACE)
+        else:
+            self.back_to_parent()
 
     def action_toggle_follow(self) -> None:
         trace = self.query_one(TraceView)
         trace.set_following(not trace.following)
         self.notify("Following the executing statement" if trace.following else "Follow off: the trace stays where you are", markup=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "search" and isinstance(self.focused, Input):
+            return False  # "/" typed into the prompt (or another input) is a character of the query
+        return True
 
     def action_search(self) -> None:
         bar = self.query_one(SearchBar)
@@ -462,6 +527,9 @@ class ExplorerScreen(Screen[None]):
         if not trace.following:
             trace.scroll_to_cursor(center=True)
         self.first_read_done = True
+        first_read = getattr(self.app, "first_read", None)
+        if first_read is not None:
+            first_read.set()
 
     def on_deltas_waiting(self, message: DeltasWaiting) -> None:
         if self.feed.live is not None:

@@ -292,8 +292,10 @@ class RunFeed:
         if len(run_list.runs) != len(runs) or any(a is not b for a, b in zip(run_list.runs, runs)):
             run_list.set_runs(runs, clock=self.workspace.clock)
         if not runs:
-            where = f"under {self.workspace.root}" if self.workspace.disk else "in the database"
-            screen.query_one("#run-head", Static).update(Text(f"No runs found {where}. Waiting for one to appear…", "yellow"))
+            said = (no_runs_text(self.workspace.root, waiting=self.live is not None) if self.workspace.disk
+                    else "No runs found in the database. Waiting for one to appear…")
+            screen.query_one("#run-head", Static).update(Text(said, "yellow"))
+            run_list.show_empty(said)
         elif self.initial is not None and self.initial in self.workspace.runs:
             run_list.select_path(self.initial)
         elif run_list.chosen == self._auto_choice:
@@ -469,6 +471,14 @@ class RunFeed:
         self._first_painted.set()  # a scan waiting for the first page's frame waits no more
         if self.live is not None:
             self.live.stop()
+
+
+def no_runs_text(root: Path, *, waiting: bool) -> str:
+    """What the explorer says when ``root`` holds no run: where it looked and what it looks
+    for (the layouts of ``backends.discover``), and whether it waits for one to appear."""
+    return (f"No runs found under {root}: looked below it for run folders (a state.md, vm.log.md or "
+            "state.db) in .prose/runs/, .agents/prose/runs/ or runs/, and Reactor state dirs. "
+            + ("Waiting for one to appear…" if waiting else "Live updates are off (--no-watch)."))
 
 
 def _newest_first(run: Run) -> tuple[float, str]:

@@ -280,6 +280,8 @@ class Panes:
         else:
             title = "Trace · following" if trace.following else "Trace · paused (f: follow)"
             subtitle = "z zoom" if self.screen.compact else None
+        if crumb := self.screen.breadcrumb:
+            title = f"{crumb} · {title} · Esc: back"
         if self.model.line_of:
             title = f"{title} · program from the log (L: raw)"
         elif self.model.raw_log:

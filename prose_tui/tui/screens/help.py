@@ -13,7 +13,7 @@ from textual.widgets import Static
 _KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",
               "shift+tab": "Shift+Tab", "pagedown": "PgDn", "pageup": "PgUp", "home": "Home", "end": "End",
               "left": "←", "right": "→", "up": "↑", "down": "↓", "space": "Space", "exclamation_mark": "!",
-              "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
+              "left_square_bracket": "[", "backspace": "Backspace", "right_square_bracket": "]", "left_curly_bracket": "{",
               "right_curly_bracket": "}", "less_than_sign": "<", "greater_than_sign": ">"}
 
 
@@ -22,8 +22,12 @@ def key_name(key: str) -> str:
     key = key.strip()
     if key in _KEY_NAMES:
         return _KEY_NAMES[key]
-    if key.startswith("ctrl+"):
-        return "Ctrl+" + key_name(key[5:]).upper()
+    for modifier in ("ctrl+", "shift+", "alt+"):
+        if key.startswith(modifier):
+            rest = key_name(key[len(modifier):])
+            return modifier[:-1].capitalize() + "+" + (rest.upper() if len(rest) == 1 else rest)
+    if len(key) > 1 and key.isalpha() and key.islower():
+        return key.capitalize()  # a named key: "delete" -> "Delete"
     return key
 
 

@@ -52,6 +52,7 @@ class BindingTree(Tree[Target]):
         KeyBinding("l,right", "expand", "Expand / into", show=False),
         KeyBinding("g,home", "first", "First item", show=False),
         KeyBinding("G,end", "last", "Last item", show=False),
+        KeyBinding("enter", "select_cursor", "Open in the value pane; an import as a run", show=False),
     ])
     HELP_GROUP = "Bindings & agents"
     _resizing = False  # Tree's own resize handler is running (``refresh``)
@@ -209,8 +210,11 @@ class BindingTree(Tree[Target]):
         children = [_segment_child(agent, seg) for seg in agent.segments[start:]]
         kept = self._lazy.get(node.id)
         if kept is not None:
-            if kept and kept[-1][1] is None:  # "no memory (stateless)": it has some now
+            if kept and kept[-1][1] is None:  # "no memory yet": it has some now
                 kept.pop()
+                memory = _memory_child(agent)
+                if memory is not None:
+                    kept.append(memory)
             kept.extend(children)
             return
         for label, target in children:
@@ -274,14 +278,12 @@ class BindingTree(Tree[Target]):
         for a in run.agents:
             label = _agent_label(a)
             children: list[tuple[Text, Target | None]] = []
-            if a.memory is not None:
-                outside = a.memory in a.outside
-                children.append((Text.assemble("memory.md", (f"  {OUTSIDE_RUN}", "yellow") if outside else ""),
-                                 Target("memory", f"{a.name} memory", a.memory, root=a.root,
-                                        warning=OUTSIDE_RUN if outside else None)))
+            memory = _memory_child(a)
+            if memory is not None:
+                children.append(memory)
             children.extend(_segment_child(a, seg) for seg in a.segments)
             if not children:
-                children.append((Text("no memory (stateless)", "dim"), None))
+                children.append((Text(_no_memory(a), "dim"), None))
             node = agents.add(label, expand=False)
             if top:
                 self._agent_nodes.append(node)
@@ -436,11 +438,41 @@ def _agent_label(a) -> Text:
     return label
 
 
+STATELESS_SCOPES = ("stateless", "session", "none", "false", "")  # an Index's words for an agent without memory
+
+
+def _memory_child(a) -> tuple[Text, Target] | None:
+    """The agent's memory as a tree leaf: its ``memory.md`` file, or the text a database row
+    holds (``details["memory"]``, seeds/sqlite.md and postgres.md ``agents.memory``)."""
+    if a.memory is not None:
+        outside = a.memory in a.outside
+        return (Text.assemble("memory.md", (f"  {OUTSIDE_RUN}", "yellow") if outside else ""),
+                Target("memory", f"{a.name} memory", a.memory, root=a.root, warning=OUTSIDE_RUN if outside else None))
+    text = a.details.get("memory")
+    if text:
+        return Text("memory"), Target("memory", f"{a.name} memory", text=text)
+    return None
+
+
+def _no_memory(a) -> str:
+    """What the tree says under an agent with no memory and no segment: stateless only when
+    its scope says so; a persistent (execution, project or user) agent's memory is not
+    written yet, or not where its scope puts it."""
+    scope = (a.scope or "").lower()
+    if a.path is None and scope in STATELESS_SCOPES:
+        return "no memory (stateless)"
+    where = f" in {a.path}" if a.path is not None and not str(a.details.get("memory", "")) else ""
+    return f"no memory yet ({scope or 'persistent'} scope){where}"
+
+
 def _segment_child(a, seg) -> tuple[Text, Target | None]:
     label = Text(f"{seg.number:03d}")
     outside = seg.path in a.outside
     if seg.timestamp:
         label.append(f"  {seg.timestamp}", "dim")
+    summary = a.details.get(f"segment_summary_{seg.number}")  # a database row's text, not a file
+    if summary is not None:
+        return label, Target("segment", f"{a.name} segment {seg.number:03d}", text=summary)
     if outside:
         label.append(f"  {OUTSIDE_RUN}", "yellow")
     return label, Target("segment", f"{a.name} segment {seg.number:03d}", seg.path, root=a.root,

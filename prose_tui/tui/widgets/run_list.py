@@ -13,9 +13,12 @@ properties the screens and tests use).
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -66,6 +69,7 @@ class RunList(_CursorList):
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "first", "First run", show=False),
         Binding("G", "last", "Last run", show=False),
+        Binding("enter", "select", "Open the run in the trace", show=False),
     ])
     HELP_GROUP = "Runs"
 
@@ -91,11 +95,13 @@ class RunList(_CursorList):
     COMPONENT_CLASSES = {"run-list--option", "run-list--highlighted", "run-list--hover"}
 
     class RunChosen(Message):
-        """The user moved to another run (``path`` is its folder)."""
+        """The user moved to another run (``path`` is its folder); ``opened``: with Enter, to
+        read it (the trace brought up), not only passing over it."""
 
-        def __init__(self, path: Path) -> None:
+        def __init__(self, path: Path, *, opened: bool = False) -> None:
             super().__init__()
             self.path = path
+            self.opened = opened
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -109,9 +115,10 @@ class RunList(_CursorList):
         self._chosen: Path | None = None
         self._clock = None
         self._paint_now: datetime | None = None  # one clock reading per paint
-        self._widths: tuple[int, int] = (22, 18)
+        self._widths: tuple[int, ...] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
+        self.empty_text = ""  # shown, wrapped, in place of the rows when there are none (``show_empty``)
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -123,6 +130,8 @@ class RunList(_CursorList):
         if clock is not None:
             self._clock = clock
         self.runs = RunRows(runs)
+        if runs:
+            self.empty_text = ""
         self._pos = None
         self._told.clear()
         self._refilter()
@@ -225,6 +234,19 @@ class RunList(_CursorList):
         self.set_runs(self.runs)
         return bool(self._shown)
 
+    def show_empty(self, text: str) -> None:
+        """Say ``text`` (wrapped to the pane) where the rows are while no run is listed: where
+        the explorer looked and what it looks for."""
+        if text != self.empty_text:
+            self.empty_text = text
+            self._sized()
+            self.refresh()
+
+    def _empty_lines(self, width: int) -> list[str]:
+        if self._shown or not self.empty_text or width <= 0:
+            return []
+        return textwrap.wrap(self.empty_text, width, break_on_hyphens=False) or [""]
+
     def select_path(self, path: Path) -> None:
         """Highlight the run at ``path`` (posts ``RunChosen`` when it was not the chosen one)."""
         row = self._row(path)
@@ -272,11 +294,12 @@ class RunList(_CursorList):
     def action_page_up(self) -> None:
         self._highlight((self._highlighted or 0) - max(1, self.scrollable_content_region.height))
 
-    def action_select(self) -> None:
-        """Enter: open the highlighted run again (``RunChosen`` even when it is the chosen one)."""
+    def action_select(self, opened: bool = True) -> None:
+        """Enter: open the highlighted run (``RunChosen`` with ``opened``, even when it is the
+        chosen one)."""
         if self._highlighted is not None and self._shown:
             self._chosen = self._shown[self._highlighted].path
-            self.post_message(self.RunChosen(self._chosen))
+            self.post_message(self.RunChosen(self._chosen, opened=opened))
 
     def on_show(self) -> None:
         self.scroll_to_highlight()
@@ -293,7 +316,7 @@ class RunList(_CursorList):
         row = self._row_at(event)
         if row is not None:
             self._highlight(row)
-            self.action_select()
+            self.action_select(opened=False)
 
     def _on_mouse_move(self, event: events.MouseMove) -> None:
         self._set_hover(self._row_at(event))
@@ -326,7 +349,8 @@ class RunList(_CursorList):
     def _sized(self) -> None:
         # A new width (the pane resized) or number of rows: scrollbars again, no layout of the
         # screen (the pane's size does not follow its rows).
-        set_virtual_size(self, Size(self.scrollable_content_region.width, len(self._shown)))
+        width = self.scrollable_content_region.width
+        set_virtual_size(self, Size(width, len(self._shown) or len(self._empty_lines(width))))
 
     def on_resize(self) -> None:
         self._fit()
@@ -356,7 +380,11 @@ class RunList(_CursorList):
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
         if not 0 <= index < len(self._shown) or width <= 0:
-            return Strip.blank(width, self.get_visual_style("run-list--option").rich_style)
+            blank = self.get_visual_style("run-list--option").rich_style
+            empty = self._empty_lines(width)
+            if 0 <= index < len(empty):
+                return Strip([Segment(empty[index].ljust(width), blank + RichStyle(color="yellow"))], width)
+            return Strip.blank(width, blank)
         run = self._shown[index]
         look = ("run-list--highlighted" if index == self._highlighted
                 else "run-list--hover" if index == self._hover else None)

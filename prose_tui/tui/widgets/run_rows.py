@@ -13,15 +13,17 @@ from datetime import datetime
 
 from rich.text import Text
 
-from prose_tui.backends.common.status import age
+from prose_tui.backends.common.status import age, as_utc
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_SHORT
 
 AGE_WIDTH = 6  # cells of the age column ("59 min", "12 d")
-ID_WANTED = 22  # most cells the id column asks the pane for
+ID_WANTED = 48  # most cells the id column asks the pane for (whole ids: 22 cells, or 41 for the long ones)
 PROGRAM_WANTED = 18  # most cells the program column asks the pane for
 MIN_ID = 12  # cells the id keeps however narrow the pane
+STATUS_WIDTH = 11  # the status word ("interrupted"), where the row has room for it
+STARTED_WIDTH = 16  # the start time, UTC ("2026-05-14 00:25"), likewise
 DB_MARK = "⛁ "  # before the program of a run that lives off disk (a database)
 
 
@@ -75,12 +77,17 @@ class Measure:
         self.longest_prog = max(self.longest_prog, prog_len)
         return grew
 
-    def widths(self, width: int) -> tuple[int, int]:
+    def widths(self, width: int) -> tuple[int, ...]:
         """(id width, program width) for rows ``width`` cells wide: the id first (at least 12
-        cells), the program gets what is left."""
+        cells), the program gets what is left. Where whole ids and programs leave room for
+        them (a run list across the screen), the status word and the start time too:
+        (id width, program width, ``STATUS_WIDTH``, ``STARTED_WIDTH``)."""
         room = max(0, width - 2 - 1 - AGE_WIDTH - 1)  # glyph+space, space before the age
         id_w = min(self.longest_id, max(MIN_ID, room - min(self.longest_prog, 12) - 1))
         prog_w = max(0, min(self.longest_prog, room - id_w - 1))
+        extras = 1 + STATUS_WIDTH + 1 + STARTED_WIDTH
+        if id_w == self.longest_id and room - id_w - 1 - extras >= min(self.longest_prog, PROGRAM_WANTED):
+            return id_w, min(self.longest_prog, room - id_w - 1 - extras), STATUS_WIDTH, STARTED_WIDTH
         return id_w, prog_w
 
     @property
@@ -105,7 +112,7 @@ class RunRows(list[Run]):
         self.measure = Measure.of(self)
 
 
-def column_widths(runs: list[Run], width: int) -> tuple[int, int]:
+def column_widths(runs: list[Run], width: int) -> tuple[int, ...]:
     """(id width, program width) for rows of ``runs`` ``width`` cells wide (see :meth:`Measure.widths`)."""
     return Measure.of(runs).widths(width)
 
@@ -122,23 +129,31 @@ def age_text(run: Run, now: datetime | None) -> str:
     return "" if changed == "—" else changed
 
 
-def row_key(run: Run, now: datetime | None, widths: tuple[int, int]) -> tuple:
+def row_key(run: Run, now: datetime | None, widths: tuple[int, ...]) -> tuple:
     """Everything a row's look depends on (a cache key: equal keys, equal rows). The glyph's
     style is in it, so a theme change misses the cache."""
     return (run.id, run.import_handle, STATUS_SHORT[run.status], run.program, bool(run.location),
-            age_text(run, now), widths)
+            age_text(run, now), run.started if len(widths) > 3 else None, widths)
 
 
-def run_prompt(run: Run, now: datetime | None = None, widths: tuple[int, int] = (22, 18)) -> Text:
-    """One dense row: status glyph, run id (cut with ``…``), program, age right-aligned."""
+def run_prompt(run: Run, now: datetime | None = None, widths: tuple[int, ...] = (22, 18)) -> Text:
+    """One dense row: status glyph, run id (cut with ``…``), program, age right-aligned;
+    with ``widths`` of four (see :meth:`Measure.widths`) the status word after the id and
+    the start time (UTC) before the age, as ``prose-tui runs`` prints them."""
     glyph, style = STATUS_SHORT[run.status]
-    id_w, prog_w = widths
+    id_w, prog_w = widths[0], widths[1]
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(glyph, style)
     text.append(" ")
     text.append(cut(label(run), id_w).ljust(id_w), "bold" if run.status.value == "running" else "")
+    if len(widths) > 2:
+        text.append(" ")
+        text.append(run.status.value.ljust(widths[2]), style)
     if prog_w:
         text.append(" ")
         text.append(cut(program(run), prog_w).ljust(prog_w), "italic dim")
+    if len(widths) > 3:
+        started = as_utc(run.started)
+        text.append(" " + (started.strftime("%Y-%m-%d %H:%M") if started else "—").ljust(widths[3]), "dim")
     text.append(" " + age_text(run, now).rjust(AGE_WIDTH), "dim")
     return text

@@ -69,7 +69,7 @@ class ValueViewer(Vertical, can_focus=True):
 
     BINDINGS = keyed([
         Binding("r", "toggle_raw", "Raw/Markdown"),
-        Binding("t", "toggle_tail", "Head/tail", show=False),
+        Binding("t", "toggle_tail", "Head/tail of a large value (end/start of a small one)", show=False),
         Binding("j,down", "scroll(1)", "Down", show=False),
         Binding("k,up", "scroll(-1)", "Up", show=False),
         Binding("ctrl+d,pagedown", "page(1)", "Page down", show=False),
@@ -217,6 +217,22 @@ class ValueViewer(Vertical, can_focus=True):
         self._render_all()
 
     def action_toggle_tail(self) -> None:
+        """``t``: the head or the tail window of a value too large to show whole; on a value
+        shown whole, its end (or its start again), and a note saying there is no tail to read."""
+        if self.target is None:
+            self.app.notify("No value shown: choose a binding, agent or segment in the Data pane (4)",
+                            severity="warning", markup=False)
+            return
+        if not self._cut and not self.tail:
+            at_end = self.body.scroll_y >= self.body.max_scroll_y
+            if at_end:
+                self.action_top()
+            else:
+                self.action_bottom()
+            size = f" ({human_size(self._file_bytes)})" if self._file_bytes else ""
+            self.app.notify(f"The whole value is shown{size}: no tail to read. t went to its {'start' if at_end else 'end'}.",
+                            markup=False)
+            return
         self.tail = not self.tail
 
         def shown(result: TargetRead) -> None:
