@@ -322,6 +322,8 @@ class RunFeed:
         database run's summary only if its first screen (its last rows, a few round trips)
         is late: painted first, it held the screen for a frame of every pane (100-150 ms
         under load) while those rows waited to be shown."""
+        if self.live is not None:
+            self.live.chosen(path)
         run = self.workspace.runs.get(path) or next((r for r in self.screen.query_one(RunList).runs if r.path == path), None)
         late = run is not None and path not in self.workspace.detailed and self.workspace.source_of(path) is not None
         self._opening = path if late else None

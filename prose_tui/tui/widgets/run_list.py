@@ -107,6 +107,7 @@ class RunList(_CursorList):
         self._highlighted: int | None = None
         self._hover: int | None = None
         self._chosen: Path | None = None
+        self._held: Path | None = None  # the chosen run, gone from disk: kept chosen until it returns
         self._clock = None
         self._paint_now: datetime | None = None  # one clock reading per paint
         self._widths: tuple[int, int] = (22, 18)
@@ -134,6 +135,9 @@ class RunList(_CursorList):
             self._highlighted = self._hover = None
             return
         keep = self._row(self._chosen) if self._chosen is not None else None
+        if keep is None and self._held is not None and self._held == self._chosen:
+            self._highlighted = None  # the chosen run is gone: no other run is chosen for the user
+            return
         self._highlight(keep or 0, force=True)
 
     def update_run(self, run: Run, *, clock=None) -> None:
@@ -231,6 +235,15 @@ class RunList(_CursorList):
         if row is not None:
             self._highlight(row)
 
+    def hold(self, path: Path | None) -> None:
+        """Keep the run at ``path`` chosen while it is not listed (its folder went from disk):
+        ``set_runs`` then highlights no row instead of choosing another run, and highlights it
+        again (without ``RunChosen``) once it is listed. Moving the cursor chooses another
+        run and ends the hold; ``None`` ends it too."""
+        self._held = path
+        if path is not None:
+            self._chosen = path
+
     # -- the cursor ---------------------------------------------------------------------------------
     def _highlight(self, index: int, *, force: bool = False) -> None:
         if not self._shown:
@@ -245,6 +258,7 @@ class RunList(_CursorList):
         path = self._shown[index].path
         if path != self._chosen:
             self._chosen = path
+            self._held = None
             self.post_message(self.RunChosen(path))
 
     def scroll_to_highlight(self) -> None:

@@ -20,11 +20,12 @@ class StatusLine(Static):
     """
 
     def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0,
-             as_of: str | None = None, said_above: bool = False) -> None:
+             as_of: str | None = None, said_above: bool = False, absent: str | None = None) -> None:
         """``run`` is the run as of the cursor; ``last_change`` an age (``12 s``); ``watcher`` a
         short state (``watching``); ``as_of`` the cursor's moment when not live
         (``as of event 41 of 0–85 · 14:02:11``). ``said_above``: the context strip or the run
-        header shows the status with its whole reason, so this line leaves both out (said once)."""
+        header shows the status with its whole reason, so this line leaves both out (said once).
+        ``absent``: without a run, why none is shown (the chosen run is gone from disk)."""
         parts: list[tuple[str, str]] = []  # (text, style), joined by " · "
         if as_of:
             parts.append((as_of, "bold"))
@@ -40,7 +41,7 @@ class StatusLine(Static):
             parts.append((run.status_reason, "dim"))
         text = Text(no_wrap=True, overflow="ellipsis")
         if run is None:
-            text.append("no run selected", "dim")
+            text.append(absent or "no run selected", "yellow" if absent else "dim")
             text.append(" · ")
         elif not said_above:
             badge, style = STATUS_BADGE[run.status]

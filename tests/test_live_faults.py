@@ -1,0 +1,134 @@
+"""Faults while a run is watched (issue 35): the truth kept on screen.
+
+A run folder that vanishes and comes back (deleted and made again, moved away and back)
+is followed: it stays chosen, the panes say it is gone while it is, and it is shown and
+followed again when it returns. A state file that cannot be read for a while keeps the
+last good state on screen, marked with the reason and the time it was last read.
+
+The filesystem changes are made by a real second process (``writer``), as a VM would.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from app_helpers import make_app, wait_until
+from test_hostile import RUN_ID, SIZE, make_run, notifications, screen_text, state_md, trace_rows, watched
+
+from prose_tui.tui.widgets.run_list import RunList
+
+OTHER_ID = "20260228-090000-keep00"
+
+
+def writer(script: str, **paths: Path) -> None:
+    """Run ``script`` in a second Python process (the VM's side); ``paths`` are its variables."""
+    head = "".join(f"{name} = {str(path)!r}\n" for name, path in paths.items())
+    subprocess.run([sys.executable, "-c", "import os, shutil\n" + head + textwrap.dedent(script)], check=True)
+
+
+def trace_text(app) -> str:
+    return "\n".join(trace_rows(app))
+
+
+def shown_id(app) -> str | None:
+    run = app.explorer.current_run
+    return run.id if run is not None else None
+
+
+# -- a run folder that vanishes and comes back ----------------------------------------------------------------
+async def _gone_then_back(pilot, app, run_dir: Path, *, away: str, back: str, scratch: Path) -> None:
+    """The second process takes the shown run away (``away``), the panes say it is gone and
+    no other run is opened; it brings it back (``back``) with a new statement, which the
+    trace follows without a key pressed."""
+    writer(away, run_dir=run_dir, scratch=scratch)
+    await wait_until(pilot, lambda: "is gone from disk" in screen_text(app), what="the panes to say the run is gone")
+    assert any(f"run {RUN_ID} was removed from disk" in n for n in notifications(app))
+    assert shown_id(app) is None  # no other run was opened in its place
+    assert app.explorer.query_one(RunList).highlighted is None
+    assert "no run selected" not in screen_text(app)
+    writer(back, run_dir=run_dir, scratch=scratch)
+    await wait_until(pilot, lambda: shown_id(app) == RUN_ID, what="the run to be shown again")
+    await wait_until(pilot, lambda: 'session "after return"' in trace_text(app), what="the new statement to show")
+    assert "is gone from disk" not in screen_text(app)
+    # Followed from here on: the next statement the VM writes shows too.
+    writer("""
+        with open(os.path.join(run_dir, "state.md.tmp"), "w") as fh:
+            fh.write(TEXT)
+        os.replace(os.path.join(run_dir, "state.md.tmp"), os.path.join(run_dir, "state.md"))
+    """.replace("TEXT", repr(state_md(['session "after return"  # (complete)', 'session "next one"  # <-- EXECUTING']))),
+        run_dir=run_dir)
+    await wait_until(pilot, lambda: 'session "next one"' in trace_text(app), what="the run to be followed after its return")
+
+
+MOVE_AWAY = "os.rename(run_dir, os.path.join(scratch, 'away'))"
+MOVE_BACK = """
+    os.rename(os.path.join(scratch, 'away'), run_dir)
+    with open(os.path.join(run_dir, "state.md"), "w") as fh:
+        fh.write(TEXT)
+"""
+DELETE = "shutil.rmtree(run_dir)"
+RECREATE = """
+    os.makedirs(os.path.join(run_dir, "bindings"))
+    with open(os.path.join(run_dir, "state.md"), "w") as fh:
+        fh.write(TEXT)
+"""
+BACK_TEXT = repr(state_md(['session "y"  # (complete)', 'session "after return"  # <-- EXECUTING']))
+
+
+async def test_a_run_moved_away_and_back_while_shown_is_followed_again(tmp_path):
+    run_dir = make_run(tmp_path, ['session "y"  # <-- EXECUTING'])
+    make_run(tmp_path, ['session "z"  # (complete)'], run_id=OTHER_ID)
+    scratch = tmp_path / "elsewhere"
+    scratch.mkdir()
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        assert shown_id(app) == RUN_ID
+        await _gone_then_back(pilot, app, run_dir, away=MOVE_AWAY, back=MOVE_BACK.replace("TEXT", BACK_TEXT),
+                              scratch=scratch)
+
+
+async def test_a_run_deleted_and_made_again_while_shown_is_followed_again(tmp_path):
+    run_dir = make_run(tmp_path, ['session "y"  # <-- EXECUTING'])
+    make_run(tmp_path, ['session "z"  # (complete)'], run_id=OTHER_ID)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        assert shown_id(app) == RUN_ID
+        await _gone_then_back(pilot, app, run_dir, away=DELETE, back=RECREATE.replace("TEXT", BACK_TEXT), scratch=tmp_path)
+
+
+async def test_the_only_run_deleted_and_made_again_is_shown_again(tmp_path):
+    run_dir = make_run(tmp_path, ['session "y"  # <-- EXECUTING'])
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        await _gone_then_back(pilot, app, run_dir, away=DELETE, back=RECREATE.replace("TEXT", BACK_TEXT), scratch=tmp_path)
+
+
+async def test_a_run_opened_by_its_folder_deleted_and_made_again_is_shown_again(tmp_path):
+    run_dir = make_run(tmp_path, ['session "y"  # <-- EXECUTING'])
+    app = make_app(run_dir, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        await _gone_then_back(pilot, app, run_dir, away=DELETE, back=RECREATE.replace("TEXT", BACK_TEXT), scratch=tmp_path)
+
+
+async def test_choosing_another_run_while_one_is_gone_stops_waiting_for_it(tmp_path):
+    run_dir = make_run(tmp_path, ['session "y"  # <-- EXECUTING'])
+    make_run(tmp_path, ['session "z"  # (complete)'], run_id=OTHER_ID)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        writer(DELETE, run_dir=run_dir)
+        await wait_until(pilot, lambda: "is gone from disk" in screen_text(app), what="the panes to say the run is gone")
+        await pilot.press("1", "down")
+        await wait_until(pilot, lambda: shown_id(app) == OTHER_ID, what="the other run to open")
+        assert "is gone from disk" not in screen_text(app)
+        writer(RECREATE.replace("TEXT", BACK_TEXT), run_dir=run_dir)
+        await wait_until(pilot, lambda: RUN_ID in [r.id for r in app.explorer.query_one(RunList).runs],
+                         what="the run to be listed again")
+        assert shown_id(app) == OTHER_ID  # the user's choice stands
