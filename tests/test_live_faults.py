@@ -10,11 +10,14 @@ The filesystem changes are made by a real second process (``writer``), as a VM w
 
 from __future__ import annotations
 
+import ctypes
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from app_helpers import make_app, wait_until
 from test_hostile import RUN_ID, SIZE, make_run, notifications, screen_text, state_md, trace_rows, watched
 
@@ -132,3 +135,85 @@ async def test_choosing_another_run_while_one_is_gone_stops_waiting_for_it(tmp_p
         await wait_until(pilot, lambda: RUN_ID in [r.id for r in app.explorer.query_one(RunList).runs],
                          what="the run to be listed again")
         assert shown_id(app) == OTHER_ID  # the user's choice stands
+
+
+# -- a state file that cannot be read for a while ------------------------------------------------------------
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+_CAP_V3 = 0x20080522
+_DAC = (1 << 1) | (1 << 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+
+
+@pytest.fixture
+def reads_as_a_user():
+    """File permissions hold for this test's process as for a user's: as root, the
+    capabilities that read any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) are dropped from
+    the calling thread's effective set, which every thread it starts after (the app's
+    readers, the live worker) inherits; a mode-000 file then fails to open with a real
+    ``EACCES`` from the kernel. Restored after the test. The writer (a second process) is not
+    affected. A non-root user needs nothing."""
+    if os.geteuid() != 0:
+        yield
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        header, data = _CapHeader(_CAP_V3, 0), (_CapData * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0:
+            pytest.skip(f"capget failed (errno {ctypes.get_errno()}): cannot make a file unreadable to root")
+    except (OSError, AttributeError) as exc:
+        pytest.skip(f"no capget/capset here ({exc}): cannot make a file unreadable to root")
+    saved = data[0].effective
+    data[0].effective = saved & ~_DAC
+    if libc.capset(ctypes.byref(header), data) != 0:
+        pytest.skip(f"capset failed (errno {ctypes.get_errno()}): cannot make a file unreadable to root")
+    try:
+        yield
+    finally:
+        data[0].effective = saved
+        libc.capset(ctypes.byref(header), data)
+
+
+def head_text(app) -> str:
+    return app.explorer.head_text.plain
+
+
+SNAPSHOT_BEFORE = state_md(['session "first"  # (complete)', 'session "second"  # <-- EXECUTING'])
+SNAPSHOT_AFTER = state_md(['session "first"  # (complete)', 'session "second"  # (complete)',
+                           'session "third"  # <-- EXECUTING'], updated="2026-03-01T10:07:30Z")
+LOG_BEFORE = f"# run:{RUN_ID} triage.prose\n1→ first ✓\n2→ second\n"
+LOG_AFTER = LOG_BEFORE + "2→ second ✓\n3→ third\n"
+
+
+@pytest.mark.parametrize("before,after", [(SNAPSHOT_BEFORE, SNAPSHOT_AFTER), (LOG_BEFORE, LOG_AFTER)],
+                         ids=["snapshot", "event-log"])
+async def test_an_unreadable_state_md_keeps_the_last_good_state_with_a_warning(tmp_path, reads_as_a_user, before, after):
+    run_dir = make_run(tmp_path, [], state=before)
+    state = run_dir / "state.md"
+    app = make_app(run_dir, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        assert "second" in trace_text(app)
+        writer("os.chmod(state, 0)", state=state)  # the VM's file, unreadable for a while
+        await wait_until(pilot, lambda: "cannot read state.md" in head_text(app), what="the warning")
+        warning = head_text(app)
+        assert "Permission denied" in warning and "last read" in warning
+        # The last good state stays: the trace, not "no statements yet" or a blank.
+        assert "first" in trace_text(app) and "second" in trace_text(app)
+        assert "no statements" not in screen_text(app)
+        assert app.explorer.current_run is not None and app.explorer.current_run.read_problem
+        writer("""
+            with open(state, "w") as fh:
+                fh.write(TEXT)
+            os.chmod(state, 0o644)
+        """.replace("TEXT", repr(after)), state=state)
+        await wait_until(pilot, lambda: "third" in trace_text(app), what="the state read again")
+        await wait_until(pilot, lambda: "cannot read" not in head_text(app), what="the warning to go")
+        assert app.explorer.current_run.read_problem is None
+        # Nothing else was given up over it: the history is still recorded.
+        assert app.explorer.journal is not None, notifications(app)

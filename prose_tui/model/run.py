@@ -115,6 +115,11 @@ class Run:
     # An event-log run's program file as read with the run (by the backend, off the UI thread):
     # what the explorer annotates from the log. ``None``: not read (no program file, a summary).
     program_text: str | None = None
+    # The state file's last read: when it last read whole (``read_at``, UTC), and why the
+    # latest read failed while the run shows the state read then (``read_problem``:
+    # "Permission denied"; ``None`` when the latest read succeeded).
+    read_at: datetime | None = None
+    read_problem: str | None = None
 
     @property
     def executing(self) -> TraceLine | None:

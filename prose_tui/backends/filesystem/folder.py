@@ -136,7 +136,7 @@ def load_run(
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
-    run, snapshot = _read_state(run_dir, tails)
+    run, snapshot = _read_state(run_dir, tails, now)
     if summary:
         _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
@@ -171,10 +171,13 @@ def _skill_status(run: Run) -> None:
         settle_status(run)
 
 
-def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, SnapshotState | None]:
+def _read_state(run_dir: Path, tails: dict | None = None,
+                now: datetime | None = None) -> tuple[Run, SnapshotState | None]:
     """A run from its state file alone (header, trace, call stack, events), and the parsed
     snapshot whose Index names its bindings and agents (``None`` for other formats).
-    An event log is parsed with a tail kept in ``tails`` (see ``load_run``)."""
+    An event log is parsed with a tail kept in ``tails`` (see ``load_run``). ``read_at`` is
+    ``now`` (else the time read) when the state file was read, ``read_problem`` why not
+    when it exists but could not be (a warning says so too)."""
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM)
     state_file = state_file_of(run_dir)
     snapshot: SnapshotState | None = None
@@ -186,9 +189,11 @@ def _read_state(run_dir: Path, tails: dict | None = None) -> tuple[Run, Snapshot
                 data = fh.read(MAX_STATE_BYTES + 1)
             run.state_mtime = st.st_mtime
             text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
-        except OSError as exc:
+            run.read_at = now or datetime.now(timezone.utc)
+        except OSError as exc:  # permission denied, gone between the look and the open, I/O error
             text, cut, data, st = "", False, b"", None
-            run.warnings.append(f"cannot read {state_file.name}: {exc.strerror or exc}")
+            run.read_problem = exc.strerror or str(exc)
+            run.warnings.append(f"cannot read {state_file.name}: {run.read_problem}")
         if cut:
             run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
         if looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):
@@ -238,7 +243,7 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
     new bindings (merged as missing until their files arrive) or new agents (agents re-read).
     """
     run_dir = previous.path
-    run, snapshot = _read_state(run_dir, tails)
+    run, snapshot = _read_state(run_dir, tails, now)
     merged = _MERGED.get(run_dir)
     if snapshot is not None and merged is not None and merged[1] is previous.bindings \
             and merged[0] == snapshot.binding_rows:
