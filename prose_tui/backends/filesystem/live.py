@@ -187,13 +187,14 @@ def kept_last_good(run: Run, problem: str, paths: set[Path]) -> Delta:
     """The state file exists but could not be read (``problem``: "Permission denied", a file
     gone mid-read): ``run``, the state last read whole, stays, marked with the reason and the
     time it was read (``read_problem``, and a warning the header shows first) until a read
-    succeeds again. A delta that redraws the header only."""
+    succeeds again. A delta that redraws the header, empty when it already said so."""
     name = run.state_file.name if run.state_file is not None else "the state file"
     when = run.read_at.astimezone().strftime("%H:%M:%S") if run.read_at is not None else "before"
+    said = run.read_problem == problem
     run.read_problem = problem
     note = f"cannot read {name}: {problem}; showing the state last read at {when}"
     run.warnings = [note, *(w for w in run.warnings if not w.startswith(f"cannot read {name}: "))]
-    return Delta(run, set(paths), status=True)
+    return Delta(run, set(paths), status=not said)
 
 
 def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool) -> None:
