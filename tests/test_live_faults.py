@@ -15,12 +15,17 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from app_helpers import make_app, wait_until
 from test_hostile import RUN_ID, SIZE, make_run, notifications, screen_text, state_md, trace_rows, watched
 
+from prose_tui.live.pipeline import LivePipeline
+from prose_tui.live.workspace import Workspace
+from prose_tui.model import Delta, RunStatus
 from prose_tui.tui.widgets.run_list import RunList
 
 OTHER_ID = "20260228-090000-keep00"
@@ -217,3 +222,66 @@ async def test_an_unreadable_state_md_keeps_the_last_good_state_with_a_warning(t
         assert app.explorer.current_run.read_problem is None
         # Nothing else was given up over it: the history is still recorded.
         assert app.explorer.journal is not None, notifications(app)
+
+
+# -- idle: statuses re-inferred only for runs that can change --------------------------------------------------
+class CountingWorkspace(Workspace):
+    """A workspace that counts the runs whose status each ``refresh_statuses`` re-infers, and
+    wakes the test on every call (one a status tick)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.inferred: list[int] = []  # runs re-inferred, per call
+        self.ticked = threading.Condition()
+
+    def refresh_statuses(self, paths=None):
+        changed = super().refresh_statuses(paths) if paths is not None else super().refresh_statuses()
+        with self.ticked:
+            self.inferred.append(len(self.runs) if paths is None else sum(1 for p in set(paths) if p in self.runs))
+            self.ticked.notify_all()
+        return changed
+
+    def wait_ticks(self, n: int) -> None:
+        with self.ticked:
+            start = len(self.inferred)
+            assert self.ticked.wait_for(lambda: len(self.inferred) >= start + n, timeout=120), "no status ticks"
+
+
+def test_idle_ticks_reinfer_only_the_open_run_and_a_running_run_still_turns_interrupted(tmp_path):
+    """300 ended runs and one running: while nothing changes, a status tick re-infers the run
+    read in full (its reason says an age), not every run listed; the running run still
+    turns interrupted once ``stale_after`` has passed since its last change."""
+    t0 = datetime(2026, 3, 1, 10, 0, 0, tzinfo=timezone.utc)
+    runs = tmp_path / ".prose" / "runs"
+    for i in range(300):
+        run_dir = runs / f"20260228-{i // 60:02d}{i % 60:02d}00-ended{i:03d}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "state.md").write_text(f"# run:{run_dir.name} p.prose\n1→ a ✓\n---end 2026-02-28T09:00:00Z\n",
+                                          encoding="utf-8")
+    running = runs / "20260301-095900-live00"
+    running.mkdir()
+    (running / "state.md").write_text(f"# run:{running.name} p.prose\n1→ a ✓\n2→ b\n", encoding="utf-8")
+    os.utime(running / "state.md", (t0.timestamp(), t0.timestamp()))
+    now = [t0 + timedelta(seconds=60)]
+    ws = CountingWorkspace(tmp_path, clock=lambda: now[0], stale_after=600)
+    ws.scan()  # the newest (the running run) in full, the others as summaries
+    assert ws.runs[running].status is RunStatus.RUNNING and len(ws.runs) == 301
+    seen: list[Delta] = []
+    turned = threading.Event()
+
+    def sink(delta: Delta) -> None:
+        seen.append(delta)
+        if delta.run.path == running and delta.run.status is RunStatus.INTERRUPTED:
+            turned.set()
+
+    pipeline = LivePipeline(ws, [sink], tick=0.01)
+    pipeline.start()
+    try:
+        ws.wait_ticks(30)
+        idle = ws.inferred[-25:]
+        assert max(idle) <= 1, f"an idle tick re-inferred {max(idle)} runs (of {len(ws.runs)})"
+        now[0] = t0 + timedelta(seconds=601)  # past stale_after since the running run's last change
+        assert turned.wait(120), "the running run did not turn interrupted"
+        assert not [d for d in seen if d.run.path != running], "an ended run's status changed"
+    finally:
+        pipeline.stop()

@@ -24,6 +24,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from prose_tui.history import Journal
+from prose_tui.live.status_timer import StatusTimer
 from prose_tui.live.workspace import Workspace, placeholder
 from prose_tui.model import Run, RunStatus
 from prose_tui.tui.live_inbox import LiveInbox
@@ -72,6 +73,7 @@ class RunFeed:
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
         self._first_lock = threading.Lock()
         self.poller = SourcePoll(self)
+        self.statuses = StatusTimer(workspace)  # without watching: statuses as time passes, on the tick
         self._first: list[Run] = []  # a database's first page, read while the app mounts
         self._scan_full: Path | None = None  # the run the read under way takes in full first
         self._first_read = threading.Event()
@@ -456,7 +458,7 @@ class RunFeed:
         if self.live is not None:
             self.live.update_watcher_state()  # statuses are re-inferred by the live worker
             return
-        for run in self.workspace.refresh_statuses():
+        for run in self.statuses.tick():
             self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
             current = self.screen.current_run
             if current is not None and run.path == current.path:
