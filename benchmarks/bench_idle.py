@@ -1,10 +1,11 @@
 """Idle CPU with many runs listed (issue 35, item 8): nothing changes, what does the app cost?
 
-    python benchmarks/bench_idle.py [--runs 5000] [--seconds 60] [--running 5] [--app-path PATH]
+    python benchmarks/bench_idle.py [--runs 5000] [--seconds 60] [--running 5] [--quiet-for 300] [--app-path PATH]
 
 Writes ``--runs`` small runs under a temporary project (event-log ``state.md`` files, as
 generations 2-3 write them: most ended with ``---end``, ``--running`` of them still running,
-written a moment ago), starts the real CLI (``prose-tui PROJECT``) in a tmux session at
+last written ``--quiet-for`` seconds before: a step waiting on a long call; under 90 s the
+shown run's header says its age in seconds, a repaint every second), starts the real CLI (``prose-tui PROJECT``) in a tmux session at
 120x40 on a socket of its own, waits until every run is listed and a few seconds more, then
 reads the app process's CPU time (``/proc/PID/stat``, user + system, every thread) over
 ``--seconds`` of nothing changing on disk. Prints % of one core, and the main (UI) thread's
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,9 +29,10 @@ SIZE = (120, 40)
 SETTLE = 5.0  # seconds after every run is listed before the figure starts
 
 
-def idle_runs(root: Path, n: int, *, running: int) -> Path:
+def idle_runs(root: Path, n: int, *, running: int, quiet_for: float = 0.0) -> Path:
     """``root/.prose/runs`` with ``n`` event-log runs, a minute apart; the newest
-    ``running`` of them still running (no ``---end``, written now), the rest ended."""
+    ``running`` of them still running (no ``---end``, last written ``quiet_for`` seconds
+    ago), the rest ended."""
     runs = root / ".prose" / "runs"
     runs.mkdir(parents=True)
     now = datetime.now(timezone.utc)
@@ -46,9 +47,8 @@ def idle_runs(root: Path, n: int, *, running: int) -> Path:
         else:
             lines += ["3→ review"]
         (folder / "state.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        if i >= running:
-            stamp = (started + timedelta(seconds=40)).timestamp()
-            os.utime(folder / "state.md", (stamp, stamp))
+        stamp = (started + timedelta(seconds=40)).timestamp() if i >= running else time.time() - quiet_for
+        os.utime(folder / "state.md", (stamp, stamp))
     return root
 
 
@@ -97,9 +97,9 @@ class App:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
-def measure(runs: int, seconds: float, running: int, app_path: Path) -> None:
+def measure(runs: int, seconds: float, running: int, quiet_for: float, app_path: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        project = idle_runs(Path(tmp), runs, running=running)
+        project = idle_runs(Path(tmp), runs, running=running, quiet_for=quiet_for)
         app = App(project, app_path)
         try:
             if not app.wait_for(f"Runs ({runs}) ─", 600):  # the title once every run is read (not "· reading")
@@ -112,12 +112,14 @@ def measure(runs: int, seconds: float, running: int, app_path: Path) -> None:
         finally:
             app.close()
     print(f"app from {app_path}")
-    print(f"{runs} runs ({running} running), {elapsed:.0f} s idle: {used:.2f} CPU s = {100 * used / elapsed:.2f} % of a core")
+    load = os.getloadavg()[0]
+    print(f"{runs} runs ({running} running), {elapsed:.0f} s idle, load {load:.1f}: "
+          f"{used:.2f} CPU s = {100 * used / elapsed:.2f} % of a core")
     for task, (name, cpu) in sorted(threads_after.items()):
         spent = cpu - threads_before.get(task, (name, 0.0))[1]
         if spent > 0:
-            print(f"  thread {name:20} {100 * spent / elapsed:6.2f} %")
-    shutil.rmtree(tmp, ignore_errors=True)
+            which = "main (UI)" if task == app.pid else f"{name} {task}"
+            print(f"  thread {which:24} {100 * spent / elapsed:6.2f} %")
 
 
 def main() -> int:
@@ -125,9 +127,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--running", type=int, default=5)
+    parser.add_argument("--quiet-for", type=float, default=300.0)
     parser.add_argument("--app-path", type=Path, default=ROOT)
     args = parser.parse_args()
-    measure(args.runs, args.seconds, args.running, args.app_path.resolve())
+    measure(args.runs, args.seconds, args.running, args.quiet_for, args.app_path.resolve())
     return 0
 
 

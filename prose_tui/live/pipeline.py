@@ -71,6 +71,8 @@ class LivePipeline:
         self._emitted: dict[Path, float] = {}  # when each run's last delta from a batch went out
         self.statuses = StatusTimer(workspace)  # statuses that change as time passes
         self._unreadable: set[Path] = set()  # runs shown from their last good read: read again each tick
+        self._unread: set[Path] = set()  # run folders found but not read (yet): read again each tick
+        self._unread_key: tuple[int, int, int] | None = None  # what ``_unread`` was found for
 
     # -- life ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -276,10 +278,16 @@ class LivePipeline:
         # A state file that could not be read (the run shows its last good read) is read again:
         # it may come back without an event (a parent folder's permissions, an I/O error).
         with ws.lock:
-            unread = ws.refs.keys() - ws.runs.keys()  # (a set difference in C: 0.1 ms for 5,000 runs)
-            self._unreadable &= set(ws.runs)
-            unread |= {state for path in self._unreadable
-                       if (state := ws.runs[path].state_file) is not None}
+            # Looked for again only when the runs or the folders found changed: an idle tick
+            # walks none of the 5,000 runs listed.
+            key = (ws.runs.version, id(ws.refs), len(ws.refs))
+            if key != self._unread_key:
+                self._unread_key, self._unread = key, set(ws.refs.keys() - ws.runs.keys())
+            unread = set(self._unread)
+            if self._unreadable:
+                self._unreadable = {path for path in self._unreadable if path in ws.runs}
+                unread |= {state for path in self._unreadable
+                           if (state := ws.runs[path].state_file) is not None}
         if unread:
             self._apply(unread)
 

@@ -32,6 +32,7 @@ from prose_tui.tui.widgets.repaint import set_virtual_size
 from prose_tui.tui.widgets.run_rows import (  # noqa: F401  (the run list's row API, re-exported)
     AGE_WIDTH,
     RunRows,
+    age_text,
     column_widths,
     cut,
     preferred_width,
@@ -113,6 +114,7 @@ class RunList(_CursorList):
         self._widths: tuple[int, int] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
+        self._aged: tuple[int, list[str]] = (-1, [])  # (top row, age texts on screen) at the last tick
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -168,9 +170,21 @@ class RunList(_CursorList):
             self.refresh_line(row)
 
     def tick(self) -> None:
-        """Repaint the rows on screen (ages move on while nothing is written); no layout,
-        and a row whose age text did not change comes from the cache."""
-        self.refresh()
+        """Repaint the rows on screen whose age text moved on (nothing written: ages change
+        once a minute or an hour past 90 s); no layout, and nothing at all when no age on
+        screen changed (an idle list of 5,000 runs painted a frame every tick)."""
+        now = self._now()
+        top = self.scroll_offset.y
+        rows = range(top, min(top + max(self.scrollable_content_region.height, 1), len(self._shown)))
+        ages = [age_text(self._shown[row], now) for row in rows]
+        last_top, last_ages = self._aged
+        self._aged = (top, ages)
+        if top != last_top or len(ages) != len(last_ages):
+            self.refresh()
+            return
+        for row, age, was in zip(rows, ages, last_ages):
+            if age != was:
+                self.refresh_line(row)
 
     def _refilter(self) -> None:
         needle = self.filter.lower()
