@@ -6,7 +6,8 @@
         worker: Workspace.apply (router: a walk up the path's parents in a dictionary;
                 RunBackend.apply returns a Delta costing what changed)
               + RunBackend.poll for backends without files (PostgreSQL), on their interval
-              + status ticks (a quiet run turns interrupted)
+              + status ticks (a quiet run turns interrupted: live.status_timer re-infers
+                only the runs read in full and, when one may turn, the running ones)
         ──Delta──▶ sinks, in order: the UI (one message per Delta), the journal (appends)
 
 Everything but the sinks' own work runs on the worker thread: the UI thread never reads
@@ -29,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from prose_tui.live.status_timer import StatusTimer
 from prose_tui.live.watcher import STREAM_GAP_S, Subscription, Watcher, shared_watcher
 from prose_tui.live.workspace import Applied, Workspace
 from prose_tui.model import Delta
@@ -67,6 +69,10 @@ class LivePipeline:
         self._next_poll: dict[Path, float] = {}
         self.applied_batches = 0  # batches applied so far (tests wait on it)
         self._emitted: dict[Path, float] = {}  # when each run's last delta from a batch went out
+        self.statuses = StatusTimer(workspace)  # statuses that change as time passes
+        self._unreadable: set[Path] = set()  # runs shown from their last good read: read again each tick
+        self._unread: set[Path] = set()  # run folders found but not read (yet): read again each tick
+        self._unread_key: tuple[int, int, int] | None = None  # what ``_unread`` was found for
 
     # -- life ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -202,6 +208,10 @@ class LivePipeline:
             self.on_runs(applied)
         stream, now = self.watcher.stream_seen, self.clock()
         for path, delta in applied.deltas.items():
+            if delta.run.read_problem is not None:
+                self._unreadable.add(path)
+            else:
+                self._unreadable.discard(path)
             if not delta.empty:
                 # Within the watcher's stream and this run's own: another run's stream must not
                 # pace a change of a run that was quiet.
@@ -262,12 +272,24 @@ class LivePipeline:
             del self._next_poll[path]
 
     def _tick(self) -> None:
-        for run in self.workspace.refresh_statuses():
+        for run in self.statuses.tick():
             self._emit(Delta(run, status=True))
+        ws = self.workspace
         # A run folder seen before its state file: inotify can miss a file created in a folder
         # made a moment earlier (its watch is added after), so such folders are re-read here.
-        with self.workspace.lock:
-            unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
+        # A state file that could not be read (the run shows its last good read) is read again:
+        # it may come back without an event (a parent folder's permissions, an I/O error).
+        with ws.lock:
+            # Looked for again only when the runs or the folders found changed: an idle tick
+            # walks none of the 5,000 runs listed.
+            key = (ws.runs.version, id(ws.refs), len(ws.refs))
+            if key != self._unread_key:
+                self._unread_key, self._unread = key, set(ws.refs.keys() - ws.runs.keys())
+            unread = set(self._unread)
+            if self._unreadable:
+                self._unreadable = {path for path in self._unreadable if path in ws.runs}
+                unread |= {state for path in self._unreadable
+                           if (state := ws.runs[path].state_file) is not None}
         if unread:
             self._apply(unread)
 
@@ -288,6 +310,8 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
         journal = state["journal"]
         if journal is None or run.format is not RunFormat.SNAPSHOT or not delta.paths or not run.path.is_dir():
             return
+        if run.read_problem is not None:
+            return  # the state file could not be read: nothing new to record (the run shows its last read)
         if after_paint is not None:
             after_paint(PAINT_WAIT)
         try:

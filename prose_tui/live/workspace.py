@@ -15,7 +15,7 @@ and only swaps its result in under it, so live changes are never held up by a fu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,9 +37,45 @@ from prose_tui.live.changes import Applied, Part, RunChange
 from prose_tui.live.sources import RunSource, SourceRuns
 from prose_tui.model import Backend, Delta, Run, RunStatus
 
-__all__ = ["Applied", "Part", "RunChange", "RunSource", "Workspace", "placeholder"]
+__all__ = ["Applied", "Part", "RunChange", "RunSource", "RunTable", "Workspace", "placeholder"]
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
+
+
+class RunTable(dict[Path, Run]):
+    """``Workspace.runs``: run folder -> run, counting its writes (``version``), so what
+    depends on every run (the next time a running run may turn interrupted) is looked for
+    again only after a run was stored or dropped, not on every tick."""
+
+    version = 0
+
+    def __setitem__(self, path: Path, run: Run) -> None:
+        self.version += 1
+        super().__setitem__(path, run)
+
+    def __delitem__(self, path: Path) -> None:
+        self.version += 1
+        super().__delitem__(path)
+
+    def pop(self, path: Path, *default):
+        self.version += 1
+        return super().pop(path, *default)
+
+    def popitem(self) -> tuple[Path, Run]:
+        self.version += 1
+        return super().popitem()
+
+    def setdefault(self, path: Path, run: Run) -> Run:
+        self.version += 1
+        return super().setdefault(path, run)
+
+    def update(self, *args, **kwargs) -> None:
+        self.version += 1
+        super().update(*args, **kwargs)
+
+    def clear(self) -> None:
+        self.version += 1
+        super().clear()
 
 
 class Workspace(SourceRuns):
@@ -60,7 +96,7 @@ class Workspace(SourceRuns):
         self.stale_after = stale_after
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.refs: dict[Path, RunRef] = {}
-        self.runs: dict[Path, Run] = {}
+        self.runs: RunTable = RunTable()  # counts its writes: a status timer looks at the runs again only after one
         # The start-up scan, "open in full" and the live worker run in threads: every change to
         # runs/detailed/refs/observed happens under this lock, which no one holds during I/O.
         self.lock = threading.RLock()
@@ -236,12 +272,17 @@ class Workspace(SourceRuns):
         # explorer rescans every few seconds until one appears.
         return sorted(r for r in roots if r.exists())
 
-    def refresh_statuses(self) -> list[Run]:
-        """Re-infer statuses as time passes (a quiet run becomes interrupted); returns changed runs."""
+    def refresh_statuses(self, paths: Iterable[Path] | None = None) -> list[Run]:
+        """Re-infer statuses as time passes (a quiet run becomes interrupted): of the runs
+        at ``paths``, else of every run (see ``live.status_timer`` for which can change);
+        returns the runs whose status or reason changed."""
         changed = []
         now = self.clock()
         with self.lock:
-            items = list(self.runs.items())
+            if paths is None:
+                items = list(self.runs.items())
+            else:
+                items = [(path, self.runs[path]) for path in paths if path in self.runs]
         rules: dict[Backend, Callable[..., tuple[RunStatus, str]] | None] = {}  # one backend lookup per kind, not per run (10,000 database runs)
         for path, run in items:
             if run.backend not in rules:

@@ -118,6 +118,11 @@ class Run:
     # The run folder resolved once (backends/common/contained.run_root): every file the run
     # names is read only below it ("outside the run: not read"). ``None``: not a folder run.
     root: Path | None = None
+    # The state file's last read: when it last read whole (``read_at``, UTC), and why the
+    # latest read failed while the run shows the state read then (``read_problem``:
+    # "Permission denied"; ``None`` when the latest read succeeded).
+    read_at: datetime | None = None
+    read_problem: str | None = None
 
     @property
     def executing(self) -> TraceLine | None:

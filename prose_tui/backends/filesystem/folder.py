@@ -191,7 +191,9 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
     An event log is parsed with a tail kept in ``tails`` (see ``load_run``). A header or
     event time in the future (beyond ``status.FUTURE_SKEW`` of ``now``) is warned about
     and replaced by the file's time (``status.distrust_future``). A state file outside
-    ``root`` is not read (a warning says so)."""
+    ``root`` is not read (a warning says so). ``read_at`` is ``now`` (else the time read)
+    when the state file was read, ``read_problem`` why not when it exists but could not be
+    (a warning says so too)."""
     root = root or run_root(run_dir)
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root)
     state_file = state_file_of(run_dir)
@@ -207,9 +209,11 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
                 data = fh.read(MAX_STATE_BYTES + 1)
             run.state_mtime = st.st_mtime
             text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
-        except OSError as exc:
+            run.read_at = now or datetime.now(timezone.utc)
+        except OSError as exc:  # permission denied, gone between the look and the open, I/O error
             text, cut, data, st = "", False, b"", None
-            run.warnings.append(f"cannot read {state_file.name}: {exc.strerror or exc}")
+            run.read_problem = exc.strerror or str(exc)
+            run.warnings.append(f"cannot read {state_file.name}: {run.read_problem}")
         if cut:
             run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
         if looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):

@@ -156,6 +156,7 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
             # committed offset; nothing new when the bytes there are the provisional ones.
             if data != tail.pending_data:
                 _grow(run, tail, data, st, delta, summary=summary, now=now)
+            run.read_at = now
             return delta
     # A snapshot rewrite, a new/removed state file, or a reset event log: read the state again.
     tails.pop(run_dir, None)
@@ -164,6 +165,8 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
                          root=run.root)
     else:
         fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
+    if fresh.read_problem is not None and fresh.state_file == run.state_file and run.read_at is not None:
+        return kept_last_good(run, fresh.read_problem, paths)
     out = Delta(fresh, set(paths))
     if fresh.format is RunFormat.SNAPSHOT and run.format is RunFormat.SNAPSHOT:
         out.trace_lines = changed_lines(run.trace, fresh.trace)
@@ -186,6 +189,20 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     whole = Delta.whole(fresh, paths)
     whole.reread = True
     return whole
+
+
+def kept_last_good(run: Run, problem: str, paths: set[Path]) -> Delta:
+    """The state file exists but could not be read (``problem``: "Permission denied", a file
+    gone mid-read): ``run``, the state last read whole, stays, marked with the reason and the
+    time it was read (``read_problem``, and a warning the header shows first) until a read
+    succeeds again. A delta that redraws the header, empty when it already said so."""
+    name = run.state_file.name if run.state_file is not None else "the state file"
+    when = run.read_at.astimezone().strftime("%H:%M:%S") if run.read_at is not None else "before"
+    said = run.read_problem == problem
+    run.read_problem = problem
+    note = f"cannot read {name}: {problem}; showing the state last read at {when}"
+    run.warnings = [note, *(w for w in run.warnings if not w.startswith(f"cannot read {name}: "))]
+    return Delta(run, set(paths), status=not said)
 
 
 def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summary: bool, now: datetime) -> None:

@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.history import Journal
+from prose_tui.live.status_timer import StatusTimer
 from prose_tui.live.workspace import Workspace, placeholder
 from prose_tui.model import Run, RunStatus
 from prose_tui.tui.live_inbox import LiveInbox
@@ -73,6 +74,7 @@ class RunFeed:
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
         self._first_lock = threading.Lock()
         self.poller = SourcePoll(self)
+        self.statuses = StatusTimer(workspace)  # without watching: statuses as time passes, on the tick
         self._first: list[Run] = []  # a database's first page, read while the app mounts
         self._scan_full: Path | None = None  # the run the read under way takes in full first
         self._first_read = threading.Event()
@@ -326,6 +328,8 @@ class RunFeed:
         database run's summary only if its first screen (its last rows, a few round trips)
         is late: painted first, it held the screen for a frame of every pane (100-150 ms
         under load) while those rows waited to be shown."""
+        if self.live is not None:
+            self.live.chosen(path)
         run = self.workspace.runs.get(path) or next((r for r in self.screen.query_one(RunList).runs if r.path == path), None)
         late = run is not None and path not in self.workspace.detailed and self.workspace.source_of(path) is not None
         self._opening = path if late else None
@@ -458,7 +462,7 @@ class RunFeed:
         if self.live is not None:
             self.live.update_watcher_state()  # statuses are re-inferred by the live worker
             return
-        for run in self.workspace.refresh_statuses():
+        for run in self.statuses.tick():
             self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
             current = self.screen.current_run
             if current is not None and run.path == current.path:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +51,28 @@ class LiveProblem(Message):
         self.text = text
 
 
+@dataclass(frozen=True)
+class GoneRun:
+    """The run shown when its folder went from disk (deleted, or moved away): kept chosen by
+    ``path`` and ``id`` so the view returns to it when a run folder of that path (else that
+    id) appears again. ``since``: when the explorer saw it go (the workspace's clock, UTC)."""
+
+    path: Path
+    id: str
+    since: datetime
+
+    def text(self) -> str:
+        """What the panes say instead of a run while it is gone."""
+        return (f"run {self.id} is gone from disk (since {self.since.astimezone().strftime('%H:%M:%S')}); "
+                "it is shown again when its folder returns")
+
+    def returned(self, added: list[Path]) -> Path | None:
+        """The run folder among ``added`` that is this run again: its path, else its id."""
+        if self.path in added:
+            return self.path
+        return next((p for p in added if p.name == self.path.name), None)
+
+
 class LiveFeed:
     """Live changes of ``workspace`` for ``screen``; ``journal``: where they are recorded
     (``None`` without one, or after recording failed). ``watcher_state`` is the status
@@ -62,6 +86,7 @@ class LiveFeed:
         self.inbox: LiveInbox | None = None
         self.watcher_state = "starting watcher"
         self.runs_changes = 0  # times the pipeline found runs appearing or going (any thread)
+        self.gone: GoneRun | None = None  # the run shown when its folder went, until it returns or another is opened
         self._lock = threading.Lock()
         self._stopped = False
 
@@ -138,18 +163,39 @@ class LiveFeed:
             self.screen.notify(f"could not show a change: {type(exc).__name__}: {exc}"[:300], severity="warning", markup=False)
 
     def runs_changed(self, applied: Applied) -> None:
-        """Runs appeared or disappeared: the run list again; the shown run may be gone."""
+        """Runs appeared or disappeared: the run list again. The shown run may be gone: it
+        stays chosen (``gone``; the panes say so, no other run is opened for the user) and is
+        shown again, followed, when its folder returns (deleted and made again, moved away and
+        back)."""
         screen = self.screen
         run_list = screen.query_one(RunList)
-        run_list.set_runs(self.workspace.sorted_runs(), clock=self.workspace.clock)
-        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
         current = screen.current_run
-        if current is not None and current.path in applied.runs_removed:
+        removed = current is not None and current.path in applied.runs_removed
+        if current is not None and removed:
+            self.gone = GoneRun(current.path, current.id, self.workspace.clock())
+            run_list.hold(current.path)  # before the list loses its row: no other run is chosen
+        runs = self.workspace.sorted_runs()
+        run_list.set_runs(runs, clock=self.workspace.clock)
+        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        back = self.gone.returned(applied.runs_added) if self.gone is not None and not removed else None
+        if current is not None and removed:
             screen.notify(f"run {current.id} was removed from disk", severity="warning", markup=False)
             screen.show_run(None)
-        elif current is None and applied.runs_added:
-            run_list.select_path(self.workspace.sorted_runs()[0].path)  # selects; the focus stays where it is
+        elif back is not None and back in self.workspace.runs:
+            self.gone = None
+            run_list.hold(None)
+            was = run_list.chosen
+            run_list.select_path(back)  # highlighted again; chosen already when at the same path
+            if was == back:  # (no RunChosen then): shown and followed as when it was chosen
+                screen.open_run_at(back)
+        elif current is None and self.gone is None and applied.runs_added and runs:
+            run_list.select_path(runs[0].path)  # selects; the focus stays where it is
         self.update_watcher_state()
+
+    def chosen(self, path: Path) -> None:
+        """The user opened the run at ``path``: a gone run it is not is no longer waited for."""
+        if self.gone is not None and self.gone.path != path:
+            self.gone = None
 
     def problem(self, text: str) -> None:
         """A ``LiveProblem`` message: said once; journaling stops after it failed."""

@@ -141,7 +141,7 @@ class Panes:
             self.screen.query_one(CallStackView).set_frames([])
             self.screen.query_one(BindingTree).set_run(None)
             self.screen.query_one(Timeline).set_events([], 0)
-            self.screen.query_one(ContextStrip).show(None, None, None)
+            self.screen.query_one(ContextStrip).show(None, None, None, absent=self.absent())
             self.head(None)
             return
         view = self.model.view() or run
@@ -240,12 +240,20 @@ class Panes:
         self.screen.call_after_refresh(trace.scroll_to_cursor, center=True)
         return True
 
+    def absent(self) -> str | None:
+        """Why no run is shown when the chosen one went from disk (``LiveFeed.gone``), else ``None``."""
+        live = self.screen.feed.live
+        gone = live.gone if live is not None else None
+        return gone.text() if gone is not None and self.model.run is None else None
+
     def head(self, run: Run | None) -> None:
         view = (self.model.view() if run is not None and not self.model.nav.live else run) or run
         moment = self.model.moment()
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         header = self.screen.query_one(RunHeader)
-        header.show(header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
+        absent = self.absent() if run is None else None
+        header.show(Text(f"⚠ {absent}", "yellow") if absent else
+                    header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
                     # Rows are kept for live changes from the run's full read on (its show comes
                     # before ``loaded_run`` is set).
                     key=run.path if run is not None and self.model.nav.live
@@ -267,7 +275,7 @@ class Panes:
             event = self.model.nav.events[moment.index]
             when = f" · {when_text(event.time, self.workspace.clock(), approximate=event.approximate)}" if event.time else ""
             label = f"at event {moment.index}{when}: {event.text.strip()}"
-        strip.show(view, self.model.newest_binding_now(), label)
+        strip.show(view, self.model.newest_binding_now(), label, absent=self.absent())
 
     def titles(self) -> None:
         trace = self.screen.query_one(TraceView)
@@ -304,7 +312,7 @@ class Panes:
         watcher = " · ".join([self.screen.watcher_state, *self.workspace.source_states()])
         self.screen.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
                                         following=self.screen.query_one(TraceView).following, pending=self.model.nav.pending,
-                                        as_of=as_of, said_above=self.status_said_above())
+                                        as_of=as_of, said_above=self.status_said_above(), absent=self.absent())
 
     def status_said_above(self) -> bool:
         """Whether the run's status and its reason are on screen above the status line: in the

@@ -97,11 +97,13 @@ class ContextStrip(Static):
 
     shown: Text = Text()
 
-    def show(self, view: Run | None, binding: Binding | None, moment: str | None) -> None:
+    def show(self, view: Run | None, binding: Binding | None, moment: str | None, *,
+             absent: str | None = None) -> None:
         """Show ``view`` (the run as of the cursor), its newest ``binding``, the ``moment``
-        label when the cursor is not live. ``shown`` keeps the text on screen."""
+        label when the cursor is not live; without a run, ``absent`` (why none is shown:
+        the chosen run is gone from disk) or "no run selected". ``shown`` keeps the text on screen."""
         if view is None:
-            text = Text("no run selected", "dim")
+            text = Text(absent, "yellow") if absent else Text("no run selected", "dim")
         else:
             width = (self.content_region.width or self.app.size.width - 2) - 1
             # An SQLite binding's path is the run's state.db: its bytes are no value line.

@@ -35,6 +35,7 @@ from prose_tui.tui.widgets.repaint import set_virtual_size
 from prose_tui.tui.widgets.run_rows import (  # noqa: F401  (the run list's row API, re-exported)
     AGE_WIDTH,
     RunRows,
+    age_text,
     column_widths,
     cut,
     preferred_width,
@@ -113,12 +114,14 @@ class RunList(_CursorList):
         self._highlighted: int | None = None
         self._hover: int | None = None
         self._chosen: Path | None = None
+        self._held: Path | None = None  # the chosen run, gone from disk: kept chosen until it returns
         self._clock = None
         self._paint_now: datetime | None = None  # one clock reading per paint
         self._widths: tuple[int, ...] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
         self.empty_text = ""  # shown, wrapped, in place of the rows when there are none (``show_empty``)
+        self._aged: tuple[int, list[str]] = (-1, [])  # (top row, age texts on screen) at the last tick
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -143,6 +146,9 @@ class RunList(_CursorList):
             self._highlighted = self._hover = None
             return
         keep = self._row(self._chosen) if self._chosen is not None else None
+        if keep is None and self._held is not None and self._held == self._chosen:
+            self._highlighted = None  # the chosen run is gone: no other run is chosen for the user
+            return
         self._highlight(keep or 0, force=True)
 
     def update_run(self, run: Run, *, clock=None) -> None:
@@ -173,9 +179,21 @@ class RunList(_CursorList):
             self.refresh_line(row)
 
     def tick(self) -> None:
-        """Repaint the rows on screen (ages move on while nothing is written); no layout,
-        and a row whose age text did not change comes from the cache."""
-        self.refresh()
+        """Repaint the rows on screen whose age text moved on (nothing written: ages change
+        once a minute or an hour past 90 s); no layout, and nothing at all when no age on
+        screen changed (an idle list of 5,000 runs painted a frame every tick)."""
+        now = self._now()
+        top = self.scroll_offset.y
+        rows = range(top, min(top + max(self.scrollable_content_region.height, 1), len(self._shown)))
+        ages = [age_text(self._shown[row], now) for row in rows]
+        last_top, last_ages = self._aged
+        self._aged = (top, ages)
+        if top != last_top or len(ages) != len(last_ages):
+            self.refresh()
+            return
+        for row, age, was in zip(rows, ages, last_ages):
+            if age != was:
+                self.refresh_line(row)
 
     def _refilter(self) -> None:
         needle = self.filter.lower()
@@ -253,6 +271,15 @@ class RunList(_CursorList):
         if row is not None:
             self._highlight(row)
 
+    def hold(self, path: Path | None) -> None:
+        """Keep the run at ``path`` chosen while it is not listed (its folder went from disk):
+        ``set_runs`` then highlights no row instead of choosing another run, and highlights it
+        again (without ``RunChosen``) once it is listed. Moving the cursor chooses another
+        run and ends the hold; ``None`` ends it too."""
+        self._held = path
+        if path is not None:
+            self._chosen = path
+
     # -- the cursor ---------------------------------------------------------------------------------
     def _highlight(self, index: int, *, force: bool = False) -> None:
         if not self._shown:
@@ -267,6 +294,7 @@ class RunList(_CursorList):
         path = self._shown[index].path
         if path != self._chosen:
             self._chosen = path
+            self._held = None
             self.post_message(self.RunChosen(path))
 
     def scroll_to_highlight(self) -> None:

@@ -21,12 +21,13 @@ class StatusLine(Static):
     """
 
     def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0,
-             as_of: str | None = None, said_above: bool = False) -> None:
+             as_of: str | None = None, said_above: bool = False, absent: str | None = None) -> None:
         """``run`` is the run as of the cursor; ``last_change`` an age (``12 s``); ``watcher`` a
         short state (``watching``); ``as_of`` the cursor's moment when not live
         (``as of event 41 of 0–85 · 14:02:11``). ``said_above``: the context strip or the run
-        header shows the status with its whole reason, so this line leaves both out (said once)."""
-        self._said = (run, last_change, watcher, following, pending, as_of, said_above)
+        header shows the status with its whole reason, so this line leaves both out (said once).
+        ``absent``: without a run, why none is shown (the chosen run is gone from disk)."""
+        self._said = (run, last_change, watcher, following, pending, as_of, said_above, absent)
         text = self._fit(*self._said)
         if text.plain == self.shown.plain and text.spans == self.shown.spans:
             return  # nothing new: no repaint
@@ -43,7 +44,7 @@ class StatusLine(Static):
             self.update(text, layout=False)
 
     def _fit(self, run: Run | None, last_change: str, watcher: str, following: bool, pending: int,
-             as_of: str | None, said_above: bool) -> Text:
+             as_of: str | None, said_above: bool, absent: str | None = None) -> Text:
         """The line's parts that fit the width whole, in their order on the line; what does
         not fit is left out (or said shorter: the status reason's first clause), most
         important kept first: the moment, the status reason, the follow state, the last
@@ -64,7 +65,7 @@ class StatusLine(Static):
             parts.append((6, 1, _shorter(run.status_reason), "dim"))
         head = Text(no_wrap=True, overflow="ellipsis")
         if run is None:
-            head.append("no run selected", "dim")
+            head.append(absent or "no run selected", "yellow" if absent else "dim")
             head.append(" · ")
         elif not said_above:
             badge, style = STATUS_BADGE[run.status]
