@@ -6,7 +6,11 @@ what the screen shows; per line it keeps the parsed ``TraceLine`` and 4 bytes of
 (``trace_layout.RowIndex``). A live change (``lines_changed``) repaints the lines it names;
 appended lines only extend the view. While *following*, the cursor sits on the executing
 statement and moves with it as the run advances; moving the cursor or scrolling stops
-following (the border says so) until ``f`` turns it back on.
+following (the border says so) until ``f`` turns it back on. Following pages as ``less``
+does: the view stays put while the executing line is on screen, and when it passes the
+bottom the view jumps so that it stands a quarter down (below the trace's end the rows
+are blank, ``FOLLOW_SLACK``), so an appended event repaints two rows, not the pane
+(issue 33: each scrolled row is resent to the terminal, 4 KB an event at 80x24).
 
 Each line is a row of gutter (line number, state glyph) and code. Its annotation stands
 right-aligned on that row when both fit, else on continuation rows under the code (gutter
@@ -50,6 +54,9 @@ from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # painted lines kept (a few screens)
+# While following, the view may scroll this share of its height past the trace's end (blank
+# rows), so that a page jump leaves room for the next events (see the module doc).
+FOLLOW_SLACK = 3 / 4
 _NOTE_STYLE = {
     StatementState.EXECUTING: "bold yellow",
     StatementState.RETRYING: "bold magenta",
@@ -251,7 +258,15 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     def _resize_virtual(self) -> None:
         # A longer trace: new scroll bounds and scrollbar, no screen-wide layout (repaint.py).
-        set_virtual_size(self, Size(self._gutter + self._width, self._rows.total))
+        set_virtual_size(self, Size(self._gutter + self._width, self._rows.total + self._slack()))
+
+    def _slack(self) -> int:
+        """Blank rows the view may scroll past the trace's end: following a trace taller than
+        the pane, ``FOLLOW_SLACK`` of the pane; else none."""
+        height = self.scrollable_content_region.height
+        if not self.following or height <= 0 or self._rows.total <= height:
+            return 0
+        return int(height * FOLLOW_SLACK)
 
     def row_of(self, index: int) -> int:
         """The first screen row (``scroll_offset.y`` counts these) of line ``index``."""
@@ -303,7 +318,29 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         index = self.executing_index()
         if index is None:
             index = max(0, len(self.lines) - 1) if self._has_state and self._ended() else self.cursor
-        self._move(index, center=True)
+        if not self.lines:
+            self.cursor = 0
+            return
+        self._moving_programmatically = True
+        self.cursor = max(0, min(index, len(self.lines) - 1))
+        self._moving_programmatically = False
+        self._page_to_cursor()
+
+    def _page_to_cursor(self) -> None:
+        """Following: the view stays while the cursor's line is on screen; a line just past the
+        bottom (the run advanced) turns a page, the line a quarter down; one further away is
+        centred within the trace (no blank rows below it)."""
+        height = self.scrollable_content_region.height or 1
+        top = self.scroll_offset.y
+        first = self.row_of(self.cursor)
+        last = first + (self._rows.rows(self.cursor) if self.cursor < len(self._rows) else 1) - 1
+        if first >= top and last < top + height:
+            return
+        if top + height <= first < top + height + height // 2:
+            y = max(first - height // 4, last - height + 1)
+        else:
+            y = max(0, min(first - height // 2, self._rows.total - height))
+        self.scroll_to(y=y, animate=False)
 
     def _ended(self) -> bool:
         return not self._open
@@ -340,6 +377,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if following == self.following:
             return
         self.following = following
+        self._resize_virtual()  # the blank rows past the end come and go with following
         if following:
             self._to_executing()
         self.post_message(self.FollowChanged(following))
@@ -529,6 +567,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         # change (the footer settling after the open) emptied the cache while Textual's own
         # kept the rows, and the first change after opening painted every visible line again.
         self._ensure_layout()
+        self._resize_virtual()  # the blank rows past the end follow the height
         self.call_after_refresh(self._follow_now)
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
