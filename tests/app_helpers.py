@@ -85,11 +85,7 @@ def _unsettled(explorer, run_path: Path | None) -> str | None:
     if trace.lines and trace.display and height > 0 and trace.region.height > 0:
         top = round(trace.scroll_offset.y)
         row = trace.row_of(trace.cursor)  # a line's annotation may take rows of its own
-        if trace.following:
-            centred = min(max(0, row - height // 2), trace.max_scroll_y)
-            if top != centred:
-                return f"the trace to centre the executing line {trace.cursor} (row {row}; top row {top}, want {centred})"
-        elif not top <= row < top + height:
+        if not top <= row < top + height:  # following turns pages: the line is in view (issue 33)
             return f"the trace cursor {trace.cursor} (row {row}) to be in view (rows {top}..{top + height - 1})"
     return None
 

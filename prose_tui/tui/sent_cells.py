@@ -14,9 +14,18 @@ run in the terminal) forget everything: the next frame sends what it covers."""
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from textual._compositor import ChopsUpdate, CompositorUpdate
 from textual.geometry import Size
 from textual.strip import Strip
+
+# A piece ending in a run of blanks sends one blank and ECH (erase characters, ``CSI n X``:
+# the cells take the current background, the cursor stays) for the rest: a trace row of
+# 30 characters in an 80-cell pane was 46 styled spaces more. Every terminal Textual
+# supports erases with the background set (``bce``, as xterm, VTE, tmux, kitty, Windows
+# Terminal do); False sends the spaces.
+ERASE = True
+ERASE_FROM = 8  # blanks at the end of a piece from which ECH is shorter
 
 
 class SentCells:
@@ -73,6 +82,12 @@ class SentCells:
                     self.dropped += 1
                     continue
                 drawn = True
+                if whole and ERASE:
+                    erased = _erased(strip)
+                    if erased is not strip:
+                        if copy is None:
+                            copy = dict(line)
+                        copy[x] = erased
                 # Cells x .. min(end, x2) are written (Textual draws a piece cut at the
                 # span's start from the piece's own start): pieces kept there are gone.
                 stop = min(end, x2)
@@ -87,3 +102,19 @@ class SentCells:
         if not spans:
             return None
         return ChopsUpdate(chops, spans, update.chop_ends)
+
+
+def _erased(strip: Strip) -> Strip:
+    """``strip`` with its trailing blanks sent as one blank and ECH (``strip`` itself when
+    it has not enough of them, or their style draws on blanks: underline, reverse...)."""
+    segments = strip._segments
+    if not segments:
+        return strip
+    text, style, control = segments[-1]
+    if control or len(text) < ERASE_FROM or text.strip(" "):
+        return strip
+    if style is not None and (style.underline or style.reverse or style.strike or style.overline
+                              or style.underline2 or style.link or style.blink or style.blink2):
+        return strip
+    # The erase goes inside the style's codes, so the cells take its background.
+    return Strip([*segments[:-1], Segment(f" \x1b[{len(text) - 1}X", style)], strip.cell_length)

@@ -32,6 +32,7 @@ from prose_tui.tui.widgets.repaint import set_virtual_size
 from prose_tui.tui.widgets.run_rows import (  # noqa: F401  (the run list's row API, re-exported)
     AGE_WIDTH,
     RunRows,
+    age_text,
     column_widths,
     cut,
     preferred_width,
@@ -112,6 +113,7 @@ class RunList(_CursorList):
         self._widths: tuple[int, int] = (22, 18)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
+        self._aged: dict[int, str] = {}  # row -> the age text it was last painted with
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -125,6 +127,7 @@ class RunList(_CursorList):
         self.runs = RunRows(runs)
         self._pos = None
         self._told.clear()
+        self._aged.clear()
         self._refilter()
         self._strips.clear()  # a theme change comes this way too
         self._fit()
@@ -164,9 +167,14 @@ class RunList(_CursorList):
             self.refresh_line(row)
 
     def tick(self) -> None:
-        """Repaint the rows on screen (ages move on while nothing is written); no layout,
-        and a row whose age text did not change comes from the cache."""
-        self.refresh()
+        """Repaint the rows on screen whose age text moved on since they were painted (ages
+        change while nothing is written): a row now and then, not the list every tick, whose
+        rows all went to the terminal again (issue 33). No layout."""
+        now = self._clock() if self._clock else datetime.now(timezone.utc)
+        top = self.scroll_offset.y
+        for index in range(top, min(len(self._shown), top + max(self.scrollable_content_region.height, 1))):
+            if self._aged.get(index) != age_text(self._shown[index], now):
+                self.refresh_line(index)
 
     def _refilter(self) -> None:
         needle = self.filter.lower()
@@ -363,6 +371,7 @@ class RunList(_CursorList):
         style = self.get_visual_style("run-list--option", look) if look else self.get_visual_style("run-list--option")
         now = self._now()
         key = (row_key(run, now, self._widths), style, width)
+        self._aged[index] = age_text(run, now)
         strip = self._strips.get(key)
         if strip is None:
             visual = visualize(self, run_prompt(run, now, self._widths), markup=False)

@@ -365,8 +365,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         top = self.scroll_offset.y
         first = self.row_of(self.cursor)
         last = first + (self._rows.rows(self.cursor) if self.cursor < len(self._rows) else 1) - 1
-        if center:
-            self.scroll_to(y=max(0, first - height // 2), animate=False)
+        if center:  # within the trace (not into the blank rows a follow may scroll to)
+            self.scroll_to(y=max(0, min(first - height // 2, self._rows.total - height)), animate=False)
         elif first < top:
             self.scroll_to(y=first, animate=False)
         elif last >= top + height:
