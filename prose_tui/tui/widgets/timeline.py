@@ -175,9 +175,11 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         self._now = self._today()
         self._visible = None  # the time column is fitted to the rows on screen again
         height = self.scrollable_content_region.height
-        # At the live end, room below the last event so that new ones turn a page (below).
-        slack = int(height * 3 / 4) if height > 0 and cursor == len(events) - 1 and len(events) > height else 0
-        set_virtual_size(self, Size(self.size.width, len(events) + slack))  # no screen-wide layout (repaint.py)
+        rows = len(events)
+        if height > 0 and cursor == rows - 1 and rows > height:
+            # At the live end, the blank rows a page turn showed (below) stay until filled.
+            rows = max(rows, round(self.scroll_offset.y) + height)
+        set_virtual_size(self, Size(self.size.width, rows))  # no screen-wide layout (repaint.py)
         self.set_cursor(cursor)
 
     def set_cursor(self, index: int) -> None:
@@ -203,7 +205,10 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         if top <= cursor < top + height:
             return
         if top + height <= cursor < top + height + height // 2:
-            self.scroll_to(y=cursor - height // 4, animate=False)
+            y = cursor - height // 4
+            if y + height > self.virtual_size.height:  # blank rows below the last event
+                set_virtual_size(self, Size(self.size.width, y + height))
+            self.scroll_to(y=y, animate=False)
         else:
             self.scroll_to(y=max(0, min(cursor - height // 2, len(self.events) - height)), animate=False)
 
