@@ -125,3 +125,28 @@ async def test_an_idle_app_sends_nothing_when_its_timers_fire_and_an_age_that_mo
         await wait_until(pilot, lambda: run_list._aged.get(0) != before, what="the age repainted")
         await pilot.pause()
         assert row in frames.rows_since(mark), "the run's new age went to the terminal"
+
+
+def test_a_piece_the_terminal_shows_is_not_sent_again_and_a_full_repaint_forgets():
+    from rich.segment import Segment
+    from rich.style import Style
+    from textual.geometry import Size
+    from textual.strip import Strip
+
+    from prose_tui.tui.sent_cells import SentCells
+
+    def frame(left: str, right: str) -> ChopsUpdate:
+        style = Style(bgcolor="blue")
+        chops = [{0: Strip([Segment(left, style)], 4), 4: Strip([Segment(right, style)], 4)}]
+        return ChopsUpdate(chops, [(0, 0, 8)], [[4, 8]])
+
+    sent = SentCells()
+    size = Size(8, 1)
+    assert _pieces_sent(sent.filter(frame("abcd", "efgh"), size)) == {(0, 0, 4), (0, 4, 8)}
+    assert sent.filter(frame("abcd", "efgh"), size) is None, "the same frame again: nothing to send"
+    assert _pieces_sent(sent.filter(frame("abcd", "EFGH"), size)) == {(0, 4, 8)}, "only the piece that changed"
+    sent.filter(LayoutUpdate([[Strip([Segment("x" * 8)], 8)]], Region(0, 0, 8, 1)), size)
+    assert _pieces_sent(sent.filter(frame("abcd", "EFGH"), size)) == {(0, 0, 4), (0, 4, 8)}, \
+        "after a full repaint every piece is sent"
+    assert _pieces_sent(sent.filter(frame("abcd", "EFGH"), Size(9, 1))) == {(0, 0, 4), (0, 4, 8)}, \
+        "a new size forgets what was sent"
