@@ -85,8 +85,8 @@ def _unsettled(explorer, run_path: Path | None) -> str | None:
     if trace.lines and trace.display and height > 0 and trace.region.height > 0:
         top = round(trace.scroll_offset.y)
         row = trace.row_of(trace.cursor)  # a line's annotation may take rows of its own
-        if trace.following:
-            centred = min(max(0, row - height // 2), trace.max_scroll_y)
+        if trace.following and not trace.turned_pages:  # a live change turns pages instead (issue 33)
+            centred = max(0, min(row - height // 2, trace.row_count - height))
             if top != centred:
                 return f"the trace to centre the executing line {trace.cursor} (row {row}; top row {top}, want {centred})"
         elif not top <= row < top + height:

@@ -21,6 +21,7 @@ from prose_tui.tui.screens.help import HelpScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.screens.mission_control import MissionControlScreen
 from prose_tui.tui.served import served_read_only
+from prose_tui.tui.sent_cells import SentCells
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.node_table import NodeTable
@@ -94,6 +95,11 @@ class ProseTUI(HabitsApp):
         # Set once the explorer has listed the runs and settled (its first read): another
         # thread may wait on it (the demo VM starts its run then).
         self.first_read = threading.Event()
+        self.sent_cells = SentCells()  # what the terminal shows: frames send only the rest
+
+    def on_mount(self) -> None:
+        # Back from a suspension (an editor run in the terminal): the terminal shows its text.
+        self.app_resume_signal.subscribe(self, lambda _app: self.sent_cells.forget(), immediate=True)
 
     def after_frame(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` on the UI thread just after the next frame is handed to the
@@ -106,6 +112,15 @@ class ProseTUI(HabitsApp):
 
     def _display(self, screen, renderable) -> None:
         # Textual's one place where a frame is handed out (its own benchmarks' hook too).
+        # Pieces of rows the terminal shows already are left out (sent_cells.py): a frame
+        # costs the link what changed on screen.
+        if renderable is not None and not getattr(self, "_batch_count", 0):
+            renderable = self.sent_cells.filter(renderable, self.size)
+            if renderable is None:  # the terminal shows the frame already
+                callbacks, self._after_frame = self._after_frame, []
+                for callback in callbacks:
+                    callback()
+                return
         super()._display(screen, renderable)
         if self._after_frame and renderable is not None and not getattr(self, "_batch_count", 0):
             callbacks, self._after_frame = self._after_frame, []

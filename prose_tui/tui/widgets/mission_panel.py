@@ -38,6 +38,7 @@ from prose_tui.mission.rows import status_rows
 from prose_tui.mission.state import Clock, Kind, MissionState, read_state, utc_now
 from prose_tui.tui.screens.confirm import ConfirmScreen
 from prose_tui.tui.served import is_read_only, read_only_message
+from prose_tui.tui.widgets.repaint import show_text
 
 BUTTONS = (("start", "Start"), ("stop", "Stop"), ("once", "Run once"), ("cleanup", "Cleanup"))
 
@@ -240,16 +241,17 @@ class MissionPanel(Vertical):
         except NoMatches:  # not composed yet, or being removed
             return
         badge = state.badge
-        badge_widget.update(Text(badge.label))
+        # Each second (ages move on): a Static told the text it shows stays as it is (repaint.py).
+        show_text(badge_widget, Text(badge.label))
         for tone in ("running", "idle", "terminated", "warning", "error", "heartbeat", "stale"):
             badge_widget.set_class(tone == badge.tone, f"tone-{tone}")
-        self.query_one("#mission-message", Static).update(Text(state.message))
-        self.query_one("#mission-details", Static).update(self._details(state))
+        show_text(self.query_one("#mission-message", Static), Text(state.message))
+        show_text(self.query_one("#mission-details", Static), self._details(state))
         controllable = state.kind not in (Kind.HEARTBEAT, Kind.UNREADABLE)
         for action, _ in BUTTONS:
             self.query_one(f"#mission-{action}", Button).disabled = not controllable
         self.query_one("#mission-create", Button).display = state.kind is Kind.MISSING
-        self.query_one("#mission-feedback", Static).update(Text(self.feedback))
+        show_text(self.query_one("#mission-feedback", Static), Text(self.feedback))
 
     def _details(self, state: MissionState) -> Text:
         text = Text()

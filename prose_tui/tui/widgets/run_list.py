@@ -121,7 +121,7 @@ class RunList(_CursorList):
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._told: dict[Path, tuple] = {}  # path -> row_key of the run update_run last got
         self.empty_text = ""  # shown, wrapped, in place of the rows when there are none (``show_empty``)
-        self._aged: tuple[int, list[str]] = (-1, [])  # (top row, age texts on screen) at the last tick
+        self._aged: dict[int, str] = {}  # row -> the age text it was last painted with
 
     def on_mount(self) -> None:
         self.set_interval(AGE_TICK, self.tick)
@@ -137,6 +137,7 @@ class RunList(_CursorList):
             self.empty_text = ""
         self._pos = None
         self._told.clear()
+        self._aged.clear()
         self._refilter()
         self._strips.clear()  # a theme change comes this way too
         self._fit()
@@ -179,21 +180,14 @@ class RunList(_CursorList):
             self.refresh_line(row)
 
     def tick(self) -> None:
-        """Repaint the rows on screen whose age text moved on (nothing written: ages change
-        once a minute or an hour past 90 s); no layout, and nothing at all when no age on
-        screen changed (an idle list of 5,000 runs painted a frame every tick)."""
-        now = self._now()
+        """Repaint the rows on screen whose age text moved on since they were painted (ages
+        change while nothing is written): a row now and then, not the list every tick, whose
+        rows all went to the terminal again (issue 33). No layout."""
+        now = self._clock() if self._clock else datetime.now(timezone.utc)
         top = self.scroll_offset.y
-        rows = range(top, min(top + max(self.scrollable_content_region.height, 1), len(self._shown)))
-        ages = [age_text(self._shown[row], now) for row in rows]
-        last_top, last_ages = self._aged
-        self._aged = (top, ages)
-        if top != last_top or len(ages) != len(last_ages):
-            self.refresh()
-            return
-        for row, age, was in zip(rows, ages, last_ages):
-            if age != was:
-                self.refresh_line(row)
+        for index in range(top, min(len(self._shown), top + max(self.scrollable_content_region.height, 1))):
+            if self._aged.get(index) != age_text(self._shown[index], now):
+                self.refresh_line(index)
 
     def _refilter(self) -> None:
         needle = self.filter.lower()
@@ -419,6 +413,7 @@ class RunList(_CursorList):
         style = self.get_visual_style("run-list--option", look) if look else self.get_visual_style("run-list--option")
         now = self._now()
         key = (row_key(run, now, self._widths), style, width)
+        self._aged[index] = age_text(run, now)
         strip = self._strips.get(key)
         if strip is None:
             visual = visualize(self, run_prompt(run, now, self._widths), markup=False)

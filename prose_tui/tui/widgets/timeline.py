@@ -174,7 +174,12 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         self._digits = _digits(len(events))
         self._now = self._today()
         self._visible = None  # the time column is fitted to the rows on screen again
-        set_virtual_size(self, Size(self.size.width, len(events)))  # no screen-wide layout (repaint.py)
+        height = self.scrollable_content_region.height
+        rows = len(events)
+        if height > 0 and cursor == rows - 1 and rows > height:
+            # At the live end, the blank rows a page turn showed (below) stay until filled.
+            rows = max(rows, round(self.scroll_offset.y) + height)
+        set_virtual_size(self, Size(self.size.width, rows))  # no screen-wide layout (repaint.py)
         self.set_cursor(cursor)
 
     def set_cursor(self, index: int) -> None:
@@ -191,10 +196,21 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         self.refresh()
 
     def _scroll_to_cursor(self) -> None:
+        """The cursor's row into view. A cursor just past the bottom (a live run's next
+        event) turns a page, the cursor a quarter down, as ``less`` does: each scrolled row is
+        sent to the terminal again (issue 33); one further away is centred."""
         height = self.scrollable_content_region.height or 1
         top = self.scroll_offset.y
-        if not top <= self.cursor < top + height:
-            self.scroll_to(y=max(0, self.cursor - height // 2), animate=False)
+        cursor = self.cursor
+        if top <= cursor < top + height:
+            return
+        if top + height <= cursor < top + height + height // 2:
+            y = cursor - height // 4
+            if y + height > self.virtual_size.height:  # blank rows below the last event
+                set_virtual_size(self, Size(self.size.width, y + height))
+            self.scroll_to(y=y, animate=False)
+        else:
+            self.scroll_to(y=max(0, min(cursor - height // 2, len(self.events) - height)), animate=False)
 
     def _user_move(self, index: int) -> None:
         if not self.events:

@@ -6,7 +6,11 @@ what the screen shows; per line it keeps the parsed ``TraceLine`` and 4 bytes of
 (``trace_layout.RowIndex``). A live change (``lines_changed``) repaints the lines it names;
 appended lines only extend the view. While *following*, the cursor sits on the executing
 statement and moves with it as the run advances; moving the cursor or scrolling stops
-following (the border says so) until ``f`` turns it back on.
+following (the border says so) until ``f`` turns it back on. Following pages as ``less``
+does: the view stays put while the executing line is on screen, and when it passes the
+bottom the view jumps so that it stands a quarter down (the rows below the trace's end
+blank until events fill them), so an appended event repaints two rows, not the pane
+(issue 33: each scrolled row is resent to the terminal, 4 KB an event at 80x24).
 
 Each line is a row of gutter (line number, state glyph) and code. Its annotation stands
 right-aligned on that row when both fit, else on continuation rows under the code (gutter
@@ -161,6 +165,9 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._has_state = False
         self._moving_programmatically = False
         self.search_term: str | None = None
+        # Whether following last moved the view by pages (a live change) rather than centring
+        # the executing line (an open, a resize, ``f``): tests wait for one or the other.
+        self.turned_pages = False
 
     # -- data -------------------------------------------------------------------------------
     def set_lines(self, lines: list[TraceLine]) -> None:
@@ -230,7 +237,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if first_block is not None:
             self._settle_blocks(first_block)
             self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < first_block)
-        self._resized()
+        self._resized(live=True)
 
     # -- rows ---------------------------------------------------------------------------------
     def _avail_now(self) -> int:
@@ -249,9 +256,22 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self._relayout()
             self._resize_virtual()
 
-    def _resize_virtual(self) -> None:
+    def _resize_virtual(self, bottom: int = 0) -> None:
         # A longer trace: new scroll bounds and scrollbar, no screen-wide layout (repaint.py).
-        set_virtual_size(self, Size(self._gutter + self._width, self._rows.total))
+        # Following, the rows a page turn showed below the trace's end stay scrollable (blank)
+        # until events fill them; ``bottom``: the view's end row a page turn is about to need.
+        rows = self._rows.total
+        if self.following:
+            height = self.scrollable_content_region.height
+            bottom = bottom or (round(self.scroll_offset.y) + height if rows > height > 0 else 0)
+            rows = max(rows, bottom)
+        set_virtual_size(self, Size(self._gutter + self._width, rows))
+
+    @property
+    def row_count(self) -> int:
+        """Rows the trace takes at the current width (the view may show blank rows past them)."""
+        self._ensure_layout()
+        return self._rows.total
 
     def row_of(self, index: int) -> int:
         """The first screen row (``scroll_offset.y`` counts these) of line ``index``."""
@@ -264,14 +284,14 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._ensure_layout()
         return self._rows.find(row)
 
-    def _resized(self) -> None:
+    def _resized(self, *, live: bool = False) -> None:
         lines = self.lines
         if self._gutter != self._gutter_was:
             self._gutter_was = self._gutter
             self._relayout()
         self._resize_virtual()
         if self.following:
-            self._to_executing()
+            self._to_executing(paged=live)
         else:
             self.cursor = min(self.cursor, max(0, len(lines) - 1))
         self.refresh()
@@ -299,11 +319,40 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         """Index of the statement the run is at (``model.executing_line``)."""
         return max(self._live) if self._live else None
 
-    def _to_executing(self) -> None:
+    def _to_executing(self, *, paged: bool = False) -> None:
+        """The cursor to the executing line (the last line of an ended run); the view centred
+        on it, or with ``paged`` (a live change) turned by pages (``_page_to_cursor``)."""
         index = self.executing_index()
         if index is None:
             index = max(0, len(self.lines) - 1) if self._has_state and self._ended() else self.cursor
-        self._move(index, center=True)
+        self.turned_pages = paged
+        if not paged:
+            self._move(index, center=True)
+            return
+        if not self.lines:
+            self.cursor = 0
+            return
+        self._moving_programmatically = True
+        self.cursor = max(0, min(index, len(self.lines) - 1))
+        self._moving_programmatically = False
+        self._page_to_cursor()
+
+    def _page_to_cursor(self) -> None:
+        """Following a live change: the view stays while the cursor's line is on screen; a
+        line just past the bottom (the run advanced) turns a page, the line a quarter down;
+        one further away is centred within the trace (no blank rows below it)."""
+        height = self.scrollable_content_region.height or 1
+        top = self.scroll_offset.y
+        first = self.row_of(self.cursor)
+        last = first + (self._rows.rows(self.cursor) if self.cursor < len(self._rows) else 1) - 1
+        if first >= top and last < top + height:
+            return
+        if top + height <= first < top + height + height // 2:
+            y = max(first - height // 4, last - height + 1)
+            self._resize_virtual(bottom=y + height)  # blank rows below the trace's end
+        else:
+            y = max(0, min(first - height // 2, self._rows.total - height))
+        self.scroll_to(y=y, animate=False)
 
     def _ended(self) -> bool:
         return not self._open
@@ -328,8 +377,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         top = self.scroll_offset.y
         first = self.row_of(self.cursor)
         last = first + (self._rows.rows(self.cursor) if self.cursor < len(self._rows) else 1) - 1
-        if center:
-            self.scroll_to(y=max(0, first - height // 2), animate=False)
+        if center:  # within the trace (not into the blank rows a follow may scroll to)
+            self.scroll_to(y=max(0, min(first - height // 2, self._rows.total - height)), animate=False)
         elif first < top:
             self.scroll_to(y=first, animate=False)
         elif last >= top + height:
@@ -340,6 +389,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if following == self.following:
             return
         self.following = following
+        self._resize_virtual()  # blank rows past the end only while following
         if following:
             self._to_executing()
         self.post_message(self.FollowChanged(following))
@@ -529,6 +579,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         # change (the footer settling after the open) emptied the cache while Textual's own
         # kept the rows, and the first change after opening painted every visible line again.
         self._ensure_layout()
+        self._resize_virtual()  # blank rows past the end: as many as the new height shows
         self.call_after_refresh(self._follow_now)
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
@@ -548,7 +599,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         then ``f`` in the compact layout: the cursor was left where the hidden pane had been
         scrolled)."""
         if self.following:
-            self._to_executing()
+            self._to_executing(paged=self.turned_pages)  # a live trace keeps turning pages
         elif self.lines:
             self.scroll_to_cursor()
 
