@@ -15,7 +15,20 @@ FIXED_NOW = datetime(2026, 3, 1, 10, 8, 0, tzinfo=timezone.utc)
 
 
 def make_app(path: Path, *, watch: bool = False, now: datetime = FIXED_NOW, stale_after: float = 1800) -> ProseTUI:
-    return ProseTUI(path, watch=watch, clock=lambda: now, stale_after=stale_after)
+    """The explorer on ``path`` with a fixed clock. ``app.notified`` lists every notification's
+    message in order, kept after the toast itself has timed out (a loaded machine can take
+    longer than a toast's few seconds to reach the check)."""
+    app = ProseTUI(path, watch=watch, clock=lambda: now, stale_after=stale_after)
+    notified: list[str] = []
+    shown = app.notify
+
+    def notify(message, **options):
+        notified.append(str(message))
+        return shown(message, **options)
+
+    app.notify = notify  # type: ignore[method-assign]
+    app.notified = notified  # type: ignore[attr-defined]
+    return app
 
 
 # Every wait is bounded by turns of the event loop, never by the wall clock: one

@@ -149,7 +149,7 @@ async def test_slash_searches_the_current_pane_and_n_repeats():
         assert second.line != first.line and "outline" in (second.text + (second.note or "")).lower()
         await pilot.press("slash", *"no-such-thing", "enter")
         await pilot.pause()
-        assert any("no match" in str(n.message) for n in app._notifications)
+        assert any("no match" in message for message in app.notified)
 
 
 async def test_tab_cycles_panes_and_help_lists_every_binding():

@@ -280,7 +280,7 @@ def test_hostile_page_runs_nothing_in_chromium(browser_context, tmp_path):
 
 # -- from the explorer ------------------------------------------------------------------------------
 def messages(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return list(getattr(app, "notified", None) or (str(n.message) for n in app._notifications))
 
 
 async def test_export_key_writes_the_run_on_screen_as_of_the_cursor(tmp_path, monkeypatch):

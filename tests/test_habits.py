@@ -89,7 +89,7 @@ def _signals(app) -> list[str]:
 
 
 def _messages(app) -> list[str]:
-    return [n.message for n in app._notifications]
+    return list(getattr(app, "notified", None) or (n.message for n in app._notifications))
 
 
 async def _open_binding(pilot) -> Path:

@@ -87,7 +87,8 @@ def viewer_warning(app) -> str:
 
 
 def notifications(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    """Every notification the app posted, also those whose toast has gone (``make_app``)."""
+    return list(getattr(app, "notified", None) or (str(n.message) for n in app._notifications))
 
 
 async def show_binding(pilot, path: Path) -> ValueViewer:
