@@ -39,13 +39,14 @@ K = EventKind
 # kept replay was dropped). Small on purpose: a parse holds the whole run (issue 35).
 _PARSE_CACHE: OrderedDict[str, SnapshotState] = OrderedDict()
 _DIFF_CACHE: OrderedDict[tuple, list] = OrderedDict()
-_CACHE_SIZE = 16
+_PARSES_KEPT = 4
+_DIFFS_KEPT = 256  # a revision's events: a few hundred bytes
 
 
 def _remember(cache: OrderedDict, key, value):
     cache[key] = value
     cache.move_to_end(key)
-    while len(cache) > _CACHE_SIZE:
+    while len(cache) > (_PARSES_KEPT if cache is _PARSE_CACHE else _DIFFS_KEPT):
         cache.popitem(last=False)
     return value
 
