@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="a folder for the project, journal and series")
     parser.add_argument("--statements", type=int, default=600)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the writers and tmux (finally below)
     out: Path = args.out.resolve()
     if out.exists():
         shutil.rmtree(out)
