@@ -142,8 +142,10 @@ class EventLogWriter:
 class SnapshotWriter:
     """Rewrites ``{root}/.prose/runs/{run_id}/state.md`` whole: revision ``k`` has
     ``min(k + 1, statements)`` statements in its trace, all complete but the last, which is
-    executing (all complete from revision ``statements`` on), each complete one with its
-    Index row; ``updated:`` is ``updated`` (default ``BASE + k`` s)."""
+    executing, each complete one with its Index row; from revision ``statements`` on the
+    run loops: all statements are there, statement ``k % statements`` executing again
+    (its Index row stays). The run stays ``running``; ``updated:`` is ``updated`` (default
+    ``BASE + k`` s)."""
 
     def __init__(self, root: Path, run_id: str | None = None, *, statements: int = 600) -> None:
         self.run_id = run_id or _run_id(BASE, 9)
@@ -161,13 +163,13 @@ class SnapshotWriter:
         for i in range(reached):
             name = f"value_{i:04d}"
             stmt = f"let {name} = session: worker_{i % 7:02d}"
-            last = i == reached - 1 and k < self.statements
+            last = i == reached - 1 if k < self.statements else i == k % self.statements
             note = "# <-- EXECUTING" if last else f"# --> bindings/{name}.md"
             trace.append(f"{stmt.ljust(60)} {note}")
-            if not last:
+            if not last or k >= self.statements:
                 rows.append(f"| {name} | let | bindings/{name}.md | (root) |")
         updated = updated or BASE + timedelta(seconds=k)
-        status = "completed" if k >= self.statements else "running"
+        status = "running"
         out = ["# Execution State", "", f"run: {self.run_id}", "program: soak.prose",
                f"started: {BASE:%Y-%m-%dT%H:%M:%SZ}", f"updated: {updated:%Y-%m-%dT%H:%M:%SZ}",
                f"status: {status}", "", "## Execution Trace", "", "```prose", *trace, "```", "",
