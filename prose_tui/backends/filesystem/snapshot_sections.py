@@ -54,7 +54,8 @@ _CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n?$")
 
 _KEEP = 512  # section parses kept (a run's sections, for a few runs)
 # ...and at most this much section text: a growing Index is a new section text per rewrite,
-# and its parse weighs about five times its text (issue 35: 512 of a 600-row Index, 90 MB).
+# and a parse weighs about 14 times its text (issue 35: 512 parses of a 600-row Index held
+# 90 MB; 2 MB of text, 28 MB).
 _KEEP_CHARS = 2 * 1024 * 1024
 _TEXTS_KEPT = 8  # whole texts parsed lately (the journal's replay parses the revision the worker just did)
 
