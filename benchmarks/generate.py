@@ -14,6 +14,11 @@ Every generator is deterministic and writes seed-format files (seeds/filesystem.
   ``state.md``, for the live CPU and long-run memory figures. Run as a script
   (``python benchmarks/generate.py events RUN_DIR --rate 10 --count 300``) it is the
   separate writer process those figures use, so its CPU is not counted as the app's.
+* ``SnapshotWriter``: rewrites a snapshot run's ``state.md`` whole (write to a temporary
+  name, rename), one more statement reached per rewrite until ``statements``, then only
+  the ``updated:`` time and a note, as a VM that keeps re-saving would. ``python
+  benchmarks/generate.py snapshot RUN_DIR --rate 1 --count 3600 --statements 600`` is the
+  separate writer process of the journal benchmark and the soak.
 """
 
 from __future__ import annotations
@@ -134,6 +139,69 @@ class EventLogWriter:
             fh.write("".join(lines))
 
 
+class SnapshotWriter:
+    """Rewrites ``{root}/.prose/runs/{run_id}/state.md`` whole: revision ``k`` has
+    ``min(k + 1, statements)`` statements in its trace, all complete but the last, which is
+    executing, each complete one with its Index row; from revision ``statements`` on the
+    run loops: all statements are there, statement ``k % statements`` executing again
+    (its Index row stays). The run stays ``running``; ``updated:`` is ``updated`` (default
+    ``BASE + k`` s)."""
+
+    def __init__(self, root: Path, run_id: str | None = None, *, statements: int = 600) -> None:
+        self.run_id = run_id or _run_id(BASE, 9)
+        self.run = root / ".prose" / "runs" / self.run_id
+        (self.run / "bindings").mkdir(parents=True, exist_ok=True)
+        self.state = self.run / "state.md"
+        self.statements = statements
+        self.count = 0
+
+    def text(self, k: int, updated: datetime | None = None) -> str:
+        """The ``state.md`` of revision ``k`` (0-based)."""
+        reached = min(k + 1, self.statements)
+        trace: list[str] = []
+        rows: list[str] = []
+        for i in range(reached):
+            name = f"value_{i:04d}"
+            stmt = f"let {name} = session: worker_{i % 7:02d}"
+            last = i == reached - 1 if k < self.statements else i == k % self.statements
+            note = "# <-- EXECUTING" if last else f"# --> bindings/{name}.md"
+            trace.append(f"{stmt.ljust(60)} {note}")
+            if not last or k >= self.statements:
+                rows.append(f"| {name} | let | bindings/{name}.md | (root) |")
+        updated = updated or BASE + timedelta(seconds=k)
+        status = "running"
+        out = ["# Execution State", "", f"run: {self.run_id}", "program: soak.prose",
+               f"started: {BASE:%Y-%m-%dT%H:%M:%SZ}", f"updated: {updated:%Y-%m-%dT%H:%M:%SZ}",
+               f"status: {status}", "", "## Execution Trace", "", "```prose", *trace, "```", "",
+               "## Active Constructs", "", "(none)", "", "## Index", "", "### Bindings", "",
+               "| Name | Kind | Path | Execution ID |", "|------|------|------|--------------|", *rows,
+               "", "## Notes", "", f"Re-saved {k} times.", ""]
+        return "\n".join(out)
+
+    def rewrite(self) -> None:
+        """Write the next revision (temporary name, then rename, as seeds/filesystem.md asks)."""
+        tmp = self.run / ".state.md.tmp"
+        tmp.write_text(self.text(self.count, datetime.now(timezone.utc)), encoding="utf-8")
+        os.replace(tmp, self.state)
+        self.count += 1
+
+
+def _snapshot_main(args: argparse.Namespace) -> None:
+    """Rewrite the snapshot run at ``run_dir`` ``count`` times, ``rate`` rewrites/s."""
+    root = Path(args.run_dir).parent.parent.parent
+    writer = SnapshotWriter(root, Path(args.run_dir).name, statements=args.statements)
+    writer.count = args.start
+    period = 1.0 / args.rate
+    start = time.perf_counter()
+    for n in range(1, args.count + 1):
+        writer.rewrite()
+        if args.progress:
+            print(writer.count, flush=True)
+        delay = start + n * period - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+
+
 def _events_main(args: argparse.Namespace) -> None:
     """Append ``count`` events to the run at ``run_dir``, ``batch`` per write, ``rate`` writes/s."""
     root = Path(args.run_dir).parent.parent.parent
@@ -160,9 +228,18 @@ def main() -> None:
     ev.add_argument("--batch", type=int, default=1, help="events per write")
     ev.add_argument("--count", type=int, default=300, help="events in all")
     ev.add_argument("--progress", action="store_true", help="print the event count after each write")
+    sn = sub.add_parser("snapshot", help="rewrite RUN_DIR/state.md whole at a fixed rate")
+    sn.add_argument("run_dir")
+    sn.add_argument("--rate", type=float, default=1.0, help="rewrites per second")
+    sn.add_argument("--count", type=int, default=600, help="rewrites in all")
+    sn.add_argument("--start", type=int, default=0, help="the first revision's number")
+    sn.add_argument("--statements", type=int, default=600, help="statements the run grows to")
+    sn.add_argument("--progress", action="store_true", help="print the revision count after each rewrite")
     args = parser.parse_args()
     if args.cmd == "events":
         _events_main(args)
+    elif args.cmd == "snapshot":
+        _snapshot_main(args)
 
 
 if __name__ == "__main__":

@@ -13,21 +13,28 @@ Layout, under ``platformdirs.user_state_dir("prose-tui")`` (or ``root``)::
         index.jsonl           one JSON object per line, append-only:
                               {"t": ISO time, "k": "state"|"binding"|"segment"|"removed",
                                "p": run-relative path, "sha": sha256 hex (state only),
-                               "size": bytes, "mtime": seconds since the epoch}
-        revisions/<sha256>.md the text of one state.md revision, stored once
+                               "size": bytes, "mtime": seconds since the epoch,
+                               "at": offset of the revision in revisions.pack (state only)}
+        revisions.pack        the state.md revisions, each as the lines that differ from
+                              the one before, a whole one now and then (:mod:`.revisions`)
+        revisions/<sha256>.md a revision's whole text: the layout before issue 35, still
+                              read (a state line without "at"), no longer written
 
 Robustness: a line that is not complete JSON (a write cut short by a crash) is skipped
-without error, and the next append starts on a fresh line. Revision files are written to a
-temporary name and renamed, so a reader never sees half of one.
+without error, and the next append starts on a fresh line. A revision is appended to the
+pack before its index line, so a record cut short is never referenced; one that does not
+rebuild its sha256 reads as lost (the replay skips it, the cursor says so).
 
 Bounded growth: a ``state.md`` revision is indexed only when its sha256 differs from the
-last indexed one and its text is stored only once per distinct content (content-addressed);
-a binding or segment is indexed only when its size or mtime changed; revisions larger than
-``MAX_REVISION_BYTES``, and any revision once a run's stored texts pass
-``MAX_JOURNAL_BYTES``, are indexed without their text (a replay skips them); event-log,
-encrypted and SQLite state is not journaled at all (those files are their own history). So
-a journal grows by one short line per change seen plus one file per distinct ``state.md``
-text, up to the cap.
+last indexed one; its text costs the lines it changed (a rewrite of a 600-statement run
+moving one annotation: a few hundred bytes, not the run's size); a binding or segment is
+indexed only when its size or mtime changed; revisions larger than
+``MAX_REVISION_BYTES``, and any revision once a run's stored revisions pass
+``MAX_JOURNAL_BYTES`` on disk, are indexed without their text (a replay skips them);
+event-log, encrypted and SQLite state is not journaled at all (those files are their own
+history). In memory the journal keeps, per run, one short entry per change seen (no
+text: texts are read back from disk when asked for, :attr:`JournalEntry.text`) and the
+last revision written (to store the next as a difference).
 """
 
 from __future__ import annotations
@@ -37,8 +44,7 @@ import json
 import os
 import stat
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -51,12 +57,38 @@ from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log
+from prose_tui.history.revisions import PACK_NAME, PackWriter, revision_lines
 
-__all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "run_files"]
+__all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "StoredRevision", "run_files"]
 
 MAX_REVISION_BYTES = 8 * 1024 * 1024
-MAX_JOURNAL_BYTES = 256 * 1024 * 1024  # stored revision texts per run; past it, revisions are indexed only
+MAX_JOURNAL_BYTES = 256 * 1024 * 1024  # stored revisions per run, on disk; past it, revisions are indexed only
 KINDS = ("state", "binding", "segment", "removed")
+
+
+@dataclass(slots=True, frozen=True)
+class StoredRevision:
+    """Where a ``state.md`` revision's text is kept: record ``at`` of the journal
+    ``folder``'s ``revisions.pack``, or (``at`` ``None``, the layout before issue 35)
+    ``folder/revisions/<sha256>.md``."""
+
+    folder: Path
+    sha256: str
+    at: int | None = None
+
+    def read(self) -> str | None:
+        """The revision's text (UTF-8, bad bytes replaced, controls made visible), or
+        ``None`` when it is lost (file gone, record cut short or not matching its sha256).
+        Reads the journal folder each time but for the few revisions read lately."""
+        if self.at is not None:
+            lines = revision_lines(self.folder, self.at)
+            return decode(b"\n".join(lines)) if lines is not None else None
+        if len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256):
+            return None
+        try:
+            return decode((self.folder / "revisions" / f"{self.sha256}.md").read_bytes())
+        except OSError:
+            return None
 
 
 @dataclass(slots=True)
@@ -67,17 +99,24 @@ class JournalEntry:
     (a ``state.md`` revision), ``"binding"``, ``"segment"`` (an agent's ``{name}-NNN.md``) or
     ``"removed"`` (a journaled file disappeared). ``path`` is absolute (the resolved run
     folder joined with the stored run-relative path). ``sha256`` is the revision's key
-    (state only); ``text`` its text when stored (state only, else ``None``); ``size``
-    (bytes) and ``mtime`` (seconds since the epoch) are the file's at that time.
+    (state only); ``stored`` where its text is kept (``None``: not kept, too large or past
+    the cap); ``size`` (bytes) and ``mtime`` (seconds since the epoch) are the file's at
+    that time. The text itself is not held: :attr:`text` reads it back.
     """
 
     time: datetime
     kind: str
     path: Path
     sha256: str | None = None
-    text: str | None = None
     size: int | None = None
     mtime: float | None = None
+    stored: StoredRevision | None = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str | None:
+        """The revision's text read back from the journal (state only), or ``None`` when it
+        was not stored or is lost. A disk read (for all but the few revisions read lately)."""
+        return self.stored.read() if self.stored is not None else None
 
 
 @dataclass(slots=True)
@@ -87,8 +126,9 @@ class _Seen:
     state: str | None
     files: dict[str, tuple[int, int]]
     entries: int
-    stored: int = 0  # bytes of revision texts kept for this run
+    stored: int = 0  # bytes of revisions kept for this run, on disk
     event_log: tuple[int, int, int] | None = None  # (inode, device, size) of state.md when last seen as an event log
+    pack: PackWriter | None = None  # appends this run's revisions; holds the last one written
 
 
 MAX_WALK_DEPTH = 8
@@ -129,10 +169,11 @@ class Journal:
         self.root = Path(root) if root is not None else Path(platformdirs.user_state_dir("prose-tui"))
         self._lock = threading.Lock()
         self._seen: dict[Path, _Seen] = {}
-        self._texts: OrderedDict[tuple[Path, str], str] = OrderedDict()
         # Entries of the runs this process read or journaled: the index is read at most once
-        # per run; what ``record`` appends is added here, not read back.
+        # per run; what ``record`` appends is added here, not read back. No texts (see
+        # ``JournalEntry.text``); paths are shared between a run's entries.
         self._entries: dict[Path, list[JournalEntry]] = {}
+        self._paths: dict[Path, dict[str, Path]] = {}
 
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
@@ -149,65 +190,68 @@ class Journal:
 
     # -- reading -------------------------------------------------------------------------------
     def entries(self, run_dir: Path) -> list[JournalEntry]:
-        """Every entry for ``run_dir``, oldest first, state texts filled in.
+        """Every entry for ``run_dir``, oldest first; a state entry says where its text is
+        (``stored``) without reading it.
 
         Lines that are not complete JSON objects of a known kind (a half-written last
-        line) are skipped. An empty list when there is no journal. Raises ``OSError`` only
-        when the index exists but cannot be read.
+        line) are skipped. Both layouts are read: a state line with ``"at"`` (the pack) and
+        one without (``revisions/<sha256>.md``, listed once). An empty list when there is
+        no journal. Raises ``OSError`` only when the index exists but cannot be read.
         """
         run_dir = Path(run_dir).resolve()
         with self._lock:
             known = self._entries.get(run_dir)
             if known is not None:
                 return list(known)
-        index = self.folder(run_dir) / "index.jsonl"
+        folder = self.folder(run_dir)
         try:
-            data = index.read_bytes()
+            data = (folder / "index.jsonl").read_bytes()
         except FileNotFoundError:
             return []
-        texts: dict[str, str | None] = {}
+        try:
+            whole = {name[:-3] for name in os.listdir(folder / "revisions") if name.endswith(".md")}
+        except OSError:
+            whole = set()
+        paths = self._paths.setdefault(run_dir, {})
         out: list[JournalEntry] = []
         for raw in data.split(b"\n"):
             row = _row(raw)
             if row is None:
                 continue
-            sha = row.get("sha")
-            text = None
-            if row["k"] == "state" and isinstance(sha, str):
-                if sha not in texts:
-                    texts[sha] = self._cached_text(run_dir, sha)
-                text = texts[sha]
+            sha = row.get("sha") if isinstance(row.get("sha"), str) else None
+            stored = None
+            if row["k"] == "state" and sha is not None:
+                at = row.get("at")
+                if isinstance(at, int) and at >= 0:
+                    stored = StoredRevision(folder, sha, at)
+                elif sha in whole:
+                    stored = StoredRevision(folder, sha)
+            rel = row["p"]
+            path = paths.get(rel)
+            if path is None:
+                path = paths[rel] = run_dir / rel
             out.append(JournalEntry(
-                time=row["time"], kind=row["k"], path=run_dir / row["p"], sha256=sha if isinstance(sha, str) else None,
-                text=text, size=row.get("size") if isinstance(row.get("size"), int) else None,
+                time=row["time"], kind=row["k"], path=path, sha256=sha,
+                size=row.get("size") if isinstance(row.get("size"), int) else None,
                 mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
+                stored=stored,
             ))
         with self._lock:
             self._entries.setdefault(run_dir, out)
             return list(self._entries[run_dir])
 
-    def _cached_text(self, run_dir: Path, sha256: str) -> str | None:
-        """``revision_text`` through a bounded cache: revisions never change once written."""
-        key = (run_dir, sha256)
-        if key in self._texts:
-            self._texts.move_to_end(key)
-            return self._texts[key]
-        text = self.revision_text(run_dir, sha256)
-        if text is not None:
-            self._texts[key] = text
-            while len(self._texts) > 256:
-                self._texts.popitem(last=False)
-        return text
-
     def revision_text(self, run_dir: Path, sha256: str) -> str | None:
         """The stored text of the ``state.md`` revision ``sha256`` (UTF-8, bad bytes
-        replaced), or ``None`` when it was not stored or the key is not a sha256."""
+        replaced), or ``None`` when it was not stored, is lost, or the key is not a sha256.
+        Read from disk (either layout); the entries of the run are read once to find it."""
         if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
             return None
-        try:
-            return decode((self.folder(run_dir) / "revisions" / f"{sha256}.md").read_bytes())
-        except OSError:
-            return None
+        for entry in reversed(self.entries(run_dir)):
+            if entry.sha256 == sha256 and entry.stored is not None:
+                text = entry.stored.read()
+                if text is not None:
+                    return text
+        return StoredRevision(self.folder(run_dir), sha256).read()  # a whole file nobody indexed
 
     # -- writing -------------------------------------------------------------------------------
     def record(self, run_dir: Path, changed: set[Path], now: datetime) -> int:
@@ -279,20 +323,22 @@ class Journal:
                 if rel_text in seen.files:
                     del seen.files[rel_text]
                     rows.append({"t": stamp, "k": "removed", "p": rel_text})
-                    added.append(JournalEntry(now, "removed", path))
+                    added.append(JournalEntry(now, "removed", self._path(run_dir, rel_text, path)))
                 continue
             key = (st.st_size, st.st_mtime_ns)
             if seen.files.get(rel_text) == key:
                 continue
             seen.files[rel_text] = key
             rows.append({"t": stamp, "k": kind, "p": rel_text, "size": st.st_size, "mtime": st.st_mtime})
-            added.append(JournalEntry(now, kind, path, size=st.st_size, mtime=st.st_mtime))
+            added.append(JournalEntry(now, kind, self._path(run_dir, rel_text, path), size=st.st_size, mtime=st.st_mtime))
         if state is not None:
             entry = self._state_entry(state, folder, seen, now, run_dir)
             if entry is not None:
                 row: dict[str, object] = {"t": stamp, "k": entry.kind, "p": "state.md"}
                 if entry.kind == "state":
                     row.update(sha=entry.sha256, size=entry.size, mtime=entry.mtime)
+                    if entry.stored is not None and entry.stored.at is not None:
+                        row["at"] = entry.stored.at
                 rows.append(row)
                 added.append(entry)
         if rows:
@@ -339,16 +385,20 @@ class Journal:
         if sha == seen.state:
             return None
         seen.state = sha
-        text: str | None = decode(data)
-        target = folder / "revisions" / f"{sha}.md"
-        if target.exists():
-            pass
-        elif len(data) <= MAX_REVISION_BYTES and seen.stored + len(data) <= MAX_JOURNAL_BYTES:
-            _store(target, data)
-            seen.stored += len(data)
-        else:
-            text = None
-        return JournalEntry(now, "state", path, sha256=sha, text=text, size=st.st_size, mtime=st.st_mtime)
+        stored: StoredRevision | None = None
+        if len(data) <= MAX_REVISION_BYTES and seen.stored + len(data) <= MAX_JOURNAL_BYTES:
+            if seen.pack is None:
+                seen.pack = PackWriter(folder)
+            at, size = seen.pack.append(sha, data)  # before the index line that points at it
+            seen.stored += size
+            stored = StoredRevision(folder, sha, at)
+        return JournalEntry(now, "state", self._path(path.parent, "state.md", path), sha256=sha, size=st.st_size,
+                            mtime=st.st_mtime, stored=stored)
+
+    def _path(self, run_dir: Path, rel: str, path: Path) -> Path:
+        """``path`` (``run_dir/rel``), the same object for every entry of the run."""
+        paths = self._paths.setdefault(run_dir, {})
+        return paths.setdefault(rel, path)
 
     def _append(self, folder: Path, run_dir: Path, rows: list[dict]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -389,6 +439,10 @@ class Journal:
             seen.stored = sum(p.stat().st_size for p in (folder / "revisions").iterdir())
         except OSError:
             seen.stored = 0
+        try:
+            seen.stored += (folder / PACK_NAME).stat().st_size
+        except OSError:
+            pass
         # mtimes round-trip through floats; re-stat so an unchanged file is not indexed again
         for rel, (size, mtime_ns) in list(seen.files.items()):
             try:

@@ -35,26 +35,28 @@ __all__ = ["current_state", "journal_history", "journal_replay", "remember_curre
 K = EventKind
 
 
-# A live run is replayed after every change; revisions and the steps between them do not
-# change once journaled, so their parses and diffs are kept by content hash (bounded).
+# A replay is extended entry by entry and keeps only the last revision's parse; these keep
+# a few more (by content hash), for a replay started again (another Journal, a run whose
+# kept replay was dropped). Small on purpose: a parse holds the whole run (issue 35).
 _PARSE_CACHE: OrderedDict[str, SnapshotState] = OrderedDict()
 _DIFF_CACHE: OrderedDict[tuple, list] = OrderedDict()
-_CACHE_SIZE = 4096
+_PARSES_KEPT = 4
+_DIFFS_KEPT = 256  # a revision's events: a few hundred bytes
 
 
 def _remember(cache: OrderedDict, key, value):
     cache[key] = value
     cache.move_to_end(key)
-    while len(cache) > _CACHE_SIZE:
+    while len(cache) > (_PARSES_KEPT if cache is _PARSE_CACHE else _DIFFS_KEPT):
         cache.popitem(last=False)
     return value
 
 
-def _parsed_revision(sha: str | None, text: str) -> SnapshotState:
+def _parsed_revision(sha: str | None, text: str, key: object = None) -> SnapshotState:
     if sha is not None and sha in _PARSE_CACHE:
         _PARSE_CACHE.move_to_end(sha)
         return _PARSE_CACHE[sha]
-    snap = parse_snapshot_cached(text)
+    snap = parse_snapshot_cached(text, key)
     return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
 
 
@@ -90,9 +92,13 @@ class _Replay:
         for entry in entries:
             rel = _rel(entry.path, self.run_dir)
             if entry.kind == "state":
-                if entry.text is None or entry.sha256 == self.revision:
+                if entry.stored is None or entry.sha256 == self.revision:
                     continue  # a revision too large to keep, or the same one journaled twice
-                snap = _parsed_revision(entry.sha256, entry.text)
+                text = entry.text  # read back from the journal folder, not kept
+                if text is None:
+                    continue  # lost (a pack cut short, a revision file removed)
+                # parsed against the revision before (unchanged trace lines are reused)
+                snap = _parsed_revision(entry.sha256, text, ("journal", self.run_dir))
                 changes = _revision_changes(self.revision, self.previous, entry.sha256, snap, entry.time)
                 self.revision = entry.sha256
                 for event, line in changes:

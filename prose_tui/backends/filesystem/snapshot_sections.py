@@ -53,6 +53,10 @@ _TRACE_TITLES = ("execution trace", "trace")
 _CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n?$")
 
 _KEEP = 512  # section parses kept (a run's sections, for a few runs)
+# ...and at most this much section text: a growing Index is a new section text per rewrite,
+# and a parse weighs about 14 times its text (issue 35: 512 parses of a 600-row Index held
+# 90 MB; 2 MB of text, 28 MB).
+_KEEP_CHARS = 2 * 1024 * 1024
 _TEXTS_KEPT = 8  # whole texts parsed lately (the journal's replay parses the revision the worker just did)
 
 
@@ -66,6 +70,7 @@ class _Parsed:
 
 
 _blocks: OrderedDict[str, _Parsed] = OrderedDict()
+_blocks_chars = 0  # len() of the section texts in _blocks
 _heads: OrderedDict[str, tuple[str | None, list[str]]] = OrderedDict()
 _texts: OrderedDict[str, SnapshotState] = OrderedDict()
 _lock = threading.Lock()
@@ -126,10 +131,17 @@ def _section(section: str) -> _Parsed:
         if hit is not None:
             _blocks.move_to_end(section)
             return hit
+    global _blocks_chars
     doc = parse_document(section)
     block = doc.sections[0] if len(doc.sections) == 1 and not any(ln.strip() for ln in doc.preamble) else None
     with _lock:
-        return _remember(_blocks, section, _Parsed(block))
+        if section not in _blocks:
+            _blocks_chars += len(section)
+        _blocks[section] = parsed = _Parsed(block)
+        _blocks.move_to_end(section)
+        while len(_blocks) > 1 and (len(_blocks) > _KEEP or _blocks_chars > _KEEP_CHARS):
+            _blocks_chars -= len(_blocks.popitem(last=False)[0])
+        return parsed
 
 
 def _index_of(parsed: _Parsed) -> tuple[list[IndexRow], list[IndexRow]]:
