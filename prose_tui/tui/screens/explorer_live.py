@@ -189,7 +189,11 @@ class LiveFeed:
             if was == back:  # (no RunChosen then): shown and followed as when it was chosen
                 screen.open_run_at(back)
         elif current is None and self.gone is None and applied.runs_added and runs:
-            run_list.select_path(runs[0].path)  # selects; the focus stays where it is
+            # The run the command line named (``URL#RUN_ID``) when it is among them: a
+            # database's runs arrive with its first poll, which may come after the first read.
+            initial = self.screen.feed.initial
+            named = initial if initial is not None and initial in self.workspace.runs else None
+            run_list.select_path(named or runs[0].path)  # selects; the focus stays where it is
         self.update_watcher_state()
 
     def chosen(self, path: Path) -> None:
