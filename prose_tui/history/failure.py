@@ -17,9 +17,9 @@ from prose_tui.history.nodes import (
 )
 from prose_tui.history.stream import History
 from prose_tui.history.transitions import error_text
-from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine, assigned_name
+from prose_tui.model import Binding, Event, EventKind, Failure, Run, RunFormat, TraceLine, assigned_name, run_failures
 
-__all__ = ["FailureContext", "failure_context"]
+__all__ = ["FailureContext", "failure_context", "failure_events"]
 
 K = EventKind
 
@@ -269,3 +269,39 @@ def _program_lines(run: Run) -> list[str]:
     except OSError:
         return []
 
+
+
+def failure_events(run: Run, history: History) -> list[Failure]:
+    """``run_failures(run)`` with each failure's ``event`` an index into ``history.events``.
+
+    Runs whose history is their events (origin ``"log"``) keep the indexes the model gave.
+    A snapshot's (journal or reconstruction): a failed attempt is the ``statement_failed``
+    event on its trace line (the first not yet taken), the failure that ended the run the
+    last ``run_errored`` event (else the last event on its line, else the last event), so
+    the state at ``event`` is failed. Each failure's ``line`` is then the trace line the
+    history shows its event on (a Reactor node's row, an event log's line). O(failures x
+    events)."""
+    failures = run_failures(run)
+    if not history.events:
+        return failures
+    if history.origin != "log":
+        _place_snapshot_failures(run, history, failures)
+    for f in failures:
+        if f.event is not None and 0 <= f.event < len(history.refs) and history.refs[f.event].trace_line is not None:
+            f.line = history.refs[f.event].trace_line
+    return failures
+
+
+def _place_snapshot_failures(run: Run, history: History, failures: list[Failure]) -> None:
+    taken: set[int] = set()
+    final = run.status.value == "failed" and failures and not failures[-1].recovered
+    for n, f in enumerate(failures):
+        if final and n == len(failures) - 1:
+            errored = [i for i, e in enumerate(history.events) if e.kind is K.RUN_ERRORED]
+            on_line = [i for i, r in enumerate(history.refs) if f.line is not None and r.trace_line == f.line]
+            f.event = (errored or on_line or [len(history.events) - 1])[-1]
+            continue
+        f.event = next((i for i, (e, r) in enumerate(zip(history.events, history.refs))
+                        if e.kind is K.STATEMENT_FAILED and r.trace_line == f.line and i not in taken), None)
+        if f.event is not None:
+            taken.add(f.event)

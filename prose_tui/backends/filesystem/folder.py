@@ -45,6 +45,7 @@ from prose_tui.backends.filesystem.snapshot import (
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
+from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 
 STATE_FILES = ("state.md", "vm.log.md")
@@ -162,9 +163,20 @@ def load_run(
 # -- openprose 0.15 skill runs: kept apart in skill.py; these two calls are the whole hook ----
 
 def _skill_hook(run: Run, run_dir: Path, *, summary: bool = False) -> None:
-    """World model, receipts, nodes and compiled intent of a 0.15 skill run (skill.py)."""
+    """World model, receipts, nodes and compiled intent of a 0.15 skill run (skill.py);
+    for an earlier ``vm.log.md`` run (0.12-0.14) that says it failed, its
+    ``workspace/{node}/__error.md`` files as ``Error: {node}`` sections, as a skill run has."""
     if is_skill_run(run_dir):
         apply_skill(run, run_dir, summary=summary)
+    elif run.format in (RunFormat.VM_LOG, RunFormat.CONTRACT) and _says_failed(run):
+        for node in error_nodes(run_dir):
+            if (err := read_error(run_dir, node)) is not None and err.text.strip():
+                run.sections.append(Section(f"Error: {node} (workspace/{node}/__error.md)", err.text.strip()))
+
+
+def _says_failed(run: Run) -> bool:
+    status = (run.header.get("status") or "").strip().lower()
+    return run.error_marker is not None or "error" in run.header or status.startswith(("fail", "error", "abort"))
 
 
 def _skill_status(run: Run) -> None:
