@@ -40,6 +40,9 @@ class FailureContext:
     earlier attempts), ``context_bindings`` the world models of the nodes it reads (the
     caller's inputs for a node reading none) and its own last published one, as of then.
     ``node`` is also set for a log line reporting a node's failure.
+
+    ``recovered`` and ``attempt`` are the run's failure model's (``model.failure``) for the
+    failure at this event: a later attempt of the same statement completed; ``"n/m"``.
     """
 
     event: Event
@@ -48,6 +51,8 @@ class FailureContext:
     retries: list[Event] = field(default_factory=list)
     context_bindings: list[Binding] = field(default_factory=list)
     node: str | None = None
+    recovered: bool = False
+    attempt: str | None = None
 
 
 # the formats whose trace is a log or node rows: no ``## Error`` section, no context lines in the trace
@@ -72,6 +77,14 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     """
     if not 0 <= index < len(history.events):
         raise IndexError(f"event {index} outside 0..{len(history.events) - 1}")
+    ctx = _failure_context(run, history, index)
+    placed = next((f for f in failure_events(run, history) if f.event == index), None)
+    if placed is not None:
+        ctx.recovered, ctx.attempt = placed.recovered, placed.attempt
+    return ctx
+
+
+def _failure_context(run: Run, history: History, index: int) -> FailureContext:
     event = history.events[index]
     at = state_at(run, history, index)
     if event.kind is K.RECEIPT_FAILED:
