@@ -80,3 +80,29 @@ async def test_bang_and_previous_failure_agree_on_a_reactor_ledger_and_say_recov
         await settled(pilot)
         assert app.explorer.model.nav.position == bang
         assert "Recovered" in report(app)
+
+
+# -- event-log runs shown on their program (issue 28, part 3) --------------------------------
+
+LAND = REACTOR.parent.parent / "real" / "rawwerks__ypi" / ".prose" / "runs" / "20260213-114703-24e632"
+
+
+async def test_a_real_rejected_gate_is_marked_on_its_program_line_and_bang_names_it():
+    """land.prose: ``2→ gate ✗ rejected`` is program line 22 (``gate **all e2e tests
+    pass**``), not line 3 (a comment) because it is the log's third line."""
+    if not (LAND / "state.md").is_file():
+        pytest.skip(f"the real corpus run is not at {LAND}")
+    app = make_app(LAND)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        trace = app.explorer.query_one(TraceView)
+        here = trace.lines[trace.cursor]
+        assert here.line == 22 and here.state is StatementState.FAILED
+        assert "✗ gate **all e2e tests pass**" in screen(app)
+        await pilot.press("!")
+        await settled(pilot)
+        await wait_until(pilot, lambda: "Statement (trace line 22)" in report(app).replace("*", ""),
+                         what="the report naming program line 22")
+        text = report(app)
+        assert "gate **all e2e tests pass**" in text and "trace line 3)" not in text.replace("*", "")
+        assert "Fix failing e2e tests before landing." in text  # the ---error's words with the bare "rejected"

@@ -81,6 +81,9 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     placed = next((f for f in failure_events(run, history) if f.event == index), None)
     if placed is not None:
         ctx.recovered, ctx.attempt = placed.recovered, placed.attempt
+        words = " ".join((ctx.error or "").split()).lower()
+        if placed.error and words in " ".join(placed.error.split()).lower():
+            ctx.error = placed.error  # the model's says more: a bare "rejected" and the ---error message
     return ctx
 
 

@@ -395,7 +395,7 @@ class ExplorerModel:
         as of the cursor; sets ``failure_shown``. ``lines`` itself when there is none."""
         self.failure_shown = None
         failure = self._failure_as_of_cursor(view)
-        if failure is None or failure.line is None:
+        if failure is None or failure.line is None or self.unmatched(failure.line):
             return lines, changed
         shown = self.line_of.get(failure.line, failure.line)
         index = next((i for i, t in enumerate(lines) if t.line == shown), None)
@@ -427,9 +427,15 @@ class ExplorerModel:
         annotates while the program is shown, else ``line`` (one numbering everywhere)."""
         return self.line_of.get(line, line)
 
+    def unmatched(self, line: int) -> bool:
+        """While the program is shown: log line ``line`` was matched to no program statement."""
+        return bool(self.line_of) and line not in self.line_of
+
     def trace_index(self, line: int, lines: list[TraceLine]) -> int | None:
         """The index in ``lines`` (as shown) of trace line ``line``; a log line number while
         the program is shown means the program line it annotates. ``None``: not shown (yet)."""
+        if self.unmatched(line):
+            return None  # not the program line that happens to have its number
         line = self.line_of.get(line, line)
         return next((i for i, t in enumerate(lines) if t.line == line), None)
 

@@ -372,7 +372,8 @@ class Panes:
             statement = (shown, text)
         self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}",
                                        text=failure_markdown(ctx, failures, statement=statement)))
-        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line)
+        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line) or self.model.unmatched(
+            ctx.statement.line)  # a log line no program statement matched: the report quotes it, as logged
         if bring_up:
             self.screen.bring_up(VALUE)
         return shown
