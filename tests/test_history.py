@@ -82,7 +82,7 @@ def test_failure_context_of_the_corpus_gate(corpus):
     history = history_of(run)
     ctx = failure_context(run, history, history.first_failure())
     assert ctx.statement is not None and ctx.statement.text == "2→ gate ✗ rejected"
-    assert ctx.error == "rejected"
+    assert ctx.error == "rejected — Fix failing e2e tests before landing."  # issue 28: why, not only the outcome
     assert ctx.retries == []
     # the gate's program block says "evidence: e2e"
     assert [b.name for b in ctx.context_bindings] == ["e2e"]

@@ -60,6 +60,7 @@ _LOGS = (*_EVENT_LOGS, RunFormat.REACTOR)
 _FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
 _CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w]*")
+_BARE = ("", "rejected", "failed", "error", "fail", "✗")  # outcome words that say nothing of why
 # "[Warning] ", "⚠️ ", "- " before a narration line's words
 _LEADING_MARKER = re.compile(r"^[^\w\[]*(?:\[[^\]]*\][*`_]*\s*:?)?[^\w\"']*")
 
@@ -82,8 +83,8 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     if placed is not None:
         ctx.recovered, ctx.attempt = placed.recovered, placed.attempt
         words = " ".join((ctx.error or "").split()).lower()
-        if placed.error and words in " ".join(placed.error.split()).lower():
-            ctx.error = placed.error  # the model's says more: a bare "rejected" and the ---error message
+        if placed.error and words in _BARE and words in " ".join(placed.error.split()).lower():
+            ctx.error = placed.error  # an outcome word alone says nothing: the model's has the run's error too
     return ctx
 
 
