@@ -183,3 +183,27 @@ def test_the_state_at_a_failures_event_is_failed(tmp_path_factory, steps, errore
         assert state_at(run, history, f.event).status is RunStatus.FAILED, (f, lines)
     if run.status is RunStatus.FAILED:
         assert any(not f.recovered for f in failures) or errored
+
+
+# -- times keep the run's own offset (issue 28, part 5) ------------------------------------------
+
+def test_a_log_stamped_at_minus_five_hours_starts_in_that_offset_and_before_it_ends(tmp_path):
+    """The run id's wall clock is the VM's, whose stamps say -05:00: read as UTC, the run
+    started five hours after its ---error."""
+    run_dir = _run(tmp_path, "20260213-114703-5d5d5d", {"state.md": (
+        "# run:20260213-114703-5d5d5d land.prose\n1→ fast ✓\n2→ gate ✗ rejected\n"
+        "---error 2026-02-13T11:48:13-05:00 Fix the e2e tests first.\n")})
+    shown = show(run_dir)
+    assert shown["started"] == "2026-02-13T11:47:03-05:00"
+    assert shown["updated"] == "2026-02-13T11:48:13-05:00"
+
+
+def test_a_run_never_ends_before_it_starts(tmp_path):
+    """A first stamp earlier than the id's time (the id named after the first write, or by
+    another clock) is the start."""
+    run_dir = _run(tmp_path, "20260213-120000-6e6e6e", {"state.md": (
+        "# run:20260213-120000-6e6e6e late.prose\n1→ fetch ✓\n"
+        "---end 2026-02-13T11:59:40Z\n")})
+    shown = show(run_dir)
+    from datetime import datetime
+    assert datetime.fromisoformat(shown["started"]) <= datetime.fromisoformat(shown["updated"])

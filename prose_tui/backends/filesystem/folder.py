@@ -232,7 +232,7 @@ def _read_state(run_dir: Path, tails: dict | None = None,
     if run.program is None and run.program_path is not None:
         run.program = run.program_path.name
     if run.started is None:
-        run.started = run_id_time(run.id)
+        run.started = _id_time_as_logged(run)
     if run.updated is None and run.state_mtime:
         mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
         # A file a day newer than the run's own start time was copied or cloned, not written
@@ -242,6 +242,24 @@ def _read_state(run_dir: Path, tails: dict | None = None,
             run.updated = mtime
     distrust_future_time(run, now)
     return run, snapshot
+
+
+def _id_time_as_logged(run: Run) -> datetime | None:
+    """The start a run id encodes (``YYYYMMDD-HHMMSS``), read in the UTC offset the run's
+    own log stamps carry (a ``---error 2026-02-13T11:48:13-05:00`` line: the VM's clock is
+    at -05:00, so is the id it named the run by), and never after the run's first stamped
+    event: a run does not end before it starts (issue 28). UTC when no stamp has an offset."""
+    started = run_id_time(run.id)
+    if started is None:
+        return None
+    stamps = [e.time for e in run.events if e.time is not None]
+    zoned = next((t for t in stamps if t.tzinfo is not None), None)
+    if zoned is not None and zoned.utcoffset():
+        started = started.replace(tzinfo=zoned.tzinfo)
+    first = min((as_utc(t) for t in stamps), default=None)
+    if first is not None and as_utc(started) > first:
+        return first
+    return started
 
 
 def distrust_future_time(run: Run, now: datetime | None) -> None:
