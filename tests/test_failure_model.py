@@ -207,3 +207,39 @@ def test_a_run_never_ends_before_it_starts(tmp_path):
     shown = show(run_dir)
     from datetime import datetime
     assert datetime.fromisoformat(shown["started"]) <= datetime.fromisoformat(shown["updated"])
+
+
+# -- ! and x/X agree on every backend (issue 28, part 2) -------------------------------------------
+
+def _failed_runs(tmp_path: Path) -> list[Path]:
+    _done, demo = write_history_runs(tmp_path / "demo")
+    old = _run(tmp_path / "old", "20260512-101500-0c0d0e", {
+        "vm.log.md": ("---\nstatus: failed\nerror: searcher.AllCallsFailed\n---\n"
+                      "# run:20260512-101500-0c0d0e lit-review\n1→ planner ✓\n2→ searcher ✗ AllCallsFailed\n")})
+    runs = [demo, old, build_sqlite_run(tmp_path / "sqlite", failed=True) / "state.db",
+            FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3",
+            FIXTURES / "skill" / "failed" / "runs" / "20260703-140210-d4e5f6",
+            FIXTURES / "skill" / "frontmatter" / "runs" / "20260709-071500-e1f2a3",
+            FIXTURES / "narration" / "bracket.md", FIXTURES / "narration" / "compact.md"]
+    for extra in (CORPUS / "reactor" / "monorepo-ci", CORPUS / "real" / "rawwerks__ypi" / ".prose" / "runs"
+                  / "20260213-114703-24e632"):
+        if extra.exists():  # the corpus, read in place when it is there
+            runs.append(extra)
+    return runs
+
+
+def test_bang_lands_where_x_can_and_every_failure_is_reachable(tmp_path):
+    from prose_tui.tui.explorer_model import ExplorerModel
+
+    for path in _failed_runs(tmp_path):
+        run = open_run(path)
+        model = ExplorerModel()
+        model.touch(run, None)
+        model.load_history()
+        problems = set(model.nav.problems())
+        target = model.failure_event()
+        assert target is not None, path
+        assert target in problems, (path, target)  # x/X stop where ! goes
+        assert model.first_failure().moved and model.failure_at_cursor() is not None, path
+        for f in model.failures():
+            assert f.event in problems, (path, f)  # a recovered failure is reachable with x/X too
