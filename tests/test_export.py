@@ -378,3 +378,22 @@ def test_a_sqlite_run_exports_values_and_memory_from_the_database(tmp_path):
     assert "Quantum computing uses qubits" in text  # a value held in the bindings table
     assert "Every finding, at length." in text  # a value in an attachment file
     assert "Remembers: prefer primary sources." in text  # agent memory held in the agents table
+
+
+def test_an_export_shows_the_program_and_marks_what_the_explorer_marks(tmp_path):
+    """Issue 28: an exported event-log run had no program text, and the failure the explorer
+    marks was not marked: the export carries the trace as the explorer shows it."""
+    from prose_tui.demo.simulator import write_history_runs
+    from prose_tui.history import Journal as J
+    from prose_tui.tui.explorer_model import trace_as_shown
+
+    run = open_run(EVENTLOG_RUN)
+    md = export_text(run, history_of(run, journal=J()), "md", None, trace_as_shown(run))
+    assert '23 ✗ if **the review approves the change**:' in md  # the program line, not the log line
+    assert '17 ✗   let draft = session "Draft the review comment"' in md
+    _done, failed = write_history_runs(tmp_path)
+    demo = open_run(failed)
+    page = export_text(demo, history_of(demo, journal=J()), "md", None, trace_as_shown(demo))
+    assert '3 ✗ session "Publish the site to the docs bucket"' in page
+    assert "✗ failed (attempt 3/3): The publish session failed on all 3 attempts" in page
+    assert page.count("#### Event") == 1  # the failure once

@@ -32,6 +32,7 @@ from prose_tui.model import (
     EventKind,
     Run,
     StatementState,
+    TraceLine,
 )
 from prose_tui.model.serialize import run_detail
 
@@ -287,8 +288,11 @@ def _when(value: datetime | None) -> str:
 
 
 def build_report(run: Run, history: History, at: int | None = None, *, value_limit: int = VALUE_LIMIT,
-                 now: datetime | None = None) -> Report:
+                 now: datetime | None = None, trace: list[TraceLine] | None = None) -> Report:
     """The report of ``run`` as of event ``at`` (0-based; ``None`` for the run as it is).
+    ``trace``: the trace as the explorer shows it at ``at`` (an event-log run's program
+    annotated from its log, failure marks), so an export carries the same program text and
+    marks; default the run's own trace lines.
 
     Raises ``IndexError`` for an ``at`` outside the history's events.
     """
@@ -307,7 +311,8 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
         ("history", f"{len(history.events)} events, {history.note}"),
     ]
     header += [(k, v) for k, v in shown.header.items() if k not in ("run", "program", "started", "updated", "status")]
-    trace = [(t.line, STATE_MARK.get(t.state, " "), t.text, t.note or "") for t in shown.trace]
+    lines = shown.trace if trace is None else trace
+    rows = [(t.line, STATE_MARK.get(t.state, " "), t.text, t.note or "") for t in lines]
     failure_ids = [i for i in history.failures() if i <= last]
     failures: list[FailureItem] = []
     for i in failure_ids:
@@ -344,7 +349,7 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
     imports = [(i.import_handle or i.id, i.status.value, i.program or "") for i in shown.imports]
     stack = [(str(f.execution_id), f.block, f.depth, f.status or "") for f in shown.call_stack]
     stamp = (now or datetime.now().astimezone()).isoformat(sep=" ", timespec="seconds")
-    return Report(run=shown, history=history, at=at, generated=stamp, header=header, trace=trace,
+    return Report(run=shown, history=history, at=at, generated=stamp, header=header, trace=rows,
                   failures=failures, timeline=timeline, longest=longest, bindings=bindings, agents=agents,
                   warnings=list(shown.warnings), imports=imports, call_stack=stack)
 

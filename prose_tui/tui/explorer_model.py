@@ -58,7 +58,7 @@ from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
 
 __all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
-           "ValueChange", "failure_line", "newest_binding", "when_text"]
+           "ValueChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
@@ -407,7 +407,7 @@ class ExplorerModel:
         attempt = f" (attempt {failure.attempt})" if failure.attempt else ""
         if t.state is StatementState.FAILED:  # already ✗ with the VM's own words
             return lines, changed
-        note = f"# ✗ failed{attempt}" + (f": {words}" if words else "")
+        note = f"✗ failed{attempt}" + (f": {words}" if words else "")
         out = list(lines)
         out[index] = TraceLine(line=t.line, text=t.text, state=StatementState.FAILED, note=note, binding=t.binding,
                                attempt=t.attempt, max_attempts=t.max_attempts, step=t.step, failure=t.failure)
@@ -636,3 +636,15 @@ class _Clock:
             out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
             self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
         return self.sorted
+
+
+def trace_as_shown(run: Run, at: int | None = None, journal: Journal | None = None) -> list[TraceLine]:
+    """The trace the explorer shows for ``run`` as of event ``at`` (``None``: live): an
+    event-log run's program annotated from its log, failed bindings and the run's failure
+    marked. What an export carries, so it marks what the explorer marks (issue 28)."""
+    model = ExplorerModel(journal)
+    model.touch(run, None)
+    model.load_history()
+    if at is not None:
+        model.nav.move_to(at)
+    return model.trace_lines()
