@@ -243,3 +243,25 @@ def test_bang_lands_where_x_can_and_every_failure_is_reachable(tmp_path):
         assert model.first_failure().moved and model.failure_at_cursor() is not None, path
         for f in model.failures():
             assert f.event in problems, (path, f)  # a recovered failure is reachable with x/X too
+
+
+# -- history at event N: the newest binding by scope (issue 28) ------------------------------------
+
+def test_at_each_write_the_newest_binding_is_the_file_just_written_not_a_namesake(tmp_path):
+    """The demo writes parts__1, parts__2, parts__3 (one per block pass): at the event that
+    wrote pass 3's, the newest binding is pass 3's, not pass 1's."""
+    from datetime import datetime, timezone
+
+    from prose_tui.demo.simulator import write_demo_project
+    from prose_tui.tui.explorer_model import ExplorerModel
+
+    run = open_run(write_demo_project(tmp_path, clock=lambda: datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)))
+    model = ExplorerModel()
+    model.touch(run, None)
+    model.load_history()
+    writes = [(i, e) for i, e in enumerate(model.nav.events) if e.kind.value == "binding_written"]
+    assert any("parts__3" in e.text for _i, e in writes)
+    for i, event in writes:
+        model.nav.move_to(i)
+        newest = model.newest_binding_now()
+        assert newest is not None and f"/{newest.path.name}" in event.text, (i, event.text, newest)

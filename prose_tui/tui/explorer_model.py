@@ -314,10 +314,16 @@ class ExplorerModel:
         for event in reversed(self.nav.events[: self.nav.position + 1]):
             if event.kind is not EventKind.BINDING_WRITTEN:
                 continue
-            for b in view.bindings:
-                stem = b.path.stem
-                if b.exists and (event.name in (b.name, stem) or (stem and stem in event.text)):
-                    return b
+            written = [b for b in view.bindings if b.exists]
+            # the file the event names (parts__3.md), then the name in the event's scope, then the name:
+            # scoped bindings share a name (issue 28: pass 1's parts shown where pass 3's was just written)
+            for found in (next((b for b in written if f"/{b.path.name}" in event.text), None),
+                          next((b for b in written if event.name in (b.name, b.path.stem)
+                                and b.execution_id == event.execution_id), None),
+                          next((b for b in written if event.name in (b.name, b.path.stem)
+                                or (b.path.stem and b.path.stem in event.text)), None)):
+                if found is not None:
+                    return found
         return None
 
     # -- the trace ---------------------------------------------------------------------------------
