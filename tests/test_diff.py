@@ -228,3 +228,27 @@ def test_two_sqlite_runs_compare_statements_and_values(tmp_path):
     assert c.same_program and c.b.status.value == "failed" and "Context window exceeded" in (c.failure_b or "")
     assert any("outcome" in p.changes and p.b and p.b.outcome == "failed" for p in c.statements)
     assert all(d.state == "same" for d in c.bindings)
+
+
+def _log_run(root: Path, run_id: str, lines: list[str]) -> Path:
+    run_dir = root / ".prose" / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "state.md").write_text(f"# run:{run_id} land.prose\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return run_dir
+
+
+def test_statements_align_by_content_so_an_insertion_is_one_insertion(tmp_path):
+    """Issue 28: two runs of land.prose, B with a lint step inserted before e2e. Matched by
+    step number, e2e was 'only in A' and 'only in B' and the gates 'text changed'."""
+    a = _log_run(tmp_path / "a", "20260213-100000-aaaaaa", ["1→ fast ✓", "2→ e2e ✓", "3→ gate:e2e ✓ approved"])
+    b = _log_run(tmp_path / "b", "20260214-100000-bbbbbb",
+                 ["1→ fast ✓", "2→ lint ✓", "3→ e2e ✓", "4→ gate:e2e ✗ rejected", "5→ gate:smoke ✓ approved"])
+    c = compare(a, b)
+    pairs = [(p.a.content if p.a else None, p.b.content if p.b else None, p.changes) for p in c.statements]
+    assert pairs == [
+        ("fast", "fast", []),
+        (None, "lint", ["only_b"]),
+        ("e2e", "e2e", []),
+        ("gate:e2e", "gate:e2e", ["outcome"]),
+        (None, "gate:smoke", ["only_b"]),
+    ]

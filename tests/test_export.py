@@ -131,18 +131,23 @@ def test_large_values_are_cut_with_their_full_size(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(EVENTLOG_RUN, run)
     big = run / "bindings" / "fetch.md"
-    big.write_text("# fetch\n\nkind: let\n\n---\n\n" + "a line of a large value\n" * 20000, encoding="utf-8")
+    big.write_text("# fetch\n\nkind: let\n\n---\n\n" + "a line of a large value\n" * 20000
+                   + "make: *** [Makefile:9: test] Error 2\n", encoding="utf-8")
     page = export(run)
-    assert "first 32.0 KiB of 468.8 KiB shown" in page
+    # issue 28: the head and the tail (where build and test errors are), and what was cut between
+    assert "first 16.0 KiB and last 16.0 KiB of 468.8 KiB shown" in page
+    assert "make: *** [Makefile:9: test] Error 2" in page and "cut here" in page
     assert len(page.encode()) < 200_000
     md = export(run, "md")
-    assert "first 4.0 KiB of 468.8 KiB shown" in md
+    assert "first 2.0 KiB and last 2.0 KiB of 468.8 KiB shown" in md
+    assert "make: *** [Makefile:9: test] Error 2" in md
 
 
 def test_markdown_for_an_issue():
     md = export(EVENTLOG_RUN, "md")
     assert md.startswith("## prose-tui run `20260305-120000-e1e2e3`: **failed**")
     assert "#### Event 10: `4→ draft ✗ rate limited`" in md
+    assert md.count("#### Event 12: `5→ gate:ship ✗ rejected`") == 1 and "#### Event 13" not in md  # the failure once
     assert "- error: `rate limited`" in md and "  - `4→ retry:2/3`" in md
     assert "<details><summary>context binding security · root · 75 B</summary>" in md
 
@@ -373,3 +378,22 @@ def test_a_sqlite_run_exports_values_and_memory_from_the_database(tmp_path):
     assert "Quantum computing uses qubits" in text  # a value held in the bindings table
     assert "Every finding, at length." in text  # a value in an attachment file
     assert "Remembers: prefer primary sources." in text  # agent memory held in the agents table
+
+
+def test_an_export_shows_the_program_and_marks_what_the_explorer_marks(tmp_path):
+    """Issue 28: an exported event-log run had no program text, and the failure the explorer
+    marks was not marked: the export carries the trace as the explorer shows it."""
+    from prose_tui.demo.simulator import write_history_runs
+    from prose_tui.history import Journal as J
+    from prose_tui.tui.explorer_model import trace_as_shown
+
+    run = open_run(EVENTLOG_RUN)
+    md = export_text(run, history_of(run, journal=J()), "md", None, trace_as_shown(run))
+    assert '23 ✗ if **the review approves the change**:' in md  # the program line, not the log line
+    assert '17 ✗   let draft = session "Draft the review comment"' in md
+    _done, failed = write_history_runs(tmp_path)
+    demo = open_run(failed)
+    page = export_text(demo, history_of(demo, journal=J()), "md", None, trace_as_shown(demo))
+    assert '3 ✗ session "Publish the site to the docs bucket"' in page
+    assert "✗ failed (attempt 3/3): The publish session failed on all 3 attempts" in page
+    assert page.count("#### Event") == 1  # the failure once

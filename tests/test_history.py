@@ -71,7 +71,7 @@ def test_failed_corpus_run_as_of_each_event(corpus):
     assert [b.name for b in first.bindings] == ["fast"]
     assert first.bindings[0] is next(b for b in run.bindings if b.name == "fast")
     at_gate = state_at(run, history, 2)
-    assert at_gate.trace[-1].state is S.FAILED and at_gate.status is RunStatus.RUNNING
+    assert at_gate.trace[-1].state is S.FAILED and at_gate.status is RunStatus.FAILED  # issue 28: the status as of N
     end = state_at(run, history, 3)
     assert end.status is RunStatus.FAILED and trace_pairs(end) == trace_pairs(run)
 
@@ -82,7 +82,7 @@ def test_failure_context_of_the_corpus_gate(corpus):
     history = history_of(run)
     ctx = failure_context(run, history, history.first_failure())
     assert ctx.statement is not None and ctx.statement.text == "2→ gate ✗ rejected"
-    assert ctx.error == "rejected"
+    assert ctx.error == "rejected — Fix failing e2e tests before landing."  # issue 28: why, not only the outcome
     assert ctx.retries == []
     # the gate's program block says "evidence: e2e"
     assert [b.name for b in ctx.context_bindings] == ["e2e"]

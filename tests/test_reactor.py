@@ -283,7 +283,7 @@ def test_appended_receipts_come_back_as_only_the_new_events(tmp_path: Path) -> N
     assert delta.trace_lines == {index}
     assert run.nodes[index].receipts == count + 1 and len(run.events) == before + 1
     assert "77 fresh" in run.events[-1].text
-    assert run.updated == datetime.fromtimestamp((state / "receipts.json").stat().st_mtime, timezone.utc)
+    assert run.updated is None  # reactor.md receipts carry no time: unknown, never the file's (issue 28)
 
     for k in range(3):
         w.emit("gateway.inbox", "skipped", cause="external", write=False)
@@ -335,12 +335,25 @@ def test_a_new_published_version_replaces_the_binding(tmp_path: Path) -> None:
 
 
 def test_receipts_arriving_mean_running_until_stale(tmp_path: Path) -> None:
+    """Running while receipts are seen arriving; quiescent once none came for stale_after."""
     state, _ = _small(tmp_path)
-    mtime = datetime.fromtimestamp((state / "receipts.json").stat().st_mtime, timezone.utc)
-    running = open_run(state, now=mtime + timedelta(seconds=5), stale_after=60)
-    assert running.status is RunStatus.RUNNING and "receipts arriving" in running.status_reason
-    quiet = open_run(state, now=mtime + timedelta(seconds=120), stale_after=60)
-    assert quiet.status is RunStatus.COMPLETED and "quiescent" in quiet.status_reason
+    seen = datetime.now(timezone.utc)
+    run = open_run(state, now=seen, stale_after=60)
+    status, reason = backend_of(run).status(run, now=seen + timedelta(seconds=5), stale_after=60, observed=seen)
+    assert status is RunStatus.RUNNING and "receipts arriving" in reason and "seen live" in reason
+    status, reason = backend_of(run).status(run, now=seen + timedelta(seconds=120), stale_after=60, observed=seen)
+    assert status is RunStatus.COMPLETED and "quiescent" in reason
+
+
+def test_a_copied_ledger_is_not_running_and_its_times_are_unknown(tmp_path: Path) -> None:
+    """Issue 28: a Reactor dir just copied or cloned (every file new) showed running for 30
+    minutes and dated by its files. The receipts carry no time: quiescent, times unknown."""
+    state, _ = _small(tmp_path)
+    copy = tmp_path / "clone" / ".reactor"
+    shutil.copytree(state, copy)
+    run = open_run(copy, now=datetime.now(timezone.utc), stale_after=1800)
+    assert run.status is RunStatus.COMPLETED and "receipts carry no time" in run.status_reason
+    assert run.started is None and run.updated is None
 
 
 # -- show --json --------------------------------------------------------------------------------
@@ -400,10 +413,11 @@ def test_apply_to_an_older_copy_of_the_run_reads_it_again(tmp_path: Path) -> Non
 
 def test_apply_without_paths_only_refreshes_the_status(tmp_path: Path) -> None:
     state, _ = _small(tmp_path)
-    mtime = datetime.fromtimestamp((state / "receipts.json").stat().st_mtime, timezone.utc)
-    run = open_run(state, now=mtime + timedelta(seconds=1), stale_after=60)
-    assert run.status is RunStatus.RUNNING
-    delta = backend_of(run).apply(run, set(), now=mtime + timedelta(seconds=600), stale_after=60)
+    seen = datetime.now(timezone.utc)
+    run = open_run(state, now=seen, stale_after=60)
+    backend_of(run).apply(run, set(), now=seen + timedelta(seconds=1), stale_after=60, observed=seen)
+    assert run.status is RunStatus.RUNNING  # receipts seen arriving
+    delta = backend_of(run).apply(run, set(), now=seen + timedelta(seconds=600), stale_after=60, observed=seen)
     assert delta.status and not delta.events and run.status is RunStatus.COMPLETED
 
 
@@ -476,7 +490,7 @@ def test_the_periodic_status_check_keeps_a_quiet_ledger_quiescent_not_interrupte
     workspace = Workspace(state, clock=lambda: now[0], stale_after=60)
     workspace.scan()
     run = workspace.runs[state]
-    assert run.status is RunStatus.RUNNING  # receipts just arrived
+    assert run.status is RunStatus.COMPLETED  # a new file time is not receipts arriving (issue 28)
     now[0] = written + timedelta(days=3)
     workspace.refresh_statuses()
     fresh = open_run(state, now=now[0], stale_after=60)

@@ -177,16 +177,19 @@ def _print_runs(runs: list[Run], as_json: bool) -> None:
 
 def _show(args: argparse.Namespace) -> int:
     """``show``: the parsed run, its history's events, or its state as of event ``--at``."""
-    from prose_tui.history import Journal, events_json, history_of, state_at
+    from prose_tui.history import Journal, events_json, failure_events, history_of, state_at
 
     run = open_target_run(args.path, args.stale_after)
     history = history_of(run, journal=Journal())
+    failures = None
     if args.at is not None:
         if not 0 <= args.at < len(history.events):
             return _fail(f"--at {args.at}: this run has {len(history.events)} events (0-{len(history.events) - 1})")
         run = state_at(run, history, args.at)
+    elif args.json:
+        failures = failure_events(run, history)
     if args.json:
-        detail = run_detail(run)
+        detail = run_detail(run, failures)
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
         print(json.dumps(detail, indent=2, ensure_ascii=False))

@@ -63,11 +63,17 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"prose-tui: --at {args.at}: this run has {len(history.events)} events"
               f"{f' (0-{len(history.events) - 1})' if history.events else ''}", file=sys.stderr)
         return 1
+    trace = None
+    if fmt != "json":
+        from prose_tui.history import Journal
+        from prose_tui.tui.explorer_model import trace_as_shown
+
+        trace = trace_as_shown(run, args.at, Journal())  # the explorer's program view and marks
     if args.output == "-":
-        sys.stdout.write(export_text(run, history, fmt, args.at))
+        sys.stdout.write(export_text(run, history, fmt, args.at, trace))
         return 0
     try:
-        written = write_export(run, history, fmt, args.at, Path(args.output) if args.output else None)
+        written = write_export(run, history, fmt, args.at, Path(args.output) if args.output else None, trace)
     except OSError as exc:
         print(f"prose-tui: cannot write {args.output or 'the export'}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@ gives the run as of one event; ``failure_context`` what a failure had around it;
 """
 
 from prose_tui.history.cursor import state_at
-from prose_tui.history.failure import FailureContext, failure_context
+from prose_tui.history.failure import FailureContext, failure_context, failure_events
 from prose_tui.history.journal import Journal, JournalEntry
 from prose_tui.history.stream import EventRef, History, events_json, history_of
 
@@ -19,6 +19,7 @@ __all__ = [
     "JournalEntry",
     "events_json",
     "failure_context",
+    "failure_events",
     "history_of",
     "state_at",
 ]

@@ -4,9 +4,10 @@ explorer's compare view). No Textual; reads both runs and their histories, write
 Statements come from each run's :class:`~prose_tui.history.stream.History`: the events of
 one statement (started, completed, failed, skipped, retry; a node's receipts) are grouped by
 its key, the step label and name where the source writes steps (event logs, SQLite,
-narration), else the trace line's text. The two key sequences are aligned with
-:class:`difflib.SequenceMatcher`; inside a replaced stretch, statements with the same step
-label are still paired (the program's text changed). Durations are from the histories'
+narration), else the trace line's text. The two runs' statements are aligned by content
+(the step label left out: an inserted statement shifts every step number after it) with
+:class:`difflib.SequenceMatcher`; inside a replaced stretch, statements are paired only when
+their texts are alike (issue 28). Durations are from the histories'
 event times: from a statement's first ``started`` event (else the event before its first
 one) to its last event; ``None`` where a source has no times.
 
@@ -59,6 +60,17 @@ class StatementOutcome:
     seconds: float | None = None
     error: str | None = None
     first_event: int = 0
+
+    @property
+    def content(self) -> str:
+        """What the statement is, without its step number (``draft``, ``gate:ship``, a
+        line's text): what two runs are aligned by, as step numbers shift when a statement
+        is inserted (issue 28)."""
+        return _STEP_LABEL.sub("", self.label, count=1).strip() or self.label
+
+
+_STEP_LABEL = re.compile(r"^\s*[\w.]+\s*(?:→|->)\s*")
+SIMILAR = 0.6  # two statements of a replaced stretch this alike (difflib ratio) are one statement changed
 
 
 @dataclass(slots=True)
@@ -253,7 +265,7 @@ def _pair(a: StatementOutcome | None, b: StatementOutcome | None) -> StatementPa
     if b is None:
         pair.changes.append("only_a")
         return pair
-    if a.key != b.key:
+    if a.content != b.content:  # the same statement at another step number is not a change
         pair.changes.append("text")
     if a.outcome != b.outcome:
         pair.changes.append("outcome")
@@ -267,25 +279,33 @@ def _pair(a: StatementOutcome | None, b: StatementOutcome | None) -> StatementPa
 
 
 def align(a: list[StatementOutcome], b: list[StatementOutcome]) -> tuple[list[StatementPair], float]:
-    """Pairs of statements, in order, and the similarity (0..1) of the two key sequences."""
-    matcher = difflib.SequenceMatcher(None, [s.key for s in a], [s.key for s in b], autojunk=False)
+    """Pairs of statements, in order, and the similarity (0..1) of the two runs' statement
+    sequences. Aligned by content (:attr:`StatementOutcome.content`, not step numbers) with
+    :class:`difflib.SequenceMatcher`, so an inserted statement is one insertion, not a
+    cascade of changes; inside a replaced stretch a statement is paired with the next one
+    of the other run whose text is at least ``SIMILAR`` alike (its text changed), the rest
+    are in one run only (two different gates are two statements, not one changed)."""
+    matcher = difflib.SequenceMatcher(None, [s.content for s in a], [s.content for s in b], autojunk=False)
     out: list[StatementPair] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             out += [_pair(a[i1 + k], b[j1 + k]) for k in range(i2 - i1)]
             continue
-        left, right = a[i1:i2], b[j1:j2]
-        steps_b = {s.step: s for s in right if s.step is not None}
-        used: set[int] = set()
-        for s in left:
-            other = steps_b.get(s.step) if s.step is not None else None
-            if other is not None and id(other) not in used:
-                used.add(id(other))
-                out.append(_pair(s, other))
-            else:
+        right, j = b[j1:j2], 0
+        for s in a[i1:i2]:
+            k = next((k for k in range(j, len(right)) if _alike(s.content, right[k].content)), None)
+            if k is None:
                 out.append(_pair(s, None))
-        out += [_pair(None, s) for s in right if id(s) not in used]
+                continue
+            out += [_pair(None, r) for r in right[j:k]]
+            out.append(_pair(s, right[k]))
+            j = k + 1
+        out += [_pair(None, r) for r in right[j:]]
     return out, matcher.ratio()
+
+
+def _alike(x: str, y: str) -> bool:
+    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= SIMILAR
 
 
 def diff_text(name_a: str, text_a: str, name_b: str, text_b: str) -> list[str]:

@@ -103,7 +103,9 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
     In every case bindings are those written by then (the same ``Binding`` objects;
     never-mentioned inputs count as present from the start; for snapshots, Index rows not
     yet written stay as ``exists=False``), agents keep the segments written by then, events
-    are cut at the cursor, and the status is ``running`` unless an end/error came by then.
+    are cut at the cursor, and the status is ``running`` unless an end/error came by then
+    or the cursor is on a failed statement (nothing was written after it yet: failed, as a
+    log that ends there is).
     """
     n = len(history.events)
     if n == 0 and cursor in (-1, 0):
@@ -137,6 +139,11 @@ def _status_at(out: Run, history: History, cursor: int) -> None:
             status, out.error_marker = RunStatus.FAILED, event.text
         elif event.kind is K.RUN_RESUMED:
             status, out.end_marker, out.error_marker = RunStatus.RUNNING, None, None
+    if status is RunStatus.RUNNING and history.events[cursor].kind is K.STATEMENT_FAILED:
+        # as of a failure nothing was yet written after, the run stands failed (common.status's rule
+        # for a log that ends there); the retry, if one comes, is a later event
+        status = RunStatus.FAILED
+        reason = f"as of event {cursor} of 0–{len(history.events) - 1}: {history.events[cursor].text.strip()}"
     if history.origin == "journal" and out.header.get("status"):
         word = out.header["status"].lower()
         if word.startswith(("complete", "done", "success")):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prose_tui.history.report import build_report, detail_json
 from prose_tui.history.stream import History
-from prose_tui.model import Run
+from prose_tui.model import Run, TraceLine
 
 __all__ = ["FORMATS", "default_filename", "export_text", "write_export"]
 
@@ -20,8 +20,10 @@ FORMATS = ("html", "md", "json")
 _EXTENSION = {"html": "html", "md": "md", "json": "json"}
 
 
-def export_text(run: Run, history: History, fmt: str = "html", at: int | None = None) -> str:
-    """The export of ``run`` as of event ``at`` in ``fmt`` (``html``, ``md`` or ``json``).
+def export_text(run: Run, history: History, fmt: str = "html", at: int | None = None,
+                trace: list[TraceLine] | None = None) -> str:
+    """The export of ``run`` as of event ``at`` in ``fmt`` (``html``, ``md`` or ``json``);
+    ``trace`` is the trace as the explorer shows it (see ``build_report``).
 
     Raises ``ValueError`` for another format and ``IndexError`` for an ``at`` outside the
     history's events."""
@@ -30,11 +32,11 @@ def export_text(run: Run, history: History, fmt: str = "html", at: int | None = 
     if fmt == "html":
         from prose_tui.history.report_html import render_html
 
-        return render_html(build_report(run, history, at))
+        return render_html(build_report(run, history, at, trace=trace))
     if fmt == "md":
         from prose_tui.history.report_md import MD_VALUE_LIMIT, render_markdown
 
-        return render_markdown(build_report(run, history, at, value_limit=MD_VALUE_LIMIT))
+        return render_markdown(build_report(run, history, at, value_limit=MD_VALUE_LIMIT, trace=trace))
     raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
@@ -47,12 +49,12 @@ def default_filename(run: Run, fmt: str, at: int | None = None) -> str:
 
 
 def write_export(run: Run, history: History, fmt: str = "html", at: int | None = None,
-                 target: Path | None = None) -> Path:
+                 target: Path | None = None, trace: list[TraceLine] | None = None) -> Path:
     """Write the export and return its absolute path. ``target`` is a file, or a folder to
     write :func:`default_filename` into (default: the current folder). The file is replaced
     whole (written beside it, then renamed), never left half written. Raises ``OSError``,
     ``ValueError``, ``IndexError`` as :func:`export_text` and the file system do."""
-    text = export_text(run, history, fmt, at)
+    text = export_text(run, history, fmt, at, trace)
     path = Path(target) if target is not None else Path.cwd()
     path = path.expanduser()
     if path.is_dir():

@@ -5,7 +5,7 @@ the bindings it had as context (issue 3). Reads the run and its history; changes
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
@@ -18,9 +18,9 @@ from prose_tui.history.nodes import (
 )
 from prose_tui.history.stream import History
 from prose_tui.history.transitions import error_text
-from prose_tui.model import Binding, Event, EventKind, Run, RunFormat, TraceLine, assigned_name
+from prose_tui.model import Binding, Event, EventKind, Failure, Run, RunFormat, TraceLine, assigned_name, run_failures
 
-__all__ = ["FailureContext", "failure_context"]
+__all__ = ["FailureContext", "failure_context", "failure_events"]
 
 K = EventKind
 
@@ -41,6 +41,9 @@ class FailureContext:
     earlier attempts), ``context_bindings`` the world models of the nodes it reads (the
     caller's inputs for a node reading none) and its own last published one, as of then.
     ``node`` is also set for a log line reporting a node's failure.
+
+    ``recovered`` and ``attempt`` are the run's failure model's (``model.failure``) for the
+    failure at this event: a later attempt of the same statement completed; ``"n/m"``.
     """
 
     event: Event
@@ -49,6 +52,8 @@ class FailureContext:
     retries: list[Event] = field(default_factory=list)
     context_bindings: list[Binding] = field(default_factory=list)
     node: str | None = None
+    recovered: bool = False
+    attempt: str | None = None
 
 
 # the formats whose trace is a log or node rows: no ``## Error`` section, no context lines in the trace
@@ -56,6 +61,7 @@ _LOGS = (*_EVENT_LOGS, RunFormat.REACTOR)
 _FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
 _CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w]*")
+_BARE = ("", "rejected", "failed", "error", "fail", "✗")  # outcome words that say nothing of why
 # "[Warning] ", "⚠️ ", "- " before a narration line's words
 _LEADING_MARKER = re.compile(r"^[^\w\[]*(?:\[[^\]]*\][*`_]*\s*:?)?[^\w\"']*")
 
@@ -73,6 +79,17 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     """
     if not 0 <= index < len(history.events):
         raise IndexError(f"event {index} outside 0..{len(history.events) - 1}")
+    ctx = _failure_context(run, history, index)
+    placed = next((f for f in failure_events(run, history) if f.event == index), None)
+    if placed is not None:
+        ctx.recovered, ctx.attempt = placed.recovered, placed.attempt
+        words = " ".join((ctx.error or "").split()).lower()
+        if placed.error and words in _BARE and words in " ".join(placed.error.split()).lower():
+            ctx.error = placed.error  # an outcome word alone says nothing: the model's has the run's error too
+    return ctx
+
+
+def _failure_context(run: Run, history: History, index: int) -> FailureContext:
     event = history.events[index]
     at = state_at(run, history, index)
     if event.kind is K.RECEIPT_FAILED:
@@ -271,3 +288,55 @@ def _program_lines(run: Run) -> list[str]:
     except OSError:
         return []
 
+
+
+def failure_events(run: Run, history: History) -> list[Failure]:
+    """``run_failures(run)`` with each failure's ``event`` an index into ``history.events``.
+
+    Runs whose history is their events (origin ``"log"``) keep the indexes the model gave.
+    A snapshot's (journal or reconstruction): a failed attempt is the ``statement_failed``
+    event on its trace line (the first not yet taken), the failure that ended the run the
+    last ``run_errored`` event (else the last event on its line, else the last event), so
+    the state at ``event`` is failed. Each failure's ``line`` is then the trace line the
+    history shows its event on (a Reactor node's row, an event log's line). O(failures x
+    events); the last run's answer is kept (same run and history objects, same lengths)."""
+    global _PLACED
+    key = (len(history.events), run.status, len(run.events), len(run.trace))
+    cached = _PLACED  # one read: a worker thread may replace it meanwhile
+    if cached is not None and cached[0] is run and cached[1] is history and cached[2] == key:
+        return [replace(f) for f in cached[3]]
+    failures = _placed(run, history)
+    _PLACED = (run, history, key, failures)
+    return [replace(f) for f in failures]
+
+
+# The last run's placed failures, (run, history, key, failures): a report, the explorer's
+# failure report and its marks ask once per failure; ~0.2 s for 100,000 events each time.
+_PLACED: tuple[Run, History, tuple, list[Failure]] | None = None
+
+
+def _placed(run: Run, history: History) -> list[Failure]:
+    failures = run_failures(run)
+    if not history.events:
+        return failures
+    if history.origin != "log":
+        _place_snapshot_failures(run, history, failures)
+    for f in failures:
+        if f.event is not None and 0 <= f.event < len(history.refs) and history.refs[f.event].trace_line is not None:
+            f.line = history.refs[f.event].trace_line
+    return failures
+
+
+def _place_snapshot_failures(run: Run, history: History, failures: list[Failure]) -> None:
+    taken: set[int] = set()
+    final = run.status.value == "failed" and failures and not failures[-1].recovered
+    for n, f in enumerate(failures):
+        if final and n == len(failures) - 1:
+            errored = [i for i, e in enumerate(history.events) if e.kind is K.RUN_ERRORED]
+            on_line = [i for i, r in enumerate(history.refs) if f.line is not None and r.trace_line == f.line]
+            f.event = (errored or on_line or [len(history.events) - 1])[-1]
+            continue
+        f.event = next((i for i, (e, r) in enumerate(zip(history.events, history.refs))
+                        if e.kind is K.STATEMENT_FAILED and r.trace_line == f.line and i not in taken), None)
+        if f.event is not None:
+            taken.add(f.event)

@@ -23,7 +23,7 @@ from prose_tui.backends import backend_of
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import read_window
 from prose_tui.history.cursor import state_at
-from prose_tui.history.failure import failure_context
+from prose_tui.history.failure import failure_context, failure_events
 from prose_tui.history.stream import History, events_json
 from prose_tui.model import (
     Agent,
@@ -33,6 +33,7 @@ from prose_tui.model import (
     EventKind,
     Run,
     StatementState,
+    TraceLine,
 )
 from prose_tui.model.serialize import run_detail
 
@@ -111,39 +112,64 @@ def event_durations(events: list[Event]) -> list[float | None]:
 @dataclass(slots=True)
 class Cut:
     """A value as a report carries it: ``text`` (at most the limit), the full ``size`` in
-    bytes, ``cut`` when text was left out, ``warning`` when it could not be read."""
+    bytes, ``cut`` when text was left out, ``warning`` when it could not be read. A long
+    value keeps its head and its tail (where build and test errors are), ``text`` saying
+    in between how much was cut; ``head``/``tail`` are the bytes kept of each (``tail`` 0:
+    the head only)."""
 
     text: str
     size: int
     cut: bool = False
     warning: str | None = None
+    head: int = 0
+    tail: int = 0
 
     @property
     def note(self) -> str:
-        """``"first 32.0 KiB of 1.2 MiB"`` for a cut value, else ``""``."""
-        shown = len(self.text.encode("utf-8", "replace"))
-        return f"first {size_text(shown)} of {size_text(self.size)} shown" if self.cut else ""
+        """``"first 16.0 KiB and last 16.0 KiB of 1.2 MiB shown"`` for a cut value (``"first
+        32.0 KiB of 1.2 MiB shown"`` when only the head was kept), else ``""``."""
+        if not self.cut:
+            return ""
+        if self.tail:
+            return f"first {size_text(self.head)} and last {size_text(self.tail)} of {size_text(self.size)} shown"
+        return f"first {size_text(len(self.text.encode('utf-8', 'replace')))} of {size_text(self.size)} shown"
+
+
+def _joined(head: str, tail: str, size: int, warning: str | None) -> Cut:
+    """A value's head and tail with the size of what was cut between them said in place."""
+    head_bytes, tail_bytes = len(head.encode("utf-8", "replace")), len(tail.encode("utf-8", "replace"))
+    gap = f"\n\n[… {size_text(max(0, size - head_bytes - tail_bytes))} of {size_text(size)} cut here …]\n\n"
+    return Cut(head + gap + tail, size, True, warning, head=head_bytes, tail=tail_bytes)
+
+
+def _window(path: Path, offset: int, limit: int, warning: str | None, root: Path | None = None) -> Cut:
+    """At most ``limit`` bytes of ``path`` from ``offset``: the whole value when it fits,
+    else its first and last ``limit // 2`` bytes (never read whole). Only below ``root``
+    (raises ``OutsideRun`` for a file outside it, see ``contained``)."""
+    text, size, truncated = read_window(path, offset=offset, max_bytes=limit, root=root)
+    if not truncated:
+        return Cut(text, max(0, size - offset), False, warning)
+    head, _size, _cut = read_window(path, offset=offset, max_bytes=limit // 2, root=root)
+    tail, _size, _cut = read_window(path, max_bytes=limit // 2, tail=True, root=root)
+    return _joined(head, tail, max(0, size - offset), warning)
 
 
 def read_binding_text(run: Run, binding: Binding, limit: int = VALUE_LIMIT) -> Cut:
-    """A binding's value, at most ``limit`` bytes, through its backend (never read whole).
-    A file outside the run (``Binding.outside``, or found so now: ``run.root``) is not read:
-    its warning is "outside the run: not read"."""
+    """A binding's value, at most ``limit`` bytes (its head and tail when longer), through
+    its backend (never read whole). A file outside the run (``Binding.outside``, or found so
+    now: ``run.root``) is not read: its warning is "outside the run: not read"."""
     if binding.outside:
         return Cut("", 0, warning=OUTSIDE_RUN)
     if not binding.exists:
         return Cut("", 0, warning="the binding's file is missing")
     try:
         if run.backend is Backend.FILESYSTEM:
-            text, size, truncated = read_window(binding.path, offset=binding.value_offset, max_bytes=limit,
-                                                root=run.root)
-            return Cut(text, max(0, size - binding.value_offset), truncated, binding.warning)
+            return _window(binding.path, binding.value_offset, limit, binding.warning, root=run.root)
         value = backend_of(run).read_value(run, binding)
         if value.text is not None:
             return _cut_text(value.text, limit, value.warning or binding.warning)
         if value.path is not None:
-            text, size, truncated = read_window(value.path, offset=value.offset, max_bytes=limit, root=run.root)
-            return Cut(text, max(0, size - value.offset), truncated, value.warning or binding.warning)
+            return _window(value.path, value.offset, limit, value.warning or binding.warning, root=run.root)
         return Cut("", 0, warning=value.warning or "no value")
     except OutsideRun:
         return Cut("", 0, warning=OUTSIDE_RUN)
@@ -155,7 +181,8 @@ def _cut_text(text: str, limit: int, warning: str | None = None) -> Cut:
     data = text.encode("utf-8", "replace")
     if len(data) <= limit:
         return Cut(text, len(data), False, warning)
-    return Cut(data[:limit].decode("utf-8", "ignore"), len(data), True, warning)
+    half = limit // 2
+    return _joined(data[:half].decode("utf-8", "ignore"), data[-half:].decode("utf-8", "ignore"), len(data), warning)
 
 
 def _read_file(path: Path | None, limit: int, root: Path | None = None) -> Cut | None:
@@ -273,8 +300,11 @@ def _when(value: datetime | None) -> str:
 
 
 def build_report(run: Run, history: History, at: int | None = None, *, value_limit: int = VALUE_LIMIT,
-                 now: datetime | None = None) -> Report:
+                 now: datetime | None = None, trace: list[TraceLine] | None = None) -> Report:
     """The report of ``run`` as of event ``at`` (0-based; ``None`` for the run as it is).
+    ``trace``: the trace as the explorer shows it at ``at`` (an event-log run's program
+    annotated from its log, failure marks), so an export carries the same program text and
+    marks; default the run's own trace lines.
 
     Raises ``IndexError`` for an ``at`` outside the history's events.
     """
@@ -293,11 +323,20 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
         ("history", f"{len(history.events)} events, {history.note}"),
     ]
     header += [(k, v) for k, v in shown.header.items() if k not in ("run", "program", "started", "updated", "status")]
-    trace = [(t.line, STATE_MARK.get(t.state, " "), t.text, t.note or "") for t in shown.trace]
+    lines = shown.trace if trace is None else trace
+    rows = [(t.line, STATE_MARK.get(t.state, " "), t.text, t.note or "") for t in lines]
     failure_ids = [i for i in history.failures() if i <= last]
-    failures = []
+    failures: list[FailureItem] = []
     for i in failure_ids:
         ctx = failure_context(run, history, i)
+        said = next((f for f in failures if ctx.event.kind is EventKind.RUN_ERRORED and ctx.statement is not None
+                     and f.statement == ctx.statement.text.strip()), None)
+        if said is not None:  # ---error after the statement it ended on: one failure, its error said once
+            if ctx.error and (said.error or "") not in ctx.error and ctx.error not in (said.error or ""):
+                said.error = f"{said.error} — {ctx.error}" if said.error else ctx.error
+            elif ctx.error and said.error and said.error in ctx.error:
+                said.error = ctx.error
+            continue
         failures.append(FailureItem(
             seq=i, event_text=ctx.event.text.strip(),
             statement=ctx.statement.text.strip() if ctx.statement else None,
@@ -323,7 +362,7 @@ def build_report(run: Run, history: History, at: int | None = None, *, value_lim
                for i in shown.imports]
     stack = [(str(f.execution_id), f.block, f.depth, f.status or "") for f in shown.call_stack]
     stamp = (now or datetime.now().astimezone()).isoformat(sep=" ", timespec="seconds")
-    return Report(run=shown, history=history, at=at, generated=stamp, header=header, trace=trace,
+    return Report(run=shown, history=history, at=at, generated=stamp, header=header, trace=rows,
                   failures=failures, timeline=timeline, longest=longest, bindings=bindings, agents=agents,
                   warnings=list(shown.warnings), imports=imports, call_stack=stack)
 
@@ -342,7 +381,7 @@ def detail_json(run: Run, history: History, at: int | None = None) -> dict[str, 
     if at is not None and not 0 <= at < len(history.events):
         raise IndexError(f"event {at} outside 0..{len(history.events) - 1}")
     shown = state_at(run, history, at) if at is not None else run
-    detail = run_detail(shown)
+    detail = run_detail(shown, failure_events(run, history) if at is None else None)
     detail["events"] = events_json(history)
     detail["history"] = {"origin": history.origin, "note": history.note, "at": at,
                          "failures": [i for i in history.failures() if at is None or i <= at]}

@@ -4,7 +4,7 @@ from prose_tui.model.agent import Agent, Segment
 from prose_tui.model.binding import Binding
 from prose_tui.model.delta import VALUE_WINDOW, Delta, ValueWindow
 from prose_tui.model.event import Event, EventKind
-from prose_tui.model.failure import Failure, statement_failures
+from prose_tui.model.failure import Failure, ending, run_failure, run_failures, statement_failures
 from prose_tui.model.frame import Frame
 from prose_tui.model.node import Node, Receipt
 from prose_tui.model.run import (
@@ -40,4 +40,7 @@ __all__ = [
     "TraceLine",
     "assigned_name",
     "statement_failures",
+    "ending",
+    "run_failure",
+    "run_failures",
 ]

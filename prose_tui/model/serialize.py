@@ -12,7 +12,7 @@ from typing import Any
 from .agent import Agent
 from .binding import Binding
 from .event import Event
-from .failure import Failure, statement_failures
+from .failure import Failure, ending, run_failures
 from .frame import Frame
 from .node import Node, Receipt
 from .run import Run
@@ -85,10 +85,12 @@ def frame(f: Frame) -> dict[str, Any]:
 
 
 def failure(f: Failure) -> dict[str, Any]:
-    """One entry of ``show --json``'s ``failures``: a failed attempt and whether a later
-    attempt of the same statement completed (``recovered``)."""
-    return {"line": f.line, "text": f.text, "error": f.error, "step": f.step, "retries": f.retries,
-            "recovered": f.recovered}
+    """``show --json``'s ``failure`` and each of its ``failures`` (issue 28): the statement
+    as the program writes it, the trace line the explorer shows it on (or ``None``), the
+    error as recorded, the attempt (``"n/m"`` or ``None``), its event in the history (or
+    ``None``) and whether a later attempt of the same statement completed."""
+    return {"statement": f.statement, "line": f.line, "error": f.error or "", "attempt": f.attempt,
+            "event": f.event, "recovered": f.recovered}
 
 
 def event(e: Event) -> dict[str, Any]:
@@ -162,8 +164,11 @@ def cost(receipts: list[Receipt]) -> dict[str, Any]:
     }
 
 
-def run_detail(run: Run) -> dict[str, Any]:
-    """The whole parsed run (``prose-tui show --json``), imports nested the same way."""
+def run_detail(run: Run, failures: list[Failure] | None = None) -> dict[str, Any]:
+    """The whole parsed run (``prose-tui show --json``), imports nested the same way.
+    ``failures``: the run's failures with their history events placed (default
+    ``run_failures(run)``, where a snapshot's events are ``None``)."""
+    failures = run_failures(run) if failures is None else failures
     return {
         **run_row(run),
         "state_file": str(run.state_file) if run.state_file else None,
@@ -178,7 +183,8 @@ def run_detail(run: Run) -> dict[str, Any]:
         "sections": [{"title": s.title, "text": s.text} for s in run.sections],
         "imports": [{"handle": i.import_handle, **run_detail(i)} for i in run.imports],
         "events": [event(e) for e in run.events],
-        "failures": [failure(f) for f in statement_failures(run)],
+        "failure": failure(end) if (end := ending(run, failures)) is not None else None,
+        "failures": [failure(f) for f in failures],
         "nodes": [node(n) for n in run.nodes],
         "receipts": [receipt(r) for r in run.receipts],
         "cost": cost(run.receipts),

@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Literal
 
 from prose_tui.backends.filesystem.folder import fallback_trace
-from prose_tui.history import FailureContext, Journal, failure_context
+from prose_tui.history import FailureContext, Journal, failure_context, failure_events
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
     Binding,
     Delta,
     EventKind,
+    Failure,
     Frame,
     Run,
     RunFormat,
@@ -48,13 +49,16 @@ from prose_tui.model import (
     StatementState,
     TraceLine,
     ValueWindow,
+    ending,
+    run_failures,
 )
+from prose_tui.model.failure import first_line
 from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
 
 __all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
-           "ValueChange", "failure_line", "newest_binding", "when_text"]
+           "ValueChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
 
 _STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
@@ -173,6 +177,8 @@ class ExplorerModel:
         self.banner: str | None = None  # why the trace is the raw state file, when it is
         self._annotators: list[ProgramAnnotator | None] = [None, None]  # the live log's, a frozen moment's
         self._marks = FailureMarks()
+        self._failures: tuple[tuple, list[Failure]] = ((), [])  # (key, the run's failures, events placed)
+        self.failure_shown: int | None = None  # the line (as shown) the run's failure is marked on
         self._pending: set[int] | None = None  # run.trace indexes live deltas changed since trace_lines
         self.lines_changed: set[int] | None = None  # what trace_lines changed in the list it returned before
         self.values: dict[Path, ValueWindow] = {}  # binding values the last live delta read (take_value)
@@ -288,7 +294,7 @@ class ExplorerModel:
         if run is None or run.status is not RunStatus.FAILED or self.opened_on_failure == run.path:
             return None
         history = self.nav.history
-        index = history.first_failure() if history is not None else None
+        index = self.failure_event()
         if history is None or index is None:
             return None
         self.opened_on_failure = run.path
@@ -308,10 +314,16 @@ class ExplorerModel:
         for event in reversed(self.nav.events[: self.nav.position + 1]):
             if event.kind is not EventKind.BINDING_WRITTEN:
                 continue
-            for b in view.bindings:
-                stem = b.path.stem
-                if b.exists and (event.name in (b.name, stem) or (stem and stem in event.text)):
-                    return b
+            written = [b for b in view.bindings if b.exists]
+            # the file the event names (parts__3.md), then the name in the event's scope, then the name:
+            # scoped bindings share a name (issue 28: pass 1's parts shown where pass 3's was just written)
+            for found in (next((b for b in written if f"/{b.path.name}" in event.text), None),
+                          next((b for b in written if event.name in (b.name, b.path.stem)
+                                and b.execution_id == event.execution_id), None),
+                          next((b for b in written if event.name in (b.name, b.path.stem)
+                                or (b.path.stem and b.path.stem in event.text)), None)):
+                if found is not None:
+                    return found
         return None
 
     # -- the trace ---------------------------------------------------------------------------------
@@ -339,16 +351,97 @@ class ExplorerModel:
         elif lines is not view.trace:
             changed = None
         marked, self.lines_changed = self._marks.apply(lines, view, changed)
+        marked, self.lines_changed = self._mark_failure(marked, view, self.lines_changed)
         return marked
+
+    # -- the run's failures (one model: model.failure, events placed by history.failure_events) ----
+    def failures(self) -> list[Failure]:
+        """The run's failed attempts in history order, each with its event in the shown
+        history; computed once per run read and history length."""
+        run, history = self.run, self.nav.history
+        if run is None:
+            return []
+        key = (id(run), id(history), len(history.events) if history is not None else -1, run.status)
+        if self._failures[0] != key:
+            try:
+                found = failure_events(run, history) if history is not None else run_failures(run)
+            except Exception:  # a failure that cannot be explained must not stop the run showing
+                found = []
+            self._failures = (key, found)
+        return self._failures[1]
+
+    def failure_event(self) -> int | None:
+        """Where ``!`` goes and a failed run opens: the history's first failure nothing
+        retried (``History.first_failure``), else the model's failure that ended the run,
+        else its first failed attempt (one a later attempt recovered: a Reactor node that
+        rendered again); ``None`` for a run with none."""
+        run, history = self.run, self.nav.history
+        if run is None or history is None:
+            return None
+        first = history.first_failure()
+        if first is not None:
+            return first
+        found = self.failures()
+        failure = ending(run, found) or (found[0] if found else None)
+        return failure.event if failure is not None else None
+
+    def _failure_as_of_cursor(self, view: Run) -> Failure | None:
+        if view.status is not RunStatus.FAILED or self.run is None:
+            return None
+        found = self.failures()
+        if self.nav.live:
+            return ending(self.run, found)
+        here = self.nav.position
+        return next((f for f in reversed(found) if f.event is not None and f.event <= here), None)
+
+    def _mark_failure(self, lines: list[TraceLine], view: Run,
+                      changed: set[int] | None) -> tuple[list[TraceLine], set[int] | None]:
+        """The line the run's failure is on, marked ✗ with the first line of its error (a
+        statement left ``RETRYING (attempt 3/3)`` under ``status: failed`` is the failure),
+        as of the cursor; sets ``failure_shown``. ``lines`` itself when there is none."""
+        self.failure_shown = None
+        failure = self._failure_as_of_cursor(view)
+        if failure is None or failure.line is None or self.unmatched(failure.line):
+            return lines, changed
+        shown = self.line_of.get(failure.line, failure.line)
+        index = next((i for i, t in enumerate(lines) if t.line == shown), None)
+        if index is None:
+            return lines, changed
+        self.failure_shown = shown
+        t = lines[index]
+        words = first_line(failure.error, 160)
+        attempt = f" (attempt {failure.attempt})" if failure.attempt else ""
+        if t.state is StatementState.FAILED:  # already ✗ with the VM's own words
+            return lines, changed
+        note = f"✗ failed{attempt}" + (f": {words}" if words else "")
+        out = list(lines)
+        out[index] = TraceLine(line=t.line, text=t.text, state=StatementState.FAILED, note=note, binding=t.binding,
+                               attempt=t.attempt, max_attempts=t.max_attempts, step=t.step, failure=t.failure)
+        return out, None
+
+    def failure_index(self, lines: list[TraceLine]) -> int:
+        """The index in ``lines`` a failed run's trace cursor rests on: the line its failure
+        is marked on, else ``failure_line``."""
+        if self.failure_shown is not None:
+            found = next((i for i, t in enumerate(lines) if t.line == self.failure_shown), None)
+            if found is not None:
+                return found
+        return failure_line(lines)
 
     def shown_line(self, line: int) -> int:
         """Trace line ``line`` numbered as the trace shows it: the program line a log line
         annotates while the program is shown, else ``line`` (one numbering everywhere)."""
         return self.line_of.get(line, line)
 
+    def unmatched(self, line: int) -> bool:
+        """While the program is shown: log line ``line`` was matched to no program statement."""
+        return bool(self.line_of) and line not in self.line_of
+
     def trace_index(self, line: int, lines: list[TraceLine]) -> int | None:
         """The index in ``lines`` (as shown) of trace line ``line``; a log line number while
         the program is shown means the program line it annotates. ``None``: not shown (yet)."""
+        if self.unmatched(line):
+            return None  # not the program line that happens to have its number
         line = self.line_of.get(line, line)
         return next((i for i, t in enumerate(lines) if t.line == line), None)
 
@@ -466,7 +559,26 @@ class ExplorerModel:
         return Moved(found is not None, f"No {'later' if forward else 'earlier'} failure or retry")
 
     def first_failure(self) -> Moved:
-        return Moved(self.nav.first_failure() is not None, "This run has no failure")
+        """``!``: the cursor on the run's failure (``failure_event``). Moved also when the
+        cursor was already there: the screen shows the failure either way
+        (``failure_at_cursor``)."""
+        index = self.failure_event()
+        return Moved(index is not None and self.nav.move_to(index), "This run has no failure")
+
+    def failure_at_cursor(self) -> FailureContext | None:
+        """What the failure at the cursor's event had around it (live: at the last event),
+        whatever kind of event the model placed it on; ``None`` without one."""
+        run, history = self.run, self.nav.history
+        if run is None or history is None or not history.events:
+            return None
+        index = self.nav.position
+        if not any(f.event == index for f in self.failures()) and history.events[index].kind not in (
+                EventKind.STATEMENT_FAILED, EventKind.RUN_ERRORED, EventKind.RECEIPT_FAILED):
+            return None
+        try:
+            return failure_context(run, history, index)
+        except Exception:  # a failure that cannot be explained must not stop the explorer
+            return None
 
     def failure_here(self) -> FailureContext | None:
         return self.nav.failure_here(self.run) if self.run is not None else None
@@ -530,3 +642,15 @@ class _Clock:
             out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
             self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
         return self.sorted
+
+
+def trace_as_shown(run: Run, at: int | None = None, journal: Journal | None = None) -> list[TraceLine]:
+    """The trace the explorer shows for ``run`` as of event ``at`` (``None``: live): an
+    event-log run's program annotated from its log, failed bindings and the run's failure
+    marked. What an export carries, so it marks what the explorer marks (issue 28)."""
+    model = ExplorerModel(journal)
+    model.touch(run, None)
+    model.load_history()
+    if at is not None:
+        model.nav.move_to(at)
+    return model.trace_lines()

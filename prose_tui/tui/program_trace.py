@@ -21,6 +21,10 @@ from prose_tui.model import Binding, Run, TraceLine, assigned_name
 
 _LOG_STEP = re.compile(r"^\s*(?P<step>\d+[a-z]?)\s*→\s*(?P<body>.*)$")
 _LOG_NAME = re.compile(r"^(?:block:)?(?P<name>[A-Za-z_][\w-]*)")
+# a program line that decides: ``if **cond**:``, ``gate **cond**:``, ``gate name:``
+_GATE_LINE = re.compile(r"^(?:if\b|if\*\*|gate\b)")
+# a gate step in the log: ``gate ✗ rejected``, ``gate:ship ✓ approved``, ``gate **cond** ✓``
+_GATE_STEP = re.compile(r"^gate\b\s*(?::\s*(?P<name>[\w.-]+))?\s*(?:\*\*(?P<cond>.+?)\*\*)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,7 @@ class ProgramAnnotator:
                 self._assigns.setdefault(name, i)
         stripped = [text.strip() for text in self.source]
         self._parallels = [i for i, text in enumerate(stripped) if text.startswith("parallel")]
-        self._gates = [i for i, text in enumerate(stripped) if text.startswith(("if ", "if**"))]
+        self._gates = [i for i, text in enumerate(stripped) if _GATE_LINE.match(text)]
         self._stripped = stripped
         self._calls_to: dict[str, int | None] = {}
         self._reset()
@@ -134,6 +138,20 @@ class ProgramAnnotator:
             self._calls_to[name] = next((i for i, s in enumerate(self._stripped) if s.startswith(prefix)), None)
         return self._calls_to[name]
 
+    def _gate_line(self, name: str | None, cond: str | None) -> int | None:
+        """The program gate a log's gate step executed: the one with its condition
+        (``**all e2e tests pass**``) or its name (``gate:ship`` → ``gate ship:``), else the
+        next decision (``gate``, ``if``) after the last step mapped."""
+        for wanted in (f"**{cond.strip()}**" if cond else None, name):
+            if not wanted:
+                continue
+            found = [i for i in self._gates if wanted in self._stripped[i]]
+            if found:
+                after = [i for i in found if i > self.last]
+                return (after or found)[0]
+        at = bisect_left(self._gates, max(0, self.last))
+        return self._gates[at] if at < len(self._gates) else None
+
     def _map(self, start: int) -> set[int]:
         """Map and fold in the log lines from ``start``; returns the program lines touched."""
         log = self.log or []
@@ -173,9 +191,8 @@ class ProgramAnnotator:
         if body.startswith("retry:"):
             previous = self.line_of.get(previous_step)
             return previous - 1 if previous is not None else None
-        if body.startswith("gate:"):  # a gate is the next condition after the last step
-            at = bisect_left(self._gates, max(0, self.last))
-            return self._gates[at] if at < len(self._gates) else None
+        if (gate := _GATE_STEP.match(body)) is not None:
+            return self._gate_line(gate.group("name"), gate.group("cond"))
         nm = _LOG_NAME.match(body)
         if not nm:
             return None

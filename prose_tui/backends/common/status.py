@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import overload
 
 from prose_tui.model import Run, RunStatus, StatementState, TraceLine, assigned_name
+from prose_tui.model.failure import first_line, recorded_errors, statement_failures
 
 DEFAULT_STALE_AFTER = 30 * 60.0
 # Seconds a writer's clock may run ahead of ours (NTP drift, a VM's rounded "now") before a
@@ -184,7 +185,7 @@ def infer_status(
     if written and _DONE.match(written):
         return RunStatus.COMPLETED, f"the header says status: {written}"
     if written and _FAILED.match(written):
-        return RunStatus.FAILED, f"the header says status: {written}"
+        return RunStatus.FAILED, f"the header says status: {written}{_naming_error(run)}"
     if written and _STOPPED.match(written):
         return RunStatus.INTERRUPTED, f"the header says status: {written}"
 
@@ -241,6 +242,18 @@ def infer_status(
     if stale:
         return RunStatus.INTERRUPTED, f"no statement is executing and some are not complete; last change {age_text}"
     return RunStatus.RUNNING, f"between statements; last change {age_text}"
+
+
+def _naming_error(run: Run) -> str:
+    """``": {error}"`` for a run whose header says it failed: the errors it recorded (front
+    matter ``error:``, ``## Error`` sections, ``__error.md``), else its last failed
+    statement's words, each by its first line (issue 28); ``""`` when it recorded none."""
+    errors = recorded_errors(run)
+    if not errors:
+        last = next((f for f in reversed(statement_failures(run)) if not f.recovered), None)
+        errors = [last.error] if last is not None and last.error else []
+    words = " — ".join(w for w in (first_line(e) for e in errors) if w)
+    return f": {words}" if words else ""
 
 
 def _final_failure(run: Run, superseded: set[int]) -> TraceLine | None:

@@ -46,6 +46,7 @@ from prose_tui.backends.filesystem.snapshot import (
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
+from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 
 STATE_FILES = ("state.md", "vm.log.md")
@@ -174,9 +175,20 @@ def load_run(
 # -- openprose 0.15 skill runs: kept apart in skill.py; these two calls are the whole hook ----
 
 def _skill_hook(run: Run, run_dir: Path, *, summary: bool = False) -> None:
-    """World model, receipts, nodes and compiled intent of a 0.15 skill run (skill.py)."""
+    """World model, receipts, nodes and compiled intent of a 0.15 skill run (skill.py);
+    for an earlier ``vm.log.md`` run (0.12-0.14) that says it failed, its
+    ``workspace/{node}/__error.md`` files as ``Error: {node}`` sections, as a skill run has."""
     if is_skill_run(run_dir):
         apply_skill(run, run_dir, summary=summary)
+    elif run.format in (RunFormat.VM_LOG, RunFormat.CONTRACT) and _says_failed(run):
+        for node in error_nodes(run_dir):
+            if (err := read_error(run_dir, node)) is not None and err.text.strip():
+                run.sections.append(Section(f"Error: {node} (workspace/{node}/__error.md)", err.text.strip()))
+
+
+def _says_failed(run: Run) -> bool:
+    status = (run.header.get("status") or "").strip().lower()
+    return run.error_marker is not None or "error" in run.header or status.startswith(("fail", "error", "abort"))
 
 
 def _skill_status(run: Run) -> None:
@@ -244,7 +256,7 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
     if run.program is None and run.program_path is not None:
         run.program = run.program_path.name
     if run.started is None:
-        run.started = run_id_time(run.id)
+        run.started = _id_time_as_logged(run)
     if run.updated is None and run.state_mtime:
         mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc)
         # A file a day newer than the run's own start time was copied or cloned, not written
@@ -254,6 +266,24 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             run.updated = mtime
     distrust_future_time(run, now)
     return run, snapshot
+
+
+def _id_time_as_logged(run: Run) -> datetime | None:
+    """The start a run id encodes (``YYYYMMDD-HHMMSS``), read in the UTC offset the run's
+    own log stamps carry (a ``---error 2026-02-13T11:48:13-05:00`` line: the VM's clock is
+    at -05:00, so is the id it named the run by), and never after the run's first stamped
+    event: a run does not end before it starts (issue 28). UTC when no stamp has an offset."""
+    started = run_id_time(run.id)
+    if started is None:
+        return None
+    stamps = [e.time for e in run.events if e.time is not None]
+    zoned = next((t for t in stamps if t.tzinfo is not None), None)
+    if zoned is not None and zoned.utcoffset():
+        started = started.replace(tzinfo=zoned.tzinfo)
+    first = min((as_utc(t) for t in stamps), default=None)
+    if first is not None and as_utc(started) > first:
+        return first
+    return started
 
 
 def distrust_future_time(run: Run, now: datetime | None) -> None:

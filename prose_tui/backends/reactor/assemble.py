@@ -17,7 +17,7 @@ from pathlib import Path
 
 from prose_tui.backends.common.bindings import outside_binding
 from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
-from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, distrust_future, human_age, last_change
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, human_age
 from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.reactor.frames import Published, read_frame, read_published
@@ -26,7 +26,6 @@ from prose_tui.backends.reactor.layout import (
     WORLD_MODELS,
     node_dir_name,
     node_of_dir,
-    topology_path,
 )
 from prose_tui.backends.reactor.ledger import Cursor, Parsed, short
 from prose_tui.backends.reactor.topology import Topology, order
@@ -105,11 +104,7 @@ def build(state_dir: Path, config: Path | None, topology: Topology, cursor: Curs
     run.state_file = state_dir / RECEIPTS
     run.program_path = config
     run.program = config.name if config else f"compile/topology.json ({len(topology.nodes)} nodes)"
-    run.state_mtime = _mtime(run.state_file)
-    run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc) if run.state_mtime else None
-    # No receipt carries a time: the compile (or, if later, the first ledger write) is the start.
-    started = min((t for t in (_mtime(topology_path(state_dir)), run.state_mtime) if t is not None), default=None)
-    run.started = datetime.fromtimestamp(started, timezone.utc) if started else None
+    run.state_mtime = _mtime(run.state_file)  # to notice a change, never as the run's time
     run.warnings.extend(warnings)
 
     state.phantoms = set(topology.phantoms())
@@ -385,13 +380,23 @@ def set_cost(run: Run) -> None:
     run.sections = [s for s in run.sections if s.title != "Cost"] + [section]
 
 
+def set_times(run: Run) -> None:
+    """The run's start and last change from its receipts' own times (the first and the last
+    receipt that carries one), else ``None`` (unknown): never the files' times, which a copy
+    or a clone makes new (issue 28). reactor.md's receipts carry no time of their own."""
+    times = [r.time for r in run.receipts if r.time is not None]
+    run.started = min(times) if times else None
+    run.updated = max(times) if times else None
+
+
 def set_status(run: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
                observed: datetime | None = None) -> None:
-    """Failed when the last receipt of any node failed; running while receipts arrive (the
-    ledger changed within ``stale_after`` seconds); completed (quiescent) otherwise. A
-    ledger file time in the future is a warning, not a ledger that just changed."""
+    """Failed when the last receipt of any node failed; running while receipts arrive (seen
+    arriving live within ``stale_after`` seconds, ``observed``, or the last receipt's own
+    time that recent); completed (quiescent) otherwise. Never by the ledger file's time:
+    a ledger copied or cloned a minute ago is not receiving receipts (issue 28)."""
     now = now or datetime.now(timezone.utc)
-    distrust_future(run, now, source=f"{run.state_file.name if run.state_file else 'the ledger'}'s time")
+    set_times(run)
     failing = [n for n in run.nodes if n.status == "failed"]
     earlier = sum(1 for r in run.receipts if r.status == "failed") - len(failing)
     if failing:
@@ -402,9 +407,10 @@ def set_status(run: Run, *, now: datetime | None = None, stale_after: float = DE
         run.status, run.status_reason = RunStatus.FAILED, (
             f"the last receipt of {first.name}{where} failed: {first.failure_reason}{more}")
         return
-    changed, evidence = last_change(run, now, observed)
+    changed, evidence = (observed, "seen live") if observed is not None else (
+        (run.updated, "per the receipt's own time") if run.updated is not None else (None, ""))
     age = (now - changed).total_seconds() if changed else None
-    age_text = f"{human_age(age)} ago, {evidence}" if age is not None else "at an unknown time"
+    age_text = f"{human_age(age)} ago, {evidence}" if age is not None else "at an unknown time (receipts carry no time)"
     count = len(run.receipts)
     if count == 0:
         if age is not None and age <= stale_after:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -122,7 +122,6 @@ class ReactorBackend:
                 run.header["receipts"] = str(len(run.receipts))
                 sec, nsec = divmod(state.cursor.mtime_ns, 10**9)
                 run.state_mtime = sec + nsec * 1e-9  # as os.stat's st_mtime: the same float open() gives
-                run.updated = datetime.fromtimestamp(run.state_mtime, timezone.utc)
                 set_cost(run)
         if state.state_dir / "registry.json" in paths:
             set_registry_section(run, state.state_dir)

@@ -509,7 +509,13 @@ class ExplorerScreen(Screen[None]):
         self._history(lambda: self.model.problem(forward))
 
     def action_history_first_failure(self) -> None:
-        self._history(self.model.first_failure)
+        """``!``: the run's failure, its report in the value pane and its statement under the
+        trace cursor, also when the cursor was already on it (or it is the last event)."""
+        self.panes.remember_live()
+        moved = self.model.first_failure()
+        self._moved(moved)
+        if moved.moved and (ctx := self.model.failure_at_cursor()) is not None:
+            self.panes.failure(ctx, bring_up=True)
 
     # -- the feed: reads and live changes ------------------------------------------------------------
     def runs_read(self, *, first: bool) -> None:

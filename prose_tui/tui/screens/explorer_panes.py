@@ -24,7 +24,7 @@ from prose_tui.history import FailureContext
 from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Binding, Frame, Run, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, LivePlace, failure_line, when_text
+from prose_tui.tui.explorer_model import ExplorerModel, LivePlace, when_text
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -88,7 +88,7 @@ class Panes:
             trace.set_following(touch.follow)
         self.refresh(only_bindings=touch.only_bindings)
         if touch.failed:
-            trace.move_cursor(failure_line(trace.lines))
+            trace.move_cursor(model.failure_index(trace.lines))
         target = viewer.target
         change = model.value_after(touch, changed, target.path if target is not None else None)
         # A binding the live worker read with the change is shown without reading it here.
@@ -382,7 +382,8 @@ class Panes:
             statement = (shown, text)
         self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}",
                                        text=failure_markdown(ctx, failures, statement=statement)))
-        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line)
+        shown = ctx.statement is None or self.show_trace_line(ctx.statement.line) or self.model.unmatched(
+            ctx.statement.line)  # a log line no program statement matched: the report quotes it, as logged
         if bring_up:
             self.screen.bring_up(VALUE)
         return shown

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from prose_tui.history.exporting import default_filename, export_text, write_export
+from prose_tui.tui.explorer_model import trace_as_shown
 from prose_tui.tui.screens.confirm import ConfirmScreen
 from prose_tui.tui.served import is_read_only, refuse_if_read_only
 
@@ -124,10 +125,11 @@ def _start(app: App, explorer, fmt: str, at: int | None, target: Path | None, *,
             full = run if detailed else open_run(run.path, now=workspace.clock(), stale_after=workspace.stale_after)
             events = history if history is not None else history_of(full, journal=journal)
             index = at if at is not None and at < len(events.events) else None
+            trace = trace_as_shown(full, index, journal) if fmt != "json" else None  # the marks the trace shows
             if download:
-                text = export_text(full, events, fmt, index)
+                text = export_text(full, events, fmt, index, trace)
             else:
-                path = write_export(full, events, fmt, index, target)
+                path = write_export(full, events, fmt, index, target, trace)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message, never a traceback
             app.call_from_thread(app.notify, f"Export failed: {exc}", title="Export", severity="error", markup=False)
             return

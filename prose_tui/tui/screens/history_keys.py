@@ -16,7 +16,7 @@ HISTORY_BINDINGS = keyed([
     Binding("right_curly_bracket", "history_live", "Back to live (last event)", show=False),
     Binding("x", "history_problem(True)", "Next failure or retry", show=False),
     Binding("X", "history_problem(False)", "Previous failure or retry", show=False),
-    Binding("exclamation_mark", "history_first_failure", "First failure", show=False),
+    Binding("exclamation_mark", "history_first_failure", "The failure: what ended the run, else the first", show=False),
 ])
 
 
@@ -29,9 +29,13 @@ def failure_markdown(ctx: FailureContext, failures: list[str] | None = None,
     program line, not its log line); the log line it failed on is quoted below it."""
     when = f" at {ctx.event.time:%Y-%m-%d %H:%M:%S}" if ctx.event.time else ""
     lines = [f"# Failure: event {ctx.event.seq}{when}", ""]
+    if ctx.recovered:
+        lines += ["**Recovered:** a later attempt of the same statement completed; the run went on.", ""]
     if ctx.statement is not None:
         line, text = statement or (ctx.statement.line, ctx.statement.text.strip())
         lines += [f"**Statement** (trace line {line}):", "", f"    {text}", ""]
+        if ctx.attempt:
+            lines += [f"**Attempt:** {ctx.attempt}", ""]
         if text != ctx.statement.text.strip():
             lines += [f"logged as `{ctx.statement.text.strip()}`", ""]
     error = ctx.error
