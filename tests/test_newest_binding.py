@@ -85,3 +85,50 @@ async def test_the_bindings_tree_lists_s2_before_s10_also_when_s10_arrives_later
         tree.show(run_with("s10", "s1", "s2", "s3", "s11"))  # live: new leaves go in their place
         await pilot.pause()
         assert listed(tree) == ["s1", "s2", "s3", "s10", "s11"]
+
+
+def test_show_json_names_the_binding_the_run_wrote_last_after_a_clone(tmp_path, capsys):
+    import json
+
+    from prose_tui.headless.cli import main
+
+    clone = _cloned_demo(tmp_path)
+    assert main(["show", "--json", str(clone)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["newest_binding"]["name"] == "notes"
+
+
+CONTRACT_RUN = Path("/work/shared/corpus/real/eksno__nix-config/.prose/runs/20260417-152853-710f25")
+
+
+def test_an_event_log_contract_run_places_each_service_binding_at_its_statement(tmp_path):
+    """``10-> test-cycle (verify) ✓`` is the last statement that wrote a binding
+    (``bindings/test-cycle/result.md``), though the caller's request file is touched last."""
+    import pytest
+
+    if not CONTRACT_RUN.is_dir():
+        pytest.skip(f"corpus run absent: {CONTRACT_RUN}")
+    clone = tmp_path / CONTRACT_RUN.name
+    shutil.copytree(CONTRACT_RUN, clone)
+    os.utime(clone / "bindings" / "caller" / "request.md", (2_000_000_000, 2_000_000_000))
+    model = ExplorerModel()
+    model.touch(open_run(clone), None)
+    newest = model.newest_binding_now()
+    assert newest is not None and (newest.service, newest.name) == ("test-cycle", "result")
+
+
+async def test_the_strip_on_screen_shows_the_last_write_of_a_cloned_run(tmp_path):
+    from app_helpers import make_app, ready, wait_until
+
+    from prose_tui.tui.widgets.context_strip import ContextStrip
+
+    clone = _cloned_demo(tmp_path)
+    app = make_app(clone)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.loaded_run == clone and explorer.first_read_done,
+                         what="the full read of the cloned run")
+        await pilot.pause()
+        said = explorer.query_one(ContextStrip).shown.plain
+        assert "notes" in said and "repo" not in said, said

@@ -159,6 +159,9 @@ def program_name(program: str | None) -> str:
     return program.rstrip("/").rsplit("/", 1)[-1]
 
 
+_STATEMENT_ENDS = (EventKind.STATEMENT_COMPLETED, EventKind.STATEMENT_FAILED)
+
+
 def binding_of_event(event: Event, bindings: list[Binding]) -> Binding | None:
     """The existing binding a ``binding_written`` ``event`` wrote: the file its text names
     (``wrote bindings/parts__3.md``), then its name within the event's execution id, then its
@@ -177,7 +180,8 @@ def binding_of_event(event: Event, bindings: list[Binding]) -> Binding | None:
 def write_order(run: Run) -> dict[int, int]:
     """Where each binding (by its index in ``run.bindings``) comes in the order the run wrote
     them, as the run records it: its latest ``binding_written`` event in ``run.events``
-    (event logs, SQLite/PostgreSQL), else the last entered trace line whose ``-->``
+    (SQLite/PostgreSQL, journals) or the latest completed or failed statement named like it
+    or its contract service (event logs), else the last entered trace line whose ``-->``
     annotation names its file (``state.md`` is written in execution order). Bindings the run
     does not place are absent. File times are no evidence: a copy or clone scrambles them."""
     index = {id(b): i for i, b in enumerate(run.bindings)}
@@ -187,6 +191,11 @@ def write_order(run: Run) -> dict[int, int]:
             found = binding_of_event(event, run.bindings)
             if found is not None:
                 order[index[id(found)]] = n
+        elif event.kind in _STATEMENT_ENDS and event.name:
+            # an event log's "5-> linus ✓" wrote bindings/linus/*.md (a contract's service) or `linus`
+            for i, b in enumerate(run.bindings):
+                if b.service == event.name or (b.name == event.name and event.execution_id in (None, b.execution_id)):
+                    order[i] = n
     if order:
         return order
     by_rel: dict[str, int] = {}
