@@ -185,6 +185,10 @@ def write_order(run: Run) -> dict[int, int]:
     annotation names its file (``state.md`` is written in execution order). Bindings the run
     does not place are absent. File times are no evidence: a copy or clone scrambles them."""
     index = {id(b): i for i, b in enumerate(run.bindings)}
+    named: dict[str, list[int]] = {}  # a binding's name and its contract service -> its indexes
+    for i, b in enumerate(run.bindings):
+        for key in {b.name, b.service or b.name}:
+            named.setdefault(key, []).append(i)
     order: dict[int, int] = {}
     for n, event in enumerate(run.events):
         if event.kind is EventKind.BINDING_WRITTEN:
@@ -193,8 +197,9 @@ def write_order(run: Run) -> dict[int, int]:
                 order[index[id(found)]] = n
         elif event.kind in _STATEMENT_ENDS and event.name:
             # an event log's "5-> linus ✓" wrote bindings/linus/*.md (a contract's service) or `linus`
-            for i, b in enumerate(run.bindings):
-                if b.service == event.name or (b.name == event.name and event.execution_id in (None, b.execution_id)):
+            for i in named.get(event.name, ()):
+                b = run.bindings[i]
+                if b.service == event.name or event.execution_id in (None, b.execution_id):
                     order[i] = n
     if order:
         return order
