@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key ordering digit runs by value: ``s2`` before ``s10``, ``parts__2`` before
+    ``parts__10``; letters compare case-folded. Parts are tagged so a number and a word at
+    the same place compare (a number first) instead of raising ``TypeError``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part.casefold())
+                 for part in _DIGITS.split(text) if part)
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from .event import Event
 from .failure import Failure, ending, run_failures
 from .frame import Frame
 from .node import Node, Receipt
-from .run import Run
+from .run import Run, newest_binding
 from .statement import TraceLine
 
 
@@ -177,6 +177,8 @@ def run_detail(run: Run, failures: list[Failure] | None = None) -> dict[str, Any
         "header": run.header,
         "trace": [trace_line(t) for t in run.trace],
         "bindings": [binding(b) for b in run.bindings],
+        # the binding the run wrote last by its own record (trace, events, execution ids), not file times
+        "newest_binding": binding(newest) if (newest := newest_binding(run)) is not None else None,
         "agents": [agent(a) for a in run.agents],
         "call_stack": [frame(f) for f in run.call_stack],
         "active_constructs": [{"title": c.title, "items": c.items} for c in run.constructs],

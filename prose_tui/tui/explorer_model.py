@@ -53,6 +53,7 @@ from prose_tui.model import (
     run_failures,
 )
 from prose_tui.model.failure import first_line
+from prose_tui.model.run import binding_of_event, newest_binding
 from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.tui.navigator import HistoryNavigator
 from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
@@ -148,15 +149,6 @@ def failure_line(lines: list[TraceLine]) -> int:
     """The index a failed run's trace cursor rests on until (or without) its failure event
     in the history: the first line marked failed, else the last line (0 for no lines)."""
     return next((i for i, t in enumerate(lines) if t.state is StatementState.FAILED), max(0, len(lines) - 1))
-
-
-def newest_binding(run: Run, changed: set[Path] | None = None) -> Binding | None:
-    """The most recently written readable binding (among ``changed`` when given)."""
-    candidates = [b for b in run.bindings if b.exists and not b.encrypted and b.mtime is not None
-                  and (changed is None or b.path in changed)]
-    if not candidates:
-        return None
-    return max(candidates, key=lambda b: (b.mtime or 0.0, b.name))
 
 
 class ExplorerModel:
@@ -304,8 +296,9 @@ class ExplorerModel:
             return None
 
     def newest_binding_now(self) -> Binding | None:
-        """The binding written last as of the cursor: live, the newest file; at a past event,
-        the one the latest ``binding_written`` event up to it names (file times are of now)."""
+        """The binding written last as of the cursor: live, the one the run wrote last
+        (``model.run.newest_binding``: its record, not file times, which a clone scrambles); at a
+        past event, the one the latest ``binding_written`` event up to it names."""
         view = self.view()
         if view is None:
             return None
@@ -314,16 +307,9 @@ class ExplorerModel:
         for event in reversed(self.nav.events[: self.nav.position + 1]):
             if event.kind is not EventKind.BINDING_WRITTEN:
                 continue
-            written = [b for b in view.bindings if b.exists]
-            # the file the event names (parts__3.md), then the name in the event's scope, then the name:
-            # scoped bindings share a name (issue 28: pass 1's parts shown where pass 3's was just written)
-            for found in (next((b for b in written if f"/{b.path.name}" in event.text), None),
-                          next((b for b in written if event.name in (b.name, b.path.stem)
-                                and b.execution_id == event.execution_id), None),
-                          next((b for b in written if event.name in (b.name, b.path.stem)
-                                or (b.path.stem and b.path.stem in event.text)), None)):
-                if found is not None:
-                    return found
+            found = binding_of_event(event, view.bindings)
+            if found is not None:
+                return found
         return None
 
     # -- the trace ---------------------------------------------------------------------------------
@@ -467,8 +453,7 @@ class ExplorerModel:
         view = self.view()
         if view is None:
             return None
-        scoped = [b for b in view.bindings if b.execution_id == frame.execution_id and b.exists]
-        newest = max(scoped, key=lambda b: (b.mtime or 0.0, b.name)) if scoped else None
+        newest = newest_binding(view, where=lambda b: b.execution_id == frame.execution_id)
         block = next((t for t in view.trace if t.text.strip().startswith(f"block {frame.block}")), None)
         return newest, block
 

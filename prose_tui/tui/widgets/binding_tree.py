@@ -17,6 +17,7 @@ from textual.widgets.tree import NodeID, TreeNode
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.model import Run
+from prose_tui.model.binding import natural_key
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
 
@@ -77,7 +78,7 @@ class BindingTree(Tree[Target]):
         # scope group's node and its members' names in order, each agent's node.
         self._bindings_node: TreeNode[Target] | None = None
         self._groups: dict[str, TreeNode[Target]] = {}
-        self._members: dict[str, list[str]] = {}
+        self._members: dict[str, list[tuple[tuple[int, int | str], ...]]] = {}  # natural_key of each name, in order
         self._pages: dict[str, list[TreeNode[Target]]] = {}  # a paged group's pages, in order
         self._group_keys: list[tuple] = []
         self._agent_nodes: list[TreeNode[Target]] = []
@@ -157,7 +158,7 @@ class BindingTree(Tree[Target]):
         for b in new_bindings:  # a paged group takes new names after its last one only
             group = f"service {b.service}" if b.service else b.scope
             names = self._members.get(group, [])
-            if group in self._pages and names and b.name < names[-1]:
+            if group in self._pages and names and natural_key(b.name) < names[-1]:
                 return False
         if any(g not in self._pages and len(self._members.get(g, ())) + n > PAGE for g, n in counts.items()):
             return False  # the group would be paged: rebuild
@@ -184,8 +185,8 @@ class BindingTree(Tree[Target]):
             self._groups[group] = node
             self._members[group] = []
         names = self._members[group]
-        at = bisect_right(names, b.name)
-        names.insert(at, b.name)
+        at = bisect_right(names, natural_key(b.name))
+        names.insert(at, natural_key(b.name))
         leaf = (_binding_label(b), binding_target(b, run))
         pages = self._pages.get(group)
         if pages is None:
@@ -256,12 +257,12 @@ class BindingTree(Tree[Target]):
             group = f"service {b.service}" if b.service else b.scope
             groups.setdefault(group, []).append(b)
         for group in sorted(groups, key=lambda g: (g != "root", _eid(g), g)):
-            members = sorted(groups[group], key=lambda b: b.name)
+            members = sorted(groups[group], key=lambda b: natural_key(b.name))  # s2 before s10
             node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
                                 expand=group == "root" or group in expanded or len(groups) <= 3)
             if top:
                 self._groups[group] = node
-                self._members[group] = [b.name for b in members]
+                self._members[group] = [natural_key(b.name) for b in members]
                 self._group_keys.append((group != "root", _eid(group), group))
             leaves: list[tuple[Text, Target | None]] = [(_binding_label(b), binding_target(b, run)) for b in members]
             if len(leaves) <= PAGE:
