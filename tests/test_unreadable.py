@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from app_helpers import make_app, wait_until
 from as_a_user import CANNOT_DROP
-from test_hostile import SIZE, make_run, screen_text, state_md
-from test_live_faults import head_text, reads_as_a_user  # noqa: F401  (a fixture)
+from test_hostile import RUN_ID, SIZE, make_run, screen_text, state_md, watched
+from test_live_faults import head_text, reads_as_a_user, trace_text, writer  # noqa: F401  (a fixture)
 
 from prose_tui.tui.widgets.run_list import RunList
 
@@ -104,7 +104,7 @@ async def test_the_tui_lists_and_heads_an_unreadable_run_as_unreadable(project, 
                          what="all three runs in the list")
         shown = {r.id: r for r in run_list.runs}
         assert shown[NO_STATE].status == "unreadable" and shown[NO_FOLDER].status == "unreadable"
-        await wait_until(pilot, lambda: screen_text(app).count("⊘") >= 2, what="the rows marked unreadable (⊘)")
+        await wait_until(pilot, lambda: screen_text(app).count("! 20260301-1") >= 2, what="the rows marked unreadable (!)")
         for run_id, reason in ((NO_STATE, "cannot read state.md"), (NO_FOLDER, "cannot read the run folder")):
             run_list.select_path(project / ".prose" / "runs" / run_id)
             await wait_until(pilot, lambda: app.explorer.current_run is not None and app.explorer.current_run.id == run_id,
@@ -112,3 +112,18 @@ async def test_the_tui_lists_and_heads_an_unreadable_run_as_unreadable(project, 
             await wait_until(pilot, lambda: "unreadable" in head_text(app) and reason in head_text(app),
                              what=f"{run_id}'s header to say unreadable and why")
             assert "running" not in head_text(app)
+
+
+async def test_a_state_md_unreadable_at_first_is_shown_once_it_can_be_read(tmp_path, reads_as_a_user):  # noqa: F811
+    run_dir = make_run(tmp_path, [], state=state_md(['session "first"  # (complete)', 'session "second"  # <-- EXECUTING']))
+    state = run_dir / "state.md"
+    os.chmod(state, 0)
+    app = make_app(run_dir, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await watched(pilot)
+        await wait_until(pilot, lambda: "unreadable" in head_text(app), what="the run shown as unreadable")
+        assert app.explorer.current_run.id == RUN_ID
+        writer("os.chmod(state, 0o644); os.utime(state)", state=state)  # the VM's file, readable again
+        await wait_until(pilot, lambda: "second" in trace_text(app), what="the state read")
+        await wait_until(pilot, lambda: "unreadable" not in head_text(app), what="unreadable to go")
+        assert app.explorer.current_run.read_problem is None

@@ -38,7 +38,7 @@ STATUS_BADGE: dict[RunStatus, tuple[str, str]] = {
     RunStatus.FAILED: ("✗ failed", "bold white on $error"),
     RunStatus.INTERRUPTED: ("◌ interrupted", "bold black on $warning"),
     RunStatus.UNKNOWN: ("? unknown", "dim"),
-    RunStatus.UNREADABLE: ("⊘ unreadable", "bold white on $error"),
+    RunStatus.UNREADABLE: ("! unreadable", "bold white on $error"),
 }
 
 STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {
@@ -47,7 +47,7 @@ STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {
     RunStatus.FAILED: ("✗", "$error"),
     RunStatus.INTERRUPTED: ("◌", "$warning"),
     RunStatus.UNKNOWN: ("?", "dim"),
-    RunStatus.UNREADABLE: ("⊘", "$error"),
+    RunStatus.UNREADABLE: ("!", "$error"),
 }
 
 KIND_GLYPH: dict[EventKind, tuple[str, str]] = {

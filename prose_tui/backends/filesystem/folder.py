@@ -165,6 +165,7 @@ def load_run(
     if (problem := folder_read_problem(run_dir)) is not None:
         run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
                   read_problem=problem, warnings=[f"cannot read the run folder: {problem}"])
+        run.started = _id_time_as_logged(run)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
         return run
     run, snapshot = _read_state(run_dir, tails, now, root)
