@@ -127,3 +127,22 @@ async def test_a_state_md_unreadable_at_first_is_shown_once_it_can_be_read(tmp_p
         await wait_until(pilot, lambda: "second" in trace_text(app), what="the state read")
         await wait_until(pilot, lambda: "unreadable" not in head_text(app), what="unreadable to go")
         assert app.explorer.current_run.read_problem is None
+
+
+def test_an_unreadable_run_folder_in_a_native_runs_folder_is_listed_not_a_failure(tmp_path):
+    """openprose-0.15 ``runs/`` at a repository's root: a child counts by its run-id name when
+    it cannot be looked into (before, listing the project failed with Permission denied)."""
+    runs = tmp_path / "runs"
+    running = state_md(['session "first"  # <-- EXECUTING'])
+    for run_id in (READABLE, NO_FOLDER):
+        (runs / run_id).mkdir(parents=True)
+        (runs / run_id / "state.md").write_text(running)
+    os.chmod(runs / NO_FOLDER, 0)
+    try:
+        done = cli("runs", "--json", str(tmp_path))
+    finally:
+        os.chmod(runs / NO_FOLDER, 0o755)
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in json.loads(done.stdout)}
+    assert rows[NO_FOLDER]["status"] == "unreadable" and "Permission denied" in rows[NO_FOLDER]["status_reason"]
+    assert rows[READABLE]["status"] != "unreadable"
