@@ -93,10 +93,15 @@ def is_prose_runs(folder: Path) -> bool:
 
 
 def is_native_run(folder: Path) -> bool:
-    """A run folder in a native ``runs/``: a run file, and a run-id name or an OpenProse-only file."""
-    if not is_run_dir(folder):
-        return False
-    return RUN_ID_RE.match(folder.name) is not None or any((folder / name).exists() for name in OPENPROSE_FILES)
+    """A run folder in a native ``runs/``: a run file, and a run-id name or an OpenProse-only file.
+    A folder that cannot be looked into (permission denied) counts when named by a run id: it
+    is listed, as unreadable, rather than left out."""
+    try:
+        if not is_run_dir(folder):
+            return False
+        return RUN_ID_RE.match(folder.name) is not None or any((folder / name).exists() for name in OPENPROSE_FILES)
+    except OSError:
+        return RUN_ID_RE.match(folder.name) is not None
 
 
 def is_reactor_state_dir(folder: Path) -> bool:

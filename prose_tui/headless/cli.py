@@ -48,7 +48,7 @@ from prose_tui.headless.targets import (
     target_argument,
 )
 from prose_tui.headless.usage import MAIN_EPILOG, decorate
-from prose_tui.model import Run
+from prose_tui.model import Run, RunStatus
 from prose_tui.model.serialize import run_detail, run_row
 from prose_tui.tui.config import LAYOUTS
 
@@ -180,6 +180,8 @@ def _show(args: argparse.Namespace) -> int:
     from prose_tui.history import Journal, events_json, failure_events, history_of, state_at
 
     run = open_target_run(args.path, args.stale_after)
+    if run.status is RunStatus.UNREADABLE:  # nothing was read: no report to print, and not a success
+        return _fail(f"{run.path}: unreadable: {run.status_reason}")
     history = history_of(run, journal=Journal())
     failures = None
     if args.at is not None:

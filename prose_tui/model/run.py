@@ -21,13 +21,16 @@ from prose_tui.model.statement import StatementState, TraceLine, executing_line
 
 
 class RunStatus(StrEnum):
-    """Where a run stands. ``interrupted`` is inferred, never written by a VM."""
+    """Where a run stands. ``interrupted`` is inferred, never written by a VM; ``unreadable``:
+    its state file or folder could not be read at all (permission denied, an I/O error), so
+    nothing is known of it (a live re-read that fails keeps the last good state instead)."""
 
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     UNKNOWN = "unknown"
+    UNREADABLE = "unreadable"
 
 
 class Backend(StrEnum):

@@ -38,6 +38,7 @@ STATUS_BADGE: dict[RunStatus, tuple[str, str]] = {
     RunStatus.FAILED: ("✗ failed", "bold white on $error"),
     RunStatus.INTERRUPTED: ("◌ interrupted", "bold black on $warning"),
     RunStatus.UNKNOWN: ("? unknown", "dim"),
+    RunStatus.UNREADABLE: ("! unreadable", "bold white on $error"),
 }
 
 STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {
@@ -46,6 +47,7 @@ STATUS_SHORT: dict[RunStatus, tuple[str, str]] = {
     RunStatus.FAILED: ("✗", "$error"),
     RunStatus.INTERRUPTED: ("◌", "$warning"),
     RunStatus.UNKNOWN: ("?", "dim"),
+    RunStatus.UNREADABLE: ("!", "$error"),
 }
 
 KIND_GLYPH: dict[EventKind, tuple[str, str]] = {

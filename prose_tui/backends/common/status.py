@@ -174,6 +174,9 @@ def infer_status(
     now = now or datetime.now(timezone.utc)
     if run.encrypted:
         return RunStatus.UNKNOWN, "state is SOPS-encrypted; nothing to read without the key"
+    if run.read_problem is not None and run.read_at is None:  # never read: nothing to infer from
+        what = run.state_file.name if run.state_file is not None else "the run folder"
+        return RunStatus.UNREADABLE, f"cannot read {what}: {run.read_problem}"
     if run.error_marker is not None:
         return RunStatus.FAILED, f"the log ends with {run.error_marker}"
     if run.end_marker is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.filesystem.folder import STATE_FILES, is_run_dir, load_run
+from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_problem, is_run_dir, load_run
 from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.tail import EventLogTail
 from prose_tui.backends.protocol import Value
@@ -39,7 +39,13 @@ class FilesystemBackend:
     def claims(self, path: Path) -> bool:
         if path.is_file():
             return path.name in STATE_FILES
-        return is_run_dir(path)
+        # A folder that cannot be listed may be a run: it is shown as unreadable, not left out.
+        try:
+            if is_run_dir(path):
+                return True
+        except OSError:
+            pass
+        return folder_read_problem(path) is not None
 
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:

@@ -70,6 +70,16 @@ def is_run_dir(path: Path) -> bool:
     return _RUN_ID.match(path.name) is not None and (path / "state" / "responsibilities").is_dir()
 
 
+def folder_read_problem(path: Path) -> str | None:
+    """Why the folder ``path`` cannot be listed ("Permission denied"), or ``None`` when it can."""
+    try:
+        with os.scandir(path) as entries:
+            next(entries, None)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def state_file_of(run_dir: Path) -> Path | None:
     """The run's state file: ``state.md``, else ``vm.log.md``, else ``None``."""
     for name in STATE_FILES:
@@ -144,11 +154,20 @@ def load_run(
     not read" and never read (backends/common/contained.py); ``run.root`` keeps it for the
     views, which read values later.
 
+    A folder that cannot be listed (permission denied) is a run with status ``unreadable``
+    and the reason, nothing else read.
+
     Raises ``FileNotFoundError`` only when ``run_dir`` is not a folder.
     """
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a folder")
     root = root or run_root(run_dir)
+    if (problem := folder_read_problem(run_dir)) is not None:
+        run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
+                  read_problem=problem, warnings=[f"cannot read the run folder: {problem}"])
+        run.started = _id_time_as_logged(run)
+        run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+        return run
     run, snapshot = _read_state(run_dir, tails, now, root)
     if summary:
         _skill_hook(run, run_dir, summary=True)
@@ -228,7 +247,9 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             run.warnings.append(f"cannot read {state_file.name}: {run.read_problem}")
         if cut:
             run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
-        if looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):
+        if st is None:
+            pass  # not read: nothing to parse (infer_status says "unreadable")
+        elif looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):
             run.encrypted = True
             run.format = RunFormat.ENCRYPTED
         elif state_file.name == "vm.log.md" or looks_like_event_log(text):
@@ -565,6 +586,8 @@ def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
     """
     if run.encrypted:
         return [], f"{run.state_file.name if run.state_file else 'state'} is SOPS-encrypted; nothing to show without the key"
+    if run.read_problem is not None and run.read_at is None:
+        return [], None  # never read (status "unreadable"): the run's warning says why, once
     if run.format is RunFormat.SQLITE:  # a database's bytes are never a trace; its rows are
         return [], f"no execution rows read from {run.state_file.name if run.state_file else 'state.db'}"
     for path, why in ((run.state_file, "no statements parsed from {name}; shown raw"),
