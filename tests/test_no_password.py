@@ -345,9 +345,7 @@ def test_record_url_prints_runs_as_they_appear_and_end(db, sources):
 def test_the_project_env_is_shown_without_its_secrets(tmp_path, capsys):
     """``.prose/.env`` (seeds/filesystem.md) is shown beside a run and reaches ``show --json``
     and every export, which users share: a project keeps its database URL and API keys there."""
-    from test_containment import RUN_ID, snapshot_run
-
-    from prose_tui.headless.cli import main
+    from test_containment import RUN_ID, outputs, snapshot_run
 
     run = snapshot_run(tmp_path)
     (tmp_path / "project" / ".prose" / ".env").write_text(
@@ -355,16 +353,9 @@ def test_the_project_env_is_shown_without_its_secrets(tmp_path, capsys):
         f"OPENPROSE_POSTGRES_URL=postgresql://viewer:{ENCODED}@db.example/team\n"
         "ANTHROPIC_API_KEY=sk-ant-0123456789abcdef\n"
         f"NOTE=reach postgresql://viewer:{ENCODED}@db.example/team\n", encoding="utf-8")
-    outputs = {}
-    for fmt in ("html", "md", "json"):
-        target = tmp_path / f"report.{fmt}"
-        assert main(["export", str(run), "--format", fmt, "-o", str(target)]) == 0
-        outputs[fmt] = target.read_text(encoding="utf-8")
-    capsys.readouterr()
-    assert main(["show", "--json", str(run)]) == 0
-    outputs["show"] = capsys.readouterr().out
-    assert RUN_ID in outputs["show"]
-    for name, text in outputs.items():
+    shared = outputs(run, tmp_path, capsys)  # the three exports and show --json
+    assert RUN_ID in shared["show"]
+    for name, text in shared.items():
         assert not leaks(text) and "sk-ant-0123456789abcdef" not in text, f"{name} shows a secret of .env"
-    assert "OPENPROSE_TELEMETRY=enabled" in outputs["show"], "the harmless .env values are no longer shown"
-    assert "ANTHROPIC_API_KEY=***" in outputs["show"]
+    assert "OPENPROSE_TELEMETRY=enabled" in shared["show"], "the harmless .env values are no longer shown"
+    assert "ANTHROPIC_API_KEY=***" in shared["show"]
