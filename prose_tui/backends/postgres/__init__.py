@@ -16,9 +16,8 @@ from prose_tui.backends.postgres.url import (
            find_url,
            is_postgres_url,
            safe_label,
-           scrub,
            split_run,
 )
 
 __all__ = ["DatabaseUnavailable", "DatabaseUrl", "PgReader", "PostgresSource", "QueryFailed", "RunsChange",
-           "find_url", "is_postgres_url", "safe_label", "scrub", "split_run"]
+           "find_url", "is_postgres_url", "safe_label", "split_run"]

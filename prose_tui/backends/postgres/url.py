@@ -28,16 +28,11 @@ from prose_tui.backends.common.dburl import (
 )
 
 __all__ = ["FALLBACK_VARIABLE", "SCHEMES", "URL_VARIABLE", "USER_URL_VARIABLE", "DatabaseUrl", "find_url",
-           "is_postgres_url", "redact", "safe_label", "scrub", "split_run"]
+           "is_postgres_url", "redact", "safe_label", "split_run"]
 
 URL_VARIABLE = "OPENPROSE_POSTGRES_URL"
 USER_URL_VARIABLE = "OPENPROSE_POSTGRES_USER_URL"
 FALLBACK_VARIABLE = "DATABASE_URL"
-
-
-def scrub(text: str, url: str) -> str:
-    """``redact(text, url)``: kept for callers of the earlier name."""
-    return redact(text, url)
 
 
 def _dotenv_files(project: Path | None) -> list[Path]:
