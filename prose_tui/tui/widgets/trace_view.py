@@ -329,13 +329,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if not paged:
             self._move(index, center=True)
             return
-        if not self.lines:
-            self.cursor = 0
-            return
-        self._moving_programmatically = True
-        self.cursor = max(0, min(index, len(self.lines) - 1))
-        self._moving_programmatically = False
-        self._page_to_cursor()
+        if self._place_cursor(index):
+            self._page_to_cursor()
 
     def _page_to_cursor(self) -> None:
         """Following a live change: the view stays while the cursor's line is on screen; a
@@ -357,14 +352,20 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
     def _ended(self) -> bool:
         return not self._open
 
-    def _move(self, index: int, *, center: bool = False) -> None:
+    def _place_cursor(self, index: int) -> bool:
+        """Put the cursor on line ``index`` (clamped) as the program, not the user, moving it;
+        False when there are no lines (the cursor is then 0)."""
         if not self.lines:
             self.cursor = 0
-            return
+            return False
         self._moving_programmatically = True
         self.cursor = max(0, min(index, len(self.lines) - 1))
         self._moving_programmatically = False
-        self.scroll_to_cursor(center=center)
+        return True
+
+    def _move(self, index: int, *, center: bool = False) -> None:
+        if self._place_cursor(index):
+            self.scroll_to_cursor(center=center)
 
     def move_cursor(self, index: int) -> None:
         """Put the cursor on line index ``index`` and bring it into view."""
