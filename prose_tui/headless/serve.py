@@ -44,7 +44,12 @@ from pathlib import Path
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.headless.serve_guard import TOKEN_ENV, TokenError, choose_token, is_loopback, origin_of
 
-__all__ = ["add_serve_parser", "explorer_argv", "is_loopback", "run_serve"]
+__all__ = ["DATABASE_ENV", "POSTGRES_ENV", "add_serve_parser", "explorer_argv", "is_loopback", "run_serve"]
+
+DATABASE_ENV = "PROSE_TUI_SERVE_DATABASE"
+"""The variable that hands a tab's explorer the URL given as the target (``serve URL``)."""
+POSTGRES_ENV = "PROSE_TUI_SERVE_POSTGRES"
+"""The variable that hands a tab's explorer ``serve --postgres URL``."""
 
 
 def add_serve_parser(sub) -> None:
@@ -91,7 +96,6 @@ def _bracketed(host: str) -> str:
 
 def run_serve(args: argparse.Namespace) -> int:
     from prose_tui.backends.postgres.url import is_postgres_url, safe_label
-    from prose_tui.headless.serve_child import DATABASE_ENV, POSTGRES_ENV
     from prose_tui.tui.served import READ_ONLY, READ_WRITE, SERVED_ENV
 
     host = args.host.strip().strip("[]")

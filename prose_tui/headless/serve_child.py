@@ -16,10 +16,10 @@ import os
 import sys
 from collections.abc import MutableMapping, Sequence
 
+from prose_tui.headless.serve import DATABASE_ENV, POSTGRES_ENV
+
 __all__ = ["DATABASE_ENV", "POSTGRES_ENV", "explorer_arguments", "main"]
 
-DATABASE_ENV = "PROSE_TUI_SERVE_DATABASE"
-POSTGRES_ENV = "PROSE_TUI_SERVE_POSTGRES"
 
 
 def explorer_arguments(argv: Sequence[str], environ: MutableMapping[str, str]) -> list[str]:
