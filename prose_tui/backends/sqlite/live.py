@@ -26,12 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prose_tui.backends.sqlite.connect import quote_ident, read_schema
-from prose_tui.backends.sqlite.rows import (
-    ExecutionRow,
-    events_for_rows,
-    fetch_rows,
-    row_trace_line,
-)
+from prose_tui.backends.common.execution_rows import ExecutionRow, events_for_rows, row_trace_line
+from prose_tui.backends.sqlite.rows import fetch_rows
 from prose_tui.backends.sqlite.run import (
     _call_stack,
     _depths,

@@ -42,16 +42,16 @@ from prose_tui.backends.sqlite.connect import (
     quote_ident,
     read_schema,
 )
-from prose_tui.backends.sqlite.rows import (
+from prose_tui.backends.common.execution_rows import (
     EXECUTION_COLUMNS,
     ExecutionRow,
     block_name,
     events_for_rows,
-    fetch_rows,
     is_block_call,
     parse_time,
     row_trace_line,
 )
+from prose_tui.backends.sqlite.rows import fetch_rows
 from prose_tui.backends.sqlite.tables import (
     SqliteWatch,
     list_extension_tables,
