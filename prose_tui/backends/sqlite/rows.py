@@ -1,4 +1,5 @@
-"""Reading ``execution`` rows from a SQLite ``state.db`` (seeds/sqlite.md, Core Schema).
+"""Reading the ``execution`` table of a SQLite ``state.db`` (seeds/sqlite.md, Core Schema):
+rows, the open call stack, the latest failure and nesting depths.
 
 What the rows become (trace lines, events) is shared with PostgreSQL:
 :mod:`prose_tui.backends.common.execution_rows`.
@@ -9,9 +10,17 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from prose_tui.backends.common.execution_rows import EXECUTION_COLUMNS, ExecutionRow, cell_int
+from prose_tui.backends.common.depths import depths
+from prose_tui.backends.common.execution_rows import (
+    EXECUTION_COLUMNS,
+    ExecutionRow,
+    block_name,
+    cell_int,
+    is_block_call,
+)
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.sqlite.connect import quote_ident
+from prose_tui.model import Frame, Run
 
 
 def _str(value: object) -> str | None:
@@ -60,3 +69,66 @@ def fetch_rows(conn: sqlite3.Connection, cols: list[str], tail_sql: str, params:
             )
         )
     return out
+
+
+def open_call_stack(conn, cols: list[str], key: str, known: dict[int, ExecutionRow]) -> list[Frame]:
+    """The open call stack, innermost first: the latest executing/running/retrying row and
+    its ``parent_id`` chain, block calls only (seeds/sqlite.md, Scope Resolution Query).
+
+    ``cols`` are the ``execution`` table's columns, ``key`` its key column (``id`` or
+    ``rowid``); rows already in ``known`` (by key) are not read again. ``[]`` without a
+    ``status`` column."""
+    if "status" not in cols:
+        return []
+    row = conn.execute(
+        f"SELECT {key} FROM execution WHERE lower(status) IN ('executing','running','retrying') "
+        f"ORDER BY {key} DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return []
+    chain: list[ExecutionRow] = []
+    current: int | None = row[0]
+    while current is not None and len(chain) < 1000 and all(r.id != current for r in chain):
+        found = known.get(current)
+        if found is None:
+            rows = fetch_rows(conn, cols, f"WHERE {key} = ?", (current,))
+            if not rows:
+                break
+            found = rows[0]
+        chain.append(found)
+        current = found.parent_id
+    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
+    frames = []
+    for i, r in enumerate(blocks):
+        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
+        status = (r.status or "").lower() or None
+        if i > 0 and status in ("executing", "running"):
+            status = "waiting"
+        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
+    return frames
+
+
+def latest_failure(conn, cols: list[str], key: str, known: dict[int, ExecutionRow], run: Run) -> None:
+    """Put the latest failed/error row on ``run``: its id in ``header['failed_execution_id']``
+    and ``statement N failed: message`` in ``status_reason``; nothing when none failed.
+    ``cols``, ``key`` and ``known`` as for :func:`open_call_stack`."""
+    failed = conn.execute(
+        f"SELECT {key} FROM execution WHERE lower(status) IN ('failed','error') ORDER BY {key} DESC LIMIT 1"
+    ).fetchone() if "status" in cols else None
+    if failed is not None:
+        frow = known.get(failed[0]) or next(iter(fetch_rows(conn, cols, f"WHERE {key} = ?", (failed[0],))), None)
+        if frow is not None:
+            run.header["failed_execution_id"] = str(frow.id)
+            run.status_reason = f"statement {frow.statement_index} failed: {frow.error_message or 'no error message'}"
+
+
+def row_depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:
+    """Nesting depth of each of ``rows`` by id (number of ``parent_id`` hops; 0 at the top),
+    looking up the parents not in ``known`` in batches."""
+
+    def lookup(ids: set[int]) -> dict[int, int | None]:
+        marks = ",".join("?" * len(ids))
+        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(ids)).fetchall())
+        return {i: found.get(i) for i in ids}
+
+    return depths(rows, {r.id: r.parent_id for r in known.values()}, lookup)
