@@ -27,8 +27,8 @@ from prose_tui.backends.common.bindings import is_binding_path, read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.common.contained import inside
+from prose_tui.backends.common.state_files import STATE_FILES
 from prose_tui.backends.filesystem.folder import (
-    STATE_FILES,
     distrust_future_time,
     load_run,
     note_outside,

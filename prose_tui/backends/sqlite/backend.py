@@ -8,8 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from prose_tui.backends.common.state_files import state_file_of
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
-from prose_tui.backends.filesystem.folder import state_file_of
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.sqlite.connect import (
     DbUnavailable,
