@@ -28,14 +28,14 @@ from typing import Any
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
     EventLog,
-    _apply,
-    _base_date,
-    _header_line,
-    _OpenFrames,
+    OpenFrames,
+    apply_event,
+    base_date,
     is_binding_event,
+    take_header_line,
 )
 from prose_tui.backends.filesystem.eventlog_lines import classify_line
-from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
+from prose_tui.model import Event, EventKind, StatementState, TraceLine
 
 PROBE = 256  # bytes before the offset that tell an append from a rewrite
 HEAD = 4096  # bytes at the start (the header and first events) whose hash tells a rewrite there
@@ -201,7 +201,7 @@ class _Checkpoint:
     in_header: bool
     header: dict[str, str]
     scalars: tuple
-    frames: tuple[dict[int, Frame], dict[int | None, list[int]], int]
+    frames: OpenFrames
     last_stepped: int | None
     open_par: list[_OpenParallel]
     join_stack: list[int]
@@ -229,7 +229,7 @@ class EventLogParser:
         self.lines = 0  # lines consumed, header and blank lines included
         self.in_header = True
         self.base: date | None = None
-        self.frames = _OpenFrames()
+        self.frames = OpenFrames()
         # Per trace line: first item's kind, whether it had one item, and its classified state.
         self.kinds = array("H")  # per trace line, _pack(first kind, single item, classified state)
         self.last_stepped: int | None = None
@@ -256,13 +256,13 @@ class EventLogParser:
         for text in lines:
             self.lines += 1
             if self.in_header:
-                if not text.strip() or _header_line(text, log):
+                if not text.strip() or take_header_line(text, log):
                     continue
                 self._leave_header()
             if not text.strip():
                 continue
             self._line(self.lines, text)
-        # _apply appends its warnings to log.warnings; keep them in line order.
+        # apply_event appends its warnings to log.warnings; keep them in line order.
         self.line_warnings.extend(log.warnings[warnings_before:])
         del log.warnings[warnings_before:]
         changed = set(range(first_trace, len(log.trace)))
@@ -276,7 +276,7 @@ class EventLogParser:
         self.in_header = False
         if log.program is None:
             log.program = log.header.get("program") or log.header.get("source")
-        self.base = _base_date(log)
+        self.base = base_date(log)
 
     def _shared(self, value: int) -> int:
         """``value`` as the int object made for it lately. A line's number in the file, an
@@ -301,7 +301,7 @@ class EventLogParser:
                 step=info.step, name=item.name, status=item.status, line=number,
                 execution_id=item.execution_id,
             )
-            _apply(log, event, item.message, self.frames, self.source_name)
+            apply_event(log, event, item.message, self.frames, self.source_name)
             log.events.append(event)
             if is_binding_event(event) and event.name:
                 log.bindings.append(event.name)
@@ -403,13 +403,12 @@ class EventLogParser:
     # -- provisional lines ------------------------------------------------------------------
     def checkpoint(self) -> _Checkpoint:
         log = self.log
-        frames = self.frames
         return _Checkpoint(
             len(log.events), len(log.trace), len(self.line_warnings), len(log.bindings), self.lines,
             self.in_header, dict(log.header) if self.in_header else {},
             (log.run_id, log.program, log.ended, log.errored, log.error_message, log.resumed, log.status,
              log.bullet_status, self.base, self._settled_upto),
-            (dict(frames._frames), {k: list(v) for k, v in frames._by_id.items()}, frames._counter),
+            self.frames.copy(),
             self.last_stepped,
             [_OpenParallel(p.step, p.index, dict(p.children)) for p in self.open_par],
             list(self.join_stack), len(self.joined_log), set(self.live), self.failed_line,
@@ -434,7 +433,7 @@ class EventLogParser:
             log.header = cp.header
         (log.run_id, log.program, log.ended, log.errored, log.error_message, log.resumed, log.status,
          log.bullet_status, self.base, self._settled_upto) = cp.scalars
-        self.frames._frames, self.frames._by_id, self.frames._counter = cp.frames
+        self.frames.restore(cp.frames)
         self.last_stepped, self.open_par, self.join_stack = cp.last_stepped, cp.open_par, cp.join_stack
         self.live, self.failed_line = cp.live, cp.failed_line
         self._joined_settled = min(self._joined_settled, cp.joined_log)
