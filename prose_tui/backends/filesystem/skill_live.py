@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prose_tui.backends.filesystem.receipts import LedgerTail
+from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics, place_receipt_events, summarise_nodes
 from prose_tui.backends.filesystem.world_model import CompiledIntent, ErrorFile
 from prose_tui.model import Event, Run
 
@@ -76,8 +77,6 @@ def apply_receipts(run: Run, paths: set[Path]) -> list[Event] | None:
     """Apply changed ledger files ``paths`` to ``run`` (in place): returns the events from
     the first one that changed on (``[]`` when nothing did), or ``None`` when ``run`` is not
     one this module kept (read it again instead)."""
-    from prose_tui.backends.filesystem.skill import _metrics, _nodes, _receipt_events
-
     with _LOCK:
         state = next((s for s in _STATES.get(run.path, []) if s.run is run), None)
     if state is None:
@@ -87,13 +86,13 @@ def apply_receipts(run: Run, paths: set[Path]) -> list[Event] | None:
     ledger = state.ledger.ledger
     _sync_warnings(run, state, ledger.warnings)
     run.receipts = ledger.receipts
-    run.nodes = _nodes(run.path, ledger, state.intent, state.errors)
+    run.nodes = summarise_nodes(run.path, ledger, state.intent, state.errors)
     for key in [k for k in run.metrics if k.startswith(("receipts", "tokens_"))]:
         del run.metrics[key]
-    _metrics(run)
+    add_receipt_metrics(run)
     view = copy.copy(run)
     view.events = list(state.base)
-    _receipt_events(view, ledger)
+    place_receipt_events(view, ledger)
     previous = run.events
     merged = [old if i < len(previous) and (old := previous[i]) == new else new
               for i, new in enumerate(view.events)]
