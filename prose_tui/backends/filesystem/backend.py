@@ -11,7 +11,7 @@ from typing import ClassVar
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_problem, is_run_dir, load_run
 from prose_tui.backends.filesystem.live import apply_paths, run_status
-from prose_tui.backends.filesystem.tail import EventLogTail
+from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.backends.protocol import Value
 from prose_tui.model import Backend, Binding, Delta, Event, Run
 

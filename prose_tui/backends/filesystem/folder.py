@@ -37,6 +37,7 @@ from prose_tui.backends.filesystem.eventlog import (
     looks_like_event_log,
     parse_event_log,
 )
+from prose_tui.backends.filesystem.eventlog_tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.skill import (
     apply_skill,
     is_skill_run,
@@ -48,7 +49,6 @@ from prose_tui.backends.filesystem.snapshot import (
     parse_time,
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
-from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 
@@ -138,7 +138,7 @@ def load_run(
     list row needs, without binding heads, agents, project files or imports.
 
     ``tails`` (a dict the caller keeps) receives, under ``run_dir``, the
-    :class:`~prose_tui.backends.filesystem.tail.EventLogTail` an event log was parsed with,
+    :class:`~prose_tui.backends.filesystem.eventlog_tail.EventLogTail` an event log was parsed with,
     so a later change parses only appended bytes.
 
     ``root`` is the folder every file the run names must lie in (default: ``run_dir``
