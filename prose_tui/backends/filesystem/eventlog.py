@@ -391,11 +391,13 @@ def apply_event(log: EventLog, event: Event, message: str | None, frames: OpenFr
         event.execution_id = top.execution_id
 
 
-_LIVE = {
+LIVE_STATES = {
     EventKind.STATEMENT_STARTED: StatementState.EXECUTING,
     EventKind.PARALLEL_STARTED: StatementState.EXECUTING,
     EventKind.RETRY: StatementState.RETRYING,
 }
+"""The trace state of a started line (``N→ name``, ``∥start``, ``retry:a/n``) while it is
+still live: the last step, or an unfinished branch of a parallel still open at the end."""
 
 
 def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> None:
@@ -404,7 +406,7 @@ def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> Non
     live: set[int] = set()
     if stepped and log.status is None:
         last = stepped[-1]
-        if infos[last][1].items[0].kind in _LIVE:
+        if infos[last][1].items[0].kind in LIVE_STATES:
             live.add(last)
         open_par: list[tuple[str, int]] = []
         for i in stepped:
@@ -426,9 +428,9 @@ def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> Non
     joined = _joined_parallels(infos)
     for i, (_, info) in enumerate(infos):
         kind = info.items[0].kind
-        if len(info.items) == 1 and kind in _LIVE:
+        if len(info.items) == 1 and kind in LIVE_STATES:
             if i in live:
-                log.trace[i].state = _LIVE[kind]
+                log.trace[i].state = LIVE_STATES[kind]
             elif kind is EventKind.PARALLEL_STARTED and i in joined:
                 log.trace[i].state = StatementState.COMPLETE
             else:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
+    LIVE_STATES,
     EventLog,
     OpenFrames,
     apply_event,
@@ -45,13 +46,6 @@ def _pack(kind: EventKind, single: bool, state: StatementState | None) -> int:
 
 def _unpack(code: int) -> tuple[EventKind, bool, StatementState | None]:
     return _KINDS[code >> 6], bool(code >> 5 & 1), _STATES[code & 31]
-
-
-_LIVE = {
-    EventKind.STATEMENT_STARTED: StatementState.EXECUTING,
-    EventKind.PARALLEL_STARTED: StatementState.EXECUTING,
-    EventKind.RETRY: StatementState.RETRYING,
-}
 
 
 @dataclass(slots=True)
@@ -206,7 +200,7 @@ class EventLogParser:
         live: set[int] = set()
         if self.last_stepped is None or self.log.status is not None:
             return live
-        if _KINDS[self.kinds[self.last_stepped] >> 6] in _LIVE:
+        if _KINDS[self.kinds[self.last_stepped] >> 6] in LIVE_STATES:
             live.add(self.last_stepped)
         for par in self.open_par[-8:]:
             live.add(par.index)
@@ -218,9 +212,9 @@ class EventLogParser:
     def _state_of(self, index: int, live: set[int], failed_line: int | None) -> StatementState | None:
         kind, single, base = _unpack(self.kinds[index])
         state = base
-        if single and kind in _LIVE:
+        if single and kind in LIVE_STATES:
             if index in live:
-                state = _LIVE[kind]
+                state = LIVE_STATES[kind]
             elif kind is EventKind.PARALLEL_STARTED and index in self.joined:
                 state = StatementState.COMPLETE
             else:
