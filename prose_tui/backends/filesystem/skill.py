@@ -107,7 +107,7 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     base = list(run.events)
     place_receipt_events(run, ledger)
     if tail is not None:
-        remember(SkillState(run, tail, intent, errors, base, list(ledger.warnings)))
+        remember(SkillState(run, tail, intent, errors, base, list(ledger.warnings), root))
     if summary:
         return
     run.bindings = _merge(world_model_bindings(run_dir, run.warnings, root), run.bindings)

@@ -29,7 +29,9 @@ KEEP = 16  # skill runs whose ledger tails are kept (the runs read in full latel
 class SkillState:
     """What a full read of a skill run saw, to apply a ledger append: the run object, the
     ledger tail, the compiled intent and error files (a change to those reads the run
-    again), the log's events before receipts were merged in, and the warnings shown."""
+    again), the log's events before receipts were merged in, the warnings shown, and the
+    run's root (:func:`~prose_tui.backends.common.contained.run_root`): nothing outside it
+    is read on an append either."""
 
     run: Run
     ledger: LedgerTail
@@ -37,6 +39,7 @@ class SkillState:
     errors: dict[str, ErrorFile]
     base: list[Event]
     warned: list[str]  # the ledger's warnings as last put in ``run.warnings``
+    root: Path
 
 
 _STATES: OrderedDict[Path, list[SkillState]] = OrderedDict()  # per run folder, the last two full reads
@@ -86,7 +89,7 @@ def apply_receipts(run: Run, paths: set[Path]) -> list[Event] | None:
     ledger = state.ledger.ledger
     _sync_warnings(run, state, ledger.warnings)
     run.receipts = ledger.receipts
-    run.nodes = summarise_nodes(run.path, ledger, state.intent, state.errors)
+    run.nodes = summarise_nodes(run.path, ledger, state.intent, state.errors, state.root)
     for key in [k for k in run.metrics if k.startswith(("receipts", "tokens_"))]:
         del run.metrics[key]
     add_receipt_metrics(run)
