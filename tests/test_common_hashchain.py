@@ -4,6 +4,7 @@ and the append-only JSON Lines tail (a live read costs what was appended)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from prose_tui.backends.common.hashchain import canonical_json, content_hash, non_integers
@@ -36,3 +37,13 @@ def test_tail_reads_appends_holds_a_torn_line_and_sees_a_rewrite(tmp_path: Path)
     assert done is not None and [(x.number, x.value) for x in done.lines] == [(4, {"n": 4})] and done.torn is None
     ledger.write_bytes(b'{"n":9}\n')
     assert tail.read() is None  # rewritten, not appended: read it whole again
+
+
+def test_tail_takes_a_same_size_edit_for_a_rewrite(tmp_path: Path) -> None:
+    ledger = tmp_path / "receipts.jsonl"
+    ledger.write_bytes(b'{"n":1}\n{"n":2}\n')
+    tail = JsonlTail(ledger)
+    assert tail.read() is not None
+    ledger.write_bytes(b'{"n":7}\n{"n":2}\n')  # an earlier line edited in place, the size kept
+    os.utime(ledger, ns=(tail.mtime_ns + 10**9, tail.mtime_ns + 10**9))
+    assert tail.read() is None

@@ -1,9 +1,11 @@
 """Reading an append-only JSON Lines file so that a live read costs what was appended.
 
 :class:`JsonlTail` keeps the byte offset after the last whole line it read and the bytes just
-before it; :meth:`JsonlTail.read` parses from there. A file that got shorter, or whose bytes
-before the offset changed, was rewritten, not appended to: ``read`` returns ``None`` and the
-caller reads it whole again (a new tail). A last line without its newline is a write in
+before it; :meth:`JsonlTail.read` parses from there. A file that got shorter, changed
+without growing, was replaced (another inode) or whose bytes just before the offset changed was
+rewritten, not appended to: ``read`` returns ``None`` and the caller reads it whole again (a
+new tail). An edit further back that comes with an append is not seen until the file is read
+whole again (reading the whole prefix on every append would cost the file, not the append). A last line without its newline is a write in
 progress or a crash mid-append: it is given back as ``torn`` when it is not whole JSON and read
 again from its start next time.
 """
@@ -54,6 +56,7 @@ class JsonlTail:
     lines: int = 0
     size: int = -1
     mtime_ns: int = -1
+    inode: int = -1
     _before: bytes = b""
     _unended: bool = False  # the last line read was whole JSON without its newline yet
 
@@ -63,16 +66,16 @@ class JsonlTail:
         ``OSError`` (``FileNotFoundError`` when absent)."""
         with open_regular(self.path, root=self.root) as fh:
             st = os.fstat(fh.fileno())
-            if (st.st_size, st.st_mtime_ns) == (self.size, self.mtime_ns):
+            if (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode):
                 return JsonlRead()
-            if st.st_size < self.end:
-                return None
+            if st.st_size < self.end or (self.size >= 0 and (st.st_size == self.size or st.st_ino != self.inode)):
+                return None  # shorter, rewritten in place without growing, or replaced by another file
             start = self.end - len(self._before)
             fh.seek(start)
             data = fh.read()
         if data[: len(self._before)] != self._before:
             return None
-        self.size, self.mtime_ns = st.st_size, st.st_mtime_ns
+        self.size, self.mtime_ns, self.inode = st.st_size, st.st_mtime_ns, st.st_ino
         return self._parse(data[len(self._before):])
 
     def _parse(self, data: bytes) -> JsonlRead:
