@@ -188,7 +188,22 @@ def test_garbage_lines_are_problems_not_tracebacks(tmp_path, capsys) -> None:
     detail = _show(capsys, run_dir)
     problems = detail["chain"]["problems"]
     assert problems[0].startswith("line 4 is not a receipt (") and problems[1].startswith("line 6 is not a receipt (a JSON list)")
-    assert detail["chain"]["checked"] == 11 and "\x1b" not in json.dumps(detail["warnings"])
+    assert detail["chain"]["checked"] == 11 and "␛[2J" in problems[0]  # no escape reaches a terminal
+
+
+def test_escape_sequences_in_receipts_never_reach_the_terminal(tmp_path, capsys) -> None:
+    run_dir = _run_dir(tmp_path)
+    evil = chain([control("run_start"),
+                  receipt("s001\u001b[2J", agent="\u001b[31mevil", status="failed",
+                          error={"type": "X\u001b]0;pwned\u0007", "message": "bad\nnews", "retry_count": 0})])
+    write_ledger(run_dir, evil)
+    write_anchor(run_dir, evil, status="running", program="\u001b[5mblink.prose")
+    assert cli_main(["show", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "␛[31mevil" in out
+    detail = _show(capsys, run_dir)
+    assert detail["failure"]["error"].startswith("X␛]0;pwned␇: bad news")
+    assert detail["events"][1]["name"] == "s001␛[2J" and detail["chain"]["ok"] is True
 
 
 # -- live: a second process appends -----------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 from prose_tui.backends.common.bindings import scan_bindings
 from prose_tui.backends.common.contained import run_root
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, human_age, last_change, run_id_time
-from prose_tui.backends.common.text import decode, open_regular
+from prose_tui.backends.common.text import decode, open_regular, visible_name
 from prose_tui.backends.receipt_ledger.layout import ANCHOR, RECEIPTS, STATE, read_anchor
 from prose_tui.backends.receipt_ledger.ledger import Anchor, Entry, Ledger, short
 from prose_tui.backends.receipt_ledger.state_md import StateMd, parse_state_md
@@ -61,7 +61,11 @@ def _int(value: Any) -> int:
 
 
 def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    """A string field for one line of display: whitespace runs folded, control characters
+    (an ANSI escape a receipt may carry) made visible; ``None`` for a blank or non-string."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return visible_name(" ".join(value.split()))
 
 
 @dataclass(slots=True)
@@ -231,7 +235,7 @@ def set_state_md(run: Run, lrun: LedgerRun) -> None:
     header = dict(fields)
     for key in ("v", "state_backend", "status", "receipt_count"):
         if key in anchor:
-            header[f"run.json {key}"] = str(anchor[key])
+            header[f"run.json {key}"] = visible_name(str(anchor[key])[:200])
     if "ledger_head" in anchor:
         header["run.json ledger_head"] = short(anchor["ledger_head"])
     if source := _text(anchor.get("reuse_source_run")):

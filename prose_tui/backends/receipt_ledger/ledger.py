@@ -26,6 +26,7 @@ from typing import Any
 
 from prose_tui.backends.common.hashchain import content_hash, non_integers
 from prose_tui.backends.common.jsonl import JsonlLine, JsonlTail
+from prose_tui.backends.common.text import visible_name
 from prose_tui.backends.receipt_ledger.layout import RECEIPT_VERSIONS
 from prose_tui.model import ChainReport
 
@@ -36,8 +37,8 @@ def short(value: object) -> str:
     """A hash for a sentence: ``sha256:0123456789ab…``; ``null`` for ``None``."""
     if not isinstance(value, str):
         return "null" if value is None else repr(value)
-    head, sep, tail = value.partition(":")
-    return f"{head}:{tail[:12]}…" if sep and len(tail) > 12 else value
+    head, sep, tail = visible_name(value).partition(":")
+    return f"{head}:{tail[:12]}…" if sep and len(tail) > 12 else f"{head}{sep}{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class Entry:
     @property
     def statement(self) -> str:
         sid = self.fields.get("statement_id")
-        return sid if isinstance(sid, str) and sid else "?"
+        return visible_name(" ".join(sid.split())) if isinstance(sid, str) and sid.strip() else "?"
 
 
 @dataclass(slots=True)
@@ -93,7 +94,7 @@ class Ledger:
         for line in got.lines:
             if line.error is not None or not isinstance(line.value, dict):
                 what = line.error or f"a JSON {type(line.value).__name__}"
-                self._problem(f"line {line.number} is not a receipt ({what}): {line.text[:80]}")
+                self._problem(f"line {line.number} is not a receipt ({what}): {visible_name(line.text[:80])}")
                 continue
             entry = Entry(line.number, line.value)
             self._check(entry)
@@ -123,7 +124,7 @@ class Ledger:
         if not isinstance(stored, str):
             self._problem(f"{where}: no content_hash")
         elif computed is None:
-            self._warn(f"{where}: hash_algorithm {obj.get('hash_algorithm')!r} is not one this reader knows; "
+            self._warn(f"{where}: hash_algorithm {visible_name(repr(obj.get('hash_algorithm'))[:40])} is not one this reader knows; "
                        "its content_hash is not checked")
         elif computed != stored:
             self._problem(f"{where}: content_hash {short(stored)} does not recompute ({short(computed)}): "
@@ -141,13 +142,14 @@ class Ledger:
                           f"{short(self.hashes[-1])}: a receipt was removed, inserted or reordered")
         version = obj.get("v")
         if version not in RECEIPT_VERSIONS:
-            self._warn(f"{where}: contract version {version!r} is not one this reader knows "
+            self._warn(f"{where}: contract version {visible_name(repr(version)[:60])} is not one this reader knows "
                        f"({', '.join(RECEIPT_VERSIONS)}); read as v1")
         run_id = obj.get("run_id")
         if self.run_id is None and isinstance(run_id, str):
             self.run_id = run_id
         elif isinstance(run_id, str) and run_id != self.run_id:
-            self._warn(f"{where}: run_id {run_id!r} is not the ledger's ({self.run_id!r})")
+            self._warn(f"{where}: run_id {visible_name(repr(run_id)[:60])} is not the ledger's "
+                       f"({visible_name(repr(self.run_id)[:60])})")
         self.hashes.append(stored if isinstance(stored, str) else computed)
         self.lines.append(n)
 
