@@ -104,6 +104,8 @@ class JsonlTail:
 
     @staticmethod
     def _line(number: int, raw: bytes) -> JsonlLine:
+        if number == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte order mark some editors write
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
         try:
             value = json.loads(raw)
