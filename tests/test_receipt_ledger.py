@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS as SHARED_CORPUS
 from receipt_ledger_vm import RUN_ID, chain, control, receipt, write_anchor, write_ledger, write_run
 
-from prose_tui.backends import backend_for, backend_of, open_run
+from prose_tui.backends import backend_for, backend_of, find_runs, open_run
 from prose_tui.headless.cli import main as cli_main
 from prose_tui.model import RunStatus
 
@@ -288,7 +289,8 @@ async def test_the_explorer_follows_a_live_ledger_and_shows_chain_problems(tmp_p
 # -- real ledgers, read in place ---------------------------------------------------------------------
 
 
-CORPUS = Path(os.environ.get("PROSE_TUI_LEDGER_CORPUS", HERE.parent.parent / "shared" / "corpus" / "real"))
+# PROSE_TUI_LEDGER_CORPUS names a folder of real ledger runs; else the shared corpus (PROSE_TUI_CORPUS)
+CORPUS = Path(os.environ.get("PROSE_TUI_LEDGER_CORPUS", str(SHARED_CORPUS))).resolve()
 
 
 def _real_ledgers() -> list[Path]:
@@ -301,6 +303,7 @@ def _real_ledgers() -> list[Path]:
 def test_real_ledgers_open_with_a_chain_verdict(run_dir, capsys) -> None:
     if run_dir is None:
         pytest.skip(f"no receipts.jsonl under {CORPUS} (set PROSE_TUI_LEDGER_CORPUS to a folder of real runs)")
+    assert [r.path for r in find_runs(run_dir)] == [run_dir.resolve()]
     detail = _show(capsys, run_dir)
     assert detail["backend"] == "receipt-ledger"
     chain_ = detail["chain"]
