@@ -26,10 +26,11 @@ def test_tail_reads_appends_holds_a_torn_line_and_sees_a_rewrite(tmp_path: Path)
     tail = JsonlTail(ledger)
     first = tail.read()
     assert first is not None and [(x.number, x.value) for x in first.lines] == [(1, {"n": 1}), (2, {"n": 2})]
+    assert not any(x.floats for x in first.lines)
     with ledger.open("ab") as fh:
-        fh.write(b'\n{"n":3}\n{"n":')
+        fh.write(b'\n{"n":3.5}\n{"n":')
     grown = tail.read()
-    assert grown is not None and [x.number for x in grown.lines] == [3]
+    assert grown is not None and [x.number for x in grown.lines] == [3] and grown.lines[0].floats
     assert grown.torn is not None and grown.torn.number == 4
     with ledger.open("ab") as fh:
         fh.write(b"4}\n")

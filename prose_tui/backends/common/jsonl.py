@@ -33,6 +33,7 @@ class JsonlLine:
     text: str
     value: Any = None
     error: str | None = None
+    floats: bool = False  # the line holds a number with a fraction or exponent
 
 
 @dataclass(slots=True)
@@ -107,10 +108,16 @@ class JsonlTail:
         if number == 1:
             raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte order mark some editors write
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        floats: list[str] = []
+
+        def as_float(word: str) -> float:
+            floats.append(word)
+            return float(word)
+
         try:
-            value = json.loads(raw)
+            value = json.loads(raw, parse_float=as_float)
         except UnicodeDecodeError as exc:
             return JsonlLine(number, text, error=f"not UTF-8 (byte {exc.start})")
         except ValueError as exc:
             return JsonlLine(number, text, error=str(exc) if raw.strip() else "empty")
-        return JsonlLine(number, text, value)
+        return JsonlLine(number, text, value, floats=bool(floats))
