@@ -241,8 +241,13 @@ def test_appended_receipts_are_parsed_incrementally(tmp_path) -> None:
                                                                                  total + 1)]
             assert backend.chain(run).checked == total and backend.chain(run).ok
         _ask(writer, "end", 10)
+        trace = run.trace
         delta = backend.apply(run, changed)
         assert run.status is RunStatus.COMPLETED and delta.status
+        assert run.trace is trace and delta.trace_lines == {0}  # the run line, repainted in place
+        fresh = open_run(run_dir)  # what a whole read gives is what the appends built
+        assert [(t.text, t.note, t.state) for t in run.trace] == [(t.text, t.note, t.state) for t in fresh.trace]
+        assert (run.metrics, run.sections) == (fresh.metrics, fresh.sections)
         report = backend.chain(run)
         assert (report.ok, report.checked, report.warnings) == (True, 10, ())
         assert os.path.getsize(run_dir / "receipts.jsonl") == backend._runs[run_dir].ledger.tail.end  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ without reading the ledger again.
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -63,9 +64,11 @@ def _int(value: Any) -> int:
 def _text(value: Any) -> str | None:
     """A string field for one line of display: whitespace runs folded, control characters
     (an ANSI escape a receipt may carry) made visible; ``None`` for a blank or non-string."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         return None
-    return visible_name(" ".join(value.split()))
+    if value.isprintable():  # the usual case: no control character, newline or odd space
+        return value.strip() or None
+    return visible_name(" ".join(value.split())) or None
 
 
 @dataclass(slots=True)
@@ -100,6 +103,11 @@ class LedgerRun:
     index: dict[str, int] = field(default_factory=dict)
     end: Entry | None = None  # the last run_end control receipt
     other_warnings: list[str] = field(default_factory=list)  # not the chain's: state.md, reading
+    input_tokens: int = 0
+    output_tokens: int = 0
+    by_basis: dict[str, int] = field(default_factory=dict)  # receipts per usage.basis
+    top: list[Statement] = field(default_factory=list)  # the Cost section's rows: the most tokens first
+    failing: dict[str, None] = field(default_factory=dict)  # statements whose last receipt failed, in order
     owner: int = 0
     receipts: int = 0
     report: ChainReport = field(default_factory=lambda: ChainReport(ok=True, checked=0))
@@ -255,21 +263,22 @@ def _warn(lrun: LedgerRun, text: str) -> None:
         lrun.other_warnings.append(text)
 
 
-def add_entries(run: Run, lrun: LedgerRun, entries: list[Entry]) -> tuple[list[Event], set[int], bool]:
-    """Append ``entries`` to ``run`` (receipts, events, statements). Returns the new events,
-    the trace indexes that changed and whether a statement was added (a new trace line)."""
+def add_entries(run: Run, lrun: LedgerRun, entries: list[Entry]) -> tuple[list[Event], set[int]]:
+    """Append ``entries`` to ``run`` (receipts, events, statements, token totals). Returns
+    the new events and the indexes of the statements they touched (a new statement's index
+    is past the trace's end: :func:`update_trace` appends its line)."""
     events: list[Event] = []
     changed: set[int] = set()
-    added = False
     for entry in entries:
         receipt = to_receipt(entry)
         sid = receipt.node
         if sid not in lrun.index:
             lrun.index[sid] = len(lrun.statements)
             lrun.statements.append(Statement(sid))
-            added = True
         i = lrun.index[sid]
-        _summarise(lrun.statements[i], entry, receipt)
+        _summarise(lrun, lrun.statements[i], entry, receipt)
+        basis = receipt.basis or "not said"
+        lrun.by_basis[basis] = lrun.by_basis.get(basis, 0) + 1
         changed.add(i)
         if _dict(entry.fields.get("detail")).get("event") == "run_end":
             lrun.end = entry
@@ -279,10 +288,20 @@ def add_entries(run: Run, lrun: LedgerRun, entries: list[Entry]) -> tuple[list[E
         run.events.append(event)
         events.append(event)
     lrun.receipts = len(run.receipts)
-    return events, changed, added
+    return events, changed
 
 
-def _summarise(s: Statement, entry: Entry, receipt: Receipt) -> None:
+def update_trace(run: Run, lrun: LedgerRun, changed: set[int]) -> None:
+    """Redraw the trace lines of statements ``changed`` in place and append the new ones
+    (the same list: a view repaints those lines, not the trace)."""
+    for i in sorted(changed):
+        if i < len(run.trace):
+            run.trace[i] = trace_line(run, lrun, i)
+        else:
+            run.trace.append(trace_line(run, lrun, i))
+
+
+def _summarise(lrun: LedgerRun, s: Statement, entry: Entry, receipt: Receipt) -> None:
     obj = entry.fields
     detail = _dict(obj.get("detail"))
     s.kind = _text(obj.get("kind")) or s.kind
@@ -290,11 +309,16 @@ def _summarise(s: Statement, entry: Entry, receipt: Receipt) -> None:
     s.status = receipt.status
     s.receipts += 1
     usage = _dict(obj.get("usage"))
-    s.input_tokens += _int(usage.get("input_tokens"))
-    s.output_tokens += _int(usage.get("output_tokens"))
+    s.input_tokens += (n_in := _int(usage.get("input_tokens")))
+    s.output_tokens += (n_out := _int(usage.get("output_tokens")))
+    lrun.input_tokens += n_in
+    lrun.output_tokens += n_out
     if receipt.basis:
         s.bases.add(receipt.basis)
     s.failure = receipt.failure_reason if receipt.status == "failed" else None
+    lrun.failing.pop(s.sid, None)
+    if receipt.status == "failed":
+        lrun.failing[s.sid] = None
     s.reused = _reuse(obj)
     s.outcome = _discretion(detail)
     event = _text(detail.get("event"))
@@ -343,15 +367,13 @@ def trace_line(run: Run, lrun: LedgerRun, i: int) -> TraceLine:
                      binding=binding, step=s.sid, failure=s.failure)
 
 
-def set_cost(run: Run, lrun: LedgerRun) -> None:
+def set_cost(run: Run, lrun: LedgerRun, changed: set[int] | None = None) -> None:
     """Token totals per run (``Run.metrics``) and per statement (the "Cost" section), each
     with how its tokens were counted: an estimate is not a measurement, and ``unavailable``
-    zeros are not data."""
-    n_in = sum(s.input_tokens for s in lrun.statements)
-    n_out = sum(s.output_tokens for s in lrun.statements)
-    by_basis: dict[str, int] = {}
-    for r in run.receipts:
-        by_basis[r.basis or "not said"] = by_basis.get(r.basis or "not said", 0) + 1
+    zeros are not data. ``changed``: only those statements' tokens grew since the last call
+    (a statement's tokens never shrink, so the top rows are found among them and the rows
+    already shown); ``None``: all of them."""
+    n_in, n_out, by_basis = lrun.input_tokens, lrun.output_tokens, lrun.by_basis
     run.metrics = {"receipts": float(len(run.receipts)), "input_tokens": float(n_in), "output_tokens": float(n_out)}
     for basis, count in by_basis.items():
         run.metrics[f"receipts_{basis.replace(' ', '_')}"] = float(count)
@@ -362,7 +384,9 @@ def set_cost(run: Run, lrun: LedgerRun) -> None:
         lines.append("Estimated tokens are the VM's approximation, not a measurement.")
     if "unavailable" in by_basis:
         lines.append("Receipts with basis unavailable carry zeros that are not data.")
-    top = sorted(lrun.statements, key=lambda s: -(s.input_tokens + s.output_tokens))[:COST_ROWS]
+    pool = lrun.statements if changed is None else list(
+        {id(s): s for s in (*lrun.top, *(lrun.statements[i] for i in changed))}.values())
+    lrun.top = top = heapq.nlargest(COST_ROWS, pool, key=lambda s: s.input_tokens + s.output_tokens)
     if top:
         lines += ["", "| statement | kind | status | receipts | input | output | basis |", "|---|---|---|---:|---:|---:|---|"]
         lines += [f"| {s.sid} | {s.kind or '—'} | {s.status or '—'} | {s.receipts} | {s.input_tokens:,} | "
@@ -396,7 +420,7 @@ def status_of(run: Run, lrun: LedgerRun, *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> tuple[RunStatus, str]:
     now = now or datetime.now(timezone.utc)
     count = len(run.receipts)
-    failing = [s for s in lrun.statements if s.status == "failed"]
+    failing = [lrun.statements[lrun.index[sid]] for sid in lrun.failing]
     failed_words = f"{failing[-1].sid} failed: {failing[-1].failure}" if failing else ""
     if lrun.end is not None:
         outcome = _text(_dict(lrun.end.fields.get("detail")).get("outcome")) or "no outcome"

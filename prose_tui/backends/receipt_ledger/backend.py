@@ -25,16 +25,16 @@ from prose_tui.backends.receipt_ledger.assemble import (
     build,
     read_anchor_of,
     read_state_md,
-    redraw_trace,
     set_cost,
     set_mtime,
     set_state_md,
     set_status,
     set_warnings,
     status_of,
-    trace_line,
+    update_trace,
 )
 from prose_tui.backends.receipt_ledger.layout import ANCHOR, RECEIPTS, STATE, run_dir_of
+from prose_tui.backends.receipt_ledger.state_md import Statement
 from prose_tui.model import Backend, Binding, ChainReport, Delta, Event, Run, RunStatus
 
 MAX_KEPT = 64  # run folders whose reading state is kept for live updates
@@ -89,29 +89,28 @@ class ReceiptLedgerBackend:
                 entries = None
             if entries is None:  # rewritten (or gone): read it whole again
                 return self._whole(run, paths, now, stale_after, observed)
-            events, changed, added = add_entries(run, lrun, entries)
+            events, changed = add_entries(run, lrun, entries)
             delta.events = events
-            if added:
-                redraw_trace(run, lrun)
-                delta.trace_lines = None
-            else:
-                for i in changed:
-                    run.trace[i] = trace_line(run, lrun, i)
-                delta.trace_lines = changed
+            update_trace(run, lrun, changed)
+            delta.trace_lines = changed
             run.header["receipts"] = str(len(run.receipts))
             if events:
-                set_cost(run, lrun)
+                set_cost(run, lrun, changed)
             set_mtime(run)
         if run_dir / ANCHOR in paths:
             lrun.anchor = read_anchor_of(run_dir)
             set_state_md(run, lrun)
         if run_dir / STATE in paths:
+            old_lines = lrun.state.statements
             lrun.state, warning = read_state_md(run_dir, run.root)
             if warning and warning not in lrun.other_warnings:
                 lrun.other_warnings.append(warning)
             set_state_md(run, lrun)
-            redraw_trace(run, lrun)
-            delta.trace_lines = None
+            restated = {i for i, s in enumerate(lrun.statements)
+                        if _said(old_lines, s.sid) != _said(lrun.state.statements, s.sid)}
+            update_trace(run, lrun, restated)  # only the lines whose program line or binding changed
+            if delta.trace_lines is not None:
+                delta.trace_lines |= restated
         if any(is_binding_path(p, run_dir) or p == run_dir / "bindings" for p in paths):
             old = {b.path: (b.bytes, b.exists) for b in run.bindings}
             run.bindings = scan_bindings(run_dir, run.root)
@@ -155,3 +154,9 @@ class ReceiptLedgerBackend:
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+
+def _said(statements: dict[str, Statement], sid: str) -> tuple[str, str | None] | None:
+    """What state.md says of statement ``sid`` (its program line and binding), as a trace line uses it."""
+    said = statements.get(sid) or statements.get(sid.split(".", 1)[0])
+    return (said.code, said.binding) if said is not None else None

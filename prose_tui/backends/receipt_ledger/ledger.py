@@ -47,6 +47,7 @@ class Entry:
 
     line: int
     fields: dict[str, Any]
+    floats: bool = False  # holds a number that is not an integer
 
     @property
     def statement(self) -> str:
@@ -96,7 +97,7 @@ class Ledger:
                 what = line.error or f"a JSON {type(line.value).__name__}"
                 self._problem(f"line {line.number} is not a receipt ({what}): {visible_name(line.text[:80])}")
                 continue
-            entry = Entry(line.number, line.value)
+            entry = Entry(line.number, line.value, line.floats)
             self._check(entry)
             out.append(entry)
         return out
@@ -129,7 +130,7 @@ class Ledger:
         elif computed != stored:
             self._problem(f"{where}: content_hash {short(stored)} does not recompute ({short(computed)}): "
                           "the receipt was changed after it was written")
-        if floats := non_integers(obj):
+        if entry.floats and (floats := non_integers(obj)):
             self._problem(f"{where}: {', '.join(floats[:3])} is not an integer; the canonical form holds "
                           "integers only")
         prev = obj.get("prev")
