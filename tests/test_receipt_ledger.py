@@ -115,6 +115,20 @@ def test_a_folder_with_only_run_json_and_receipts_jsonl_opens_as_a_run(tmp_path,
     assert trace["s002"] == "s002  session researcher" and trace["s007"] == "s007  block_call"
 
 
+def test_a_run_without_run_end_goes_from_running_to_interrupted_when_nothing_arrives(tmp_path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    run_dir = tmp_path / "runs" / "quiet"
+    sealed = chain([control("run_start"), receipt("s001")])
+    write_ledger(run_dir, sealed)
+    write_anchor(run_dir, sealed, status="running")
+    seen = datetime.now(timezone.utc)
+    run = open_run(run_dir, now=seen, observed=seen, stale_after=60)
+    assert run.status is RunStatus.RUNNING and run.status_reason.startswith("receipts arriving: 2; the last s001 rendered")
+    later = backend_of(run).status(run, now=seen + timedelta(hours=2), stale_after=60, observed=seen)
+    assert later[0] is RunStatus.INTERRUPTED and "no run_end receipt after 2 receipts" in later[1]
+
+
 # -- a broken chain: shown, never fatal -----------------------------------------------------------
 
 
