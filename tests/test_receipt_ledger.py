@@ -193,6 +193,18 @@ def test_a_ledger_shorter_than_its_anchor_is_broken(tmp_path, capsys) -> None:
     assert detail["status_reason"] == "run.json/state.md say completed, but the ledger has no run_end receipt"
 
 
+def test_a_hash_written_without_its_prefix_is_a_warning_when_it_recomputes(tmp_path, capsys) -> None:
+    run_dir = _run_dir(tmp_path)
+    bare = [control("run_start"), receipt("s001")]
+    sealed = chain(bare)
+    sealed[1] = {**sealed[1], "content_hash": sealed[1]["content_hash"].removeprefix("sha256:")}
+    write_ledger(run_dir, sealed)
+    write_anchor(run_dir, sealed)
+    chain_ = _show(capsys, run_dir)["chain"]
+    assert chain_["ok"] is True
+    assert chain_["warnings"] == ["line 2 (s001): content_hash is written without its algorithm prefix (sha256:); it recomputes"]
+
+
 def test_garbage_lines_are_problems_not_tracebacks(tmp_path, capsys) -> None:
     run_dir = _run_dir(tmp_path)
     write_run(run_dir)

@@ -127,6 +127,9 @@ class Ledger:
         elif computed is None:
             self._warn(f"{where}: hash_algorithm {visible_name(repr(obj.get('hash_algorithm'))[:40])} is not one this reader knows; "
                        "its content_hash is not checked")
+        elif ":" not in stored and computed.partition(":")[2] == stored.lower():
+            self._warn(f"{where}: content_hash is written without its algorithm prefix "
+                       f"({computed.partition(':')[0]}:); it recomputes")
         elif computed != stored:
             self._problem(f"{where}: content_hash {short(stored)} does not recompute ({short(computed)}): "
                           "the receipt was changed after it was written")
