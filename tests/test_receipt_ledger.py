@@ -341,3 +341,16 @@ def test_real_ledgers_open_with_a_chain_verdict(run_dir, capsys) -> None:
     assert chain_ is not None and chain_["checked"] == len(detail["receipts"])
     assert chain_["ok"] is (not chain_["problems"])
     assert len(detail["events"]) == len(detail["receipts"])
+
+
+def test_the_format_is_one_folder_that_imports_only_common_the_protocol_and_the_model() -> None:
+    import grimp
+
+    graph = grimp.build_graph("prose_tui")
+    package = "prose_tui.backends.receipt_ledger"
+    modules = graph.find_descendants(package) | {package}
+    imported = {i for m in modules for i in graph.find_modules_directly_imported_by(m)} - modules
+    assert all(i.startswith(("prose_tui.backends.common.", "prose_tui.model")) or i == "prose_tui.backends.protocol"
+               for i in imported), sorted(imported)
+    importers = {i for m in modules for i in graph.find_modules_that_directly_import(m)} - modules
+    assert importers == {"prose_tui.backends.registry"}

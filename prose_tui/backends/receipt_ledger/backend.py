@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from prose_tui.backends.common.bindings import is_binding_path, scan_bindings
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.loader import NotARunError
+from prose_tui.backends.common.errors import NotARunError
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.receipt_ledger.assemble import (
     LedgerRun,
