@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
-from prose_tui.model import Backend, Binding, Delta, Event, Run
+from prose_tui.model import Backend, Binding, ChainReport, Delta, Event, Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,4 +84,10 @@ class RunBackend(Protocol):
     def events(self, run: Run) -> list[Event]:
         """The run's own ordered events (its log, rows or receipts); ``[]`` when the state
         is a snapshot, whose history ``prose_tui.history`` journals or reconstructs."""
+        ...
+
+    def chain(self, run: Run) -> ChainReport | None:
+        """The check of ``run``'s hash-chained receipt ledger as last read (every
+        ``content_hash`` recomputed, every ``prev`` link followed, an anchor compared), or
+        ``None`` for a run whose format chains nothing. Problems are reported, never raised."""
         ...

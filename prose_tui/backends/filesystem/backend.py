@@ -109,5 +109,9 @@ class FilesystemBackend:
         note = f"published by {binding.service}, content address {version}" if version else ""
         return Value(path=binding.path, offset=binding.value_offset, note=note, warning=binding.warning)
 
+    def chain(self, run: Run) -> None:
+        """None: this format keeps no hash-chained ledger."""
+        return None
+
     def events(self, run: Run) -> list[Event]:
         return run.events

@@ -200,6 +200,10 @@ class SqliteBackend:
         return Value(text=read_sqlite_binding_value(run.path, binding.name, binding.execution_id),
                      warning=binding.warning)
 
+    def chain(self, run: Run) -> None:
+        """None: this format keeps no hash-chained ledger."""
+        return None
+
     def events(self, run: Run) -> list[Event]:
         return run.events
 
