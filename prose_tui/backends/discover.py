@@ -255,6 +255,13 @@ def _find(path: Path) -> list[RunRef]:
     return refs
 
 
+def in_flat_run(name: str) -> bool:
+    """Whether an entry ``name`` of a runs folder that is itself a run (the flat layout) is
+    a part of that run: its state file, ``state.db*``, a program, or a run part folder
+    (``bindings``, ``agents``…). Anything else there (another run's folder) is not."""
+    return name in STATE_FILES or name in RUN_PARTS or name.endswith(".prose") or name.startswith("state.db")
+
+
 def owning_run(changed: Path, runs: list[Path]) -> Path | None:
     """The run folder a changed path belongs to: the deepest run folder that contains it."""
     best: Path | None = None

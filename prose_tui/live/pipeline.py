@@ -233,8 +233,8 @@ class LivePipeline:
             sink(delta)
 
     def _poll(self) -> None:
-        """Backends without files (``poll``/``poll_interval``, see ``RunBackend``): their open
-        runs (a summary has nothing to poll)."""
+        """Backends without files (``RunBackend.polls``: ``poll`` every ``poll_interval``
+        seconds): their open runs (a summary has nothing to poll)."""
         from prose_tui.backends import backend_of
 
         ws = self.workspace
@@ -248,15 +248,14 @@ class LivePipeline:
                 backend = backend_of(run)
             except LookupError:
                 continue
-            poll = getattr(backend, "poll", None)
-            if poll is None:
+            if not backend.polls:
                 continue
             due = self._next_poll.get(path)
             if due is None or now >= due:
-                self._next_poll[path] = now + float(getattr(backend, "poll_interval", 1.0))
+                self._next_poll[path] = now + float(backend.poll_interval)
                 try:
                     with ws.run_lock(path):
-                        delta = poll(run)
+                        delta = backend.poll(run)
                         if delta is None:
                             continue
                         with ws.lock:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import outside_binding, scan_bindings
-from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside, lexically_inside, run_root
+from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, lexically_inside, run_root
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.project import read_env, read_state_json, shown_env
 from prose_tui.backends.common.status import (
@@ -47,7 +47,7 @@ from prose_tui.backends.filesystem.snapshot import (
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.world_model import error_nodes, read_error
-from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
+from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
 
 STATE_FILES = ("state.md", "vm.log.md")
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
@@ -576,32 +576,3 @@ def _shown(path: Path, run_dir: Path) -> str:
         return path.relative_to(run_dir).as_posix()
     except ValueError:
         return visible_name(str(path))
-
-
-def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
-    """Lines to show when a run has no parsed trace, and the warning that says why.
-
-    The state file is shown raw (never hidden); without one, the program text; an
-    encrypted run, or an SQLite run (a ``state.db`` is not text), shows nothing but the reason.
-    """
-    if run.encrypted:
-        return [], f"{run.state_file.name if run.state_file else 'state'} is SOPS-encrypted; nothing to show without the key"
-    if run.read_problem is not None and run.read_at is None:
-        return [], None  # never read (status "unreadable"): the run's warning says why, once
-    if run.format is RunFormat.SQLITE:  # a database's bytes are never a trace; its rows are
-        return [], f"no execution rows read from {run.state_file.name if run.state_file else 'state.db'}"
-    for path, why in ((run.state_file, "no statements parsed from {name}; shown raw"),
-                      (run.program_path, "no state file; showing the program {name}")):
-        if path is None:
-            continue
-        try:
-            text, cut = read_text(path, 2 * 1024 * 1024, root=run.root)
-        except OutsideRun:
-            return [], f"{path.name}: {OUTSIDE_RUN}"
-        except OSError as exc:
-            return [], f"cannot read {path.name}: {exc.strerror or exc}"
-        if looks_encrypted(text[:4096]):
-            return [], f"{path.name} is SOPS-encrypted; nothing to show without the key"
-        lines = [TraceLine(line=i, text=t) for i, t in enumerate(text.splitlines(), start=1)]
-        return lines, why.format(name=path.name) + (" (first 2 MiB)" if cut else "")
-    return [], "this run folder has no state file and no program"

@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
-from prose_tui.backends.common.bindings import is_binding_path, read_binding
+from prose_tui.backends.common.bindings import read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.common.contained import inside
 from prose_tui.backends.filesystem.folder import (
-    STATE_FILES,
     distrust_future_time,
     load_run,
     note_outside,
@@ -39,6 +39,7 @@ from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
 from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change, EventLogTail
+from prose_tui.backends.protocol import classify_by_layout
 from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, ValueWindow
 
 EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)
@@ -46,38 +47,17 @@ PREFETCH_VALUES = 8  # binding values read with a change (more in one batch: the
 _WROTE = re.compile(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)")
 
 
-def part_of(run_dir: Path, path: Path) -> str:
-    """``state``, ``binding``, ``agent``, ``import``, ``program`` or ``other``."""
-    try:
-        rel = path.relative_to(run_dir)
-    except ValueError:
-        return "other"
-    if not rel.parts:
-        return "other"
-    head = rel.parts[0]
-    if len(rel.parts) == 1 and (head in STATE_FILES or head.startswith("state.db")):
-        return "state"
-    if head == "bindings" and is_binding_path(path, run_dir):
-        return "binding"
-    if head == "agents" and len(rel.parts) >= 3:
-        return "agent"
-    if head == "imports" and len(rel.parts) >= 2:
-        return "import"
-    if len(rel.parts) == 1 and (head.endswith(".prose") or head in ("program.md", "root.prose.md")):
-        return "program"
-    return "other"
-
-
-def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, now: datetime,
+def apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail], *, now: datetime,
                 stale_after: float, observed: datetime | None, summary: bool) -> Delta:
     """Bring ``run`` (changed in place where it can be) up to date with ``paths``.
 
     ``tails`` holds the event-log tail of each run (by folder), filled by ``load_run``.
-    ``summary`` runs (a run list row) only follow their state file. Raises ``OSError``
-    when the run folder is gone.
+    ``summary`` runs (a run list row) only follow their state file. ``paths`` classified
+    by the live layer (a :data:`~prose_tui.backends.protocol.Changed` mapping) are not
+    classified again. Raises ``OSError`` when the run folder is gone.
     """
     run_dir = run.path
-    parts = {p: part_of(run_dir, p) for p in paths}
+    parts = dict(paths) if isinstance(paths, Mapping) else {p: classify_by_layout(run_dir, p) for p in paths}
     # A skill run's ledger files are appended to: tailed (skill_live.py), not read again.
     ledgers = {p for p, part in parts.items() if part == "other" and run.format is RunFormat.SKILL
                and is_ledger_file(run_dir, p)}
@@ -142,7 +122,7 @@ def run_status(run: Run, tail: EventLogTail | None, *, now: datetime, stale_afte
     return infer_status(view, now=now, stale_after=stale_after, observed=observed)
 
 
-def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,
+def _state_changed(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,
                    stale_after: float, observed: datetime | None, summary: bool) -> Delta:
     run_dir = run.path
     tail = tails.get(run_dir)
@@ -191,7 +171,7 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     return whole
 
 
-def kept_last_good(run: Run, problem: str, paths: set[Path]) -> Delta:
+def kept_last_good(run: Run, problem: str, paths: Collection[Path]) -> Delta:
     """The state file exists but could not be read (``problem``: "Permission denied", a file
     gone mid-read): ``run``, the state last read whole, stays, marked with the reason and the
     time it was read (``read_problem``, and a warning the header shows first) until a read
