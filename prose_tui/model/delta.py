@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -61,7 +62,8 @@ class Delta:
     ``parts`` says which part of the run each changed path belongs to, as the live layer
     classified it once (``RunBackend.classify``); ``state_data`` holds the bytes of the
     state file when the backend read it whole for this change (a snapshot ``state.md``
-    rewritten), so a sink (the journal) does not read it again; ``None`` otherwise.
+    rewritten), and ``state_stat`` the file's stat from that same open, so a sink (the
+    journal) does not read it again; ``None`` otherwise.
     """
 
     run: Run
@@ -79,6 +81,7 @@ class Delta:
     streaming: bool = False
     parts: dict[Path, Part] = field(default_factory=dict)
     state_data: bytes | None = field(default=None, repr=False)
+    state_stat: os.stat_result | None = field(default=None, repr=False)
 
     @property
     def empty(self) -> bool:

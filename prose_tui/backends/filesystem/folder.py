@@ -136,6 +136,7 @@ def load_run(
     summary: bool = False,
     tails: dict | None = None,
     root: Path | None = None,
+    read: dict | None = None,
     _depth: int = 0,
     _seen: frozenset[Path] = frozenset(),
 ) -> Run:
@@ -146,7 +147,9 @@ def load_run(
 
     ``tails`` (a dict the caller keeps) receives, under ``run_dir``, the
     :class:`~prose_tui.backends.filesystem.tail.EventLogTail` an event log was parsed with,
-    so a later change parses only appended bytes.
+    so a later change parses only appended bytes. ``read`` (a dict the caller keeps)
+    receives, under the state file's path, ``(bytes, os.stat_result)`` when the state file
+    was read whole: a change hands them on (``Delta.state_data``) instead of a second read.
 
     ``root`` is the folder every file the run names must lie in (default: ``run_dir``
     resolved once; an import is read with its top run's). A file outside it (a symlink to
@@ -168,7 +171,7 @@ def load_run(
         run.started = _id_time_as_logged(run)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
         return run
-    run, snapshot = _read_state(run_dir, tails, now, root)
+    run, snapshot = _read_state(run_dir, tails, now, root, read)
     if summary:
         _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
@@ -216,7 +219,7 @@ def _skill_status(run: Run) -> None:
 
 
 def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None = None,
-                root: Path | None = None) -> tuple[Run, SnapshotState | None]:
+                root: Path | None = None, read: dict | None = None) -> tuple[Run, SnapshotState | None]:
     """A run from its state file alone (header, trace, call stack, events), and the parsed
     snapshot whose Index names its bindings and agents (``None`` for other formats).
     An event log is parsed with a tail kept in ``tails`` (see ``load_run``). A header or
@@ -240,6 +243,8 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
                 data = fh.read(MAX_STATE_BYTES + 1)
             run.state_mtime = st.st_mtime
             text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
+            if read is not None and not cut:
+                read[state_file] = (data, st)
             run.read_at = now or datetime.now(timezone.utc)
         except OSError as exc:  # permission denied, gone between the look and the open, I/O error
             text, cut, data, st = "", False, b"", None
@@ -325,13 +330,15 @@ _MERGED: dict[Path, tuple[list, list[Binding]]] = {}  # run -> (Index rows, bind
 
 
 def reload_state(previous: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
-                 observed: datetime | None = None, home: Path | None = None, tails: dict | None = None) -> Run:
+                 observed: datetime | None = None, home: Path | None = None, tails: dict | None = None,
+                 read: dict | None = None) -> Run:
     """``previous`` (a run read in full) after its state file changed: the state file is read
     again, the binding files, agents and imports already read are kept. The Index may name
     new bindings (merged as missing until their files arrive) or new agents (agents re-read).
+    ``tails`` and ``read`` as for :func:`load_run`.
     """
     run_dir = previous.path
-    run, snapshot = _read_state(run_dir, tails, now, previous.root)
+    run, snapshot = _read_state(run_dir, tails, now, previous.root, read)
     merged = _MERGED.get(run_dir)
     if snapshot is not None and merged is not None and merged[1] is previous.bindings \
             and merged[0] == snapshot.binding_rows:

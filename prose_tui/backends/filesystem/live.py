@@ -17,6 +17,7 @@ the run folder layout) and only that part is read again:
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import replace
@@ -54,8 +55,22 @@ def apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTai
     ``tails`` holds the event-log tail of each run (by folder), filled by ``load_run``.
     ``summary`` runs (a run list row) only follow their state file. ``paths`` classified
     by the live layer (a :data:`~prose_tui.backends.protocol.Changed` mapping) are not
-    classified again. Raises ``OSError`` when the run folder is gone.
+    classified again. A state file read whole for the change goes with the delta
+    (``Delta.state_data``/``state_stat``), for the journal. Raises ``OSError`` when the run
+    folder is gone.
     """
+    read: dict[Path, tuple[bytes, os.stat_result]] = {}
+    delta = _apply_paths(run, paths, tails, read, now=now, stale_after=stale_after, observed=observed,
+                         summary=summary)
+    state = delta.run.state_file
+    if state is not None and state in read:
+        delta.state_data, delta.state_stat = read[state]
+    return delta
+
+
+def _apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail],
+                 read: dict[Path, tuple[bytes, os.stat_result]], *, now: datetime, stale_after: float,
+                 observed: datetime | None, summary: bool) -> Delta:
     run_dir = run.path
     parts = dict(paths) if isinstance(paths, Mapping) else {p: classify_by_layout(run_dir, p) for p in paths}
     # A skill run's ledger files are appended to: tailed (skill_live.py), not read again.
@@ -64,7 +79,7 @@ def apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTai
     kinds = {part for p, part in parts.items() if p not in ledgers}
     if "program" in kinds or ("other" in kinds and not summary) or run.format is RunFormat.ENCRYPTED:
         fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
-                         root=run.root)
+                         root=run.root, read=read)
         delta = Delta.whole(fresh, paths)
         delta.reread = True
         return delta
@@ -72,13 +87,13 @@ def apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTai
     before_status = (run.status, run.status_reason)
     if "state" in kinds:
         delta = _state_changed(run, paths, tails, delta, now=now, stale_after=stale_after, observed=observed,
-                               summary=summary)
+                               summary=summary, read=read)
         run = delta.run
     if ledgers and not summary and delta.run is run:  # (a state change read the run again, ledgers too)
         events = apply_receipts(run, ledgers)
         if events is None:  # not a run whose ledger is followed: read it again
             fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
-                         root=run.root)
+                         root=run.root, read=read)
             whole = Delta.whole(fresh, paths)
             whole.reread = True
             return whole
@@ -123,7 +138,8 @@ def run_status(run: Run, tail: EventLogTail | None, *, now: datetime, stale_afte
 
 
 def _state_changed(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,
-                   stale_after: float, observed: datetime | None, summary: bool) -> Delta:
+                   stale_after: float, observed: datetime | None, summary: bool,
+                   read: dict[Path, tuple[bytes, os.stat_result]] | None = None) -> Delta:
     run_dir = run.path
     tail = tails.get(run_dir)
     if tail is not None and run.format in EVENT_LOG_FORMATS and run.state_file == tail.file.path:
@@ -142,9 +158,9 @@ def _state_changed(run: Run, paths: Collection[Path], tails: dict[Path, EventLog
     tails.pop(run_dir, None)
     if summary:
         fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=True, tails=tails,
-                         root=run.root)
+                         root=run.root, read=read)
     else:
-        fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
+        fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails, read=read)
     if fresh.read_problem is not None and fresh.state_file == run.state_file and run.read_at is not None:
         return kept_last_good(run, fresh.read_problem, paths)
     out = Delta(fresh, set(paths))
