@@ -314,7 +314,9 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
         if after_paint is not None:
             after_paint(PAINT_WAIT)
         try:
-            journal.record(run.path, delta.paths, clock())
+            # The change's own classification and state.md bytes: nothing is classified or read twice.
+            read = (delta.state_data, delta.state_stat) if delta.state_data is not None and delta.state_stat else None
+            journal.record(run.path, delta.paths, clock(), parts=delta.parts, state=read)
         except (OSError, ValueError, RecursionError) as exc:
             state["journal"] = None  # a convenience: losing it must not stop the live view
             if on_error is not None:
