@@ -17,7 +17,8 @@ folder, a Reactor state dir, or a state file. Where runs live:
   ``reactor.yml`` names. One state dir is one run (``RunRef.kind == "state-dir"``), read by the
   Reactor backend;
 * the 0.11-0.14 manifests (``manifest.run.md``, ``forme.manifest.json``, judge-era
-  ``state/responsibilities/``) mark run folders (``folder.is_run_dir``).
+  ``state/responsibilities/``) mark run folders; which files make a run folder is each
+  backend's to say (``RunBackend.is_run_folder``, asked through :func:`is_run_folder`).
 
 The walk is bounded in depth and folder count and skips VCS folders, dependencies and
 virtualenvs; it never follows symlinks, so loops cannot trap it.
@@ -30,7 +31,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prose_tui.backends.filesystem.folder import STATE_FILES, is_run_dir
+from prose_tui.backends.registry import backends
+
+STATE_FILES = ("state.md", "vm.log.md")  # a run's state files (seeds/filesystem.md): the flat layout has them in runs/
 
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", ".env", "__pycache__", ".tox",
@@ -92,12 +95,18 @@ def is_prose_runs(folder: Path) -> bool:
     return folder.name == "runs" and (parent.name == ".prose" or (parent.name == "prose" and parent.parent.name == ".agents"))
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether some backend takes ``folder`` for one of its run folders
+    (``RunBackend.is_run_folder``). Raises ``OSError`` when it cannot be looked into."""
+    return any(backend.is_run_folder(folder) for backend in backends())
+
+
 def is_native_run(folder: Path) -> bool:
     """A run folder in a native ``runs/``: a run file, and a run-id name or an OpenProse-only file.
     A folder that cannot be looked into (permission denied) counts when named by a run id: it
     is listed, as unreadable, rather than left out."""
     try:
-        if not is_run_dir(folder):
+        if not is_run_folder(folder):
             return False
         return RUN_ID_RE.match(folder.name) is not None or any((folder / name).exists() for name in OPENPROSE_FILES)
     except OSError:
@@ -233,9 +242,9 @@ def _find(path: Path) -> list[RunRef]:
         return [RunRef(path, path)]  # a narration file or transcript is a run of its own
     if is_reactor_state_dir(path):
         return [RunRef(path, path, STATE_DIR)]
-    if path.name != "runs" and path.parent.name == "runs" and is_run_dir(path):
+    if path.name != "runs" and path.parent.name == "runs" and is_run_folder(path):
         return [RunRef(path, path.parent)]
-    if (is_run_dir(path) and not (path / ".prose").exists() and path.name not in (".prose", "runs")
+    if (is_run_folder(path) and not (path / ".prose").exists() and path.name not in (".prose", "runs")
             and not ((path / "runs").is_dir() and _has_native_runs(path / "runs"))):
         return [RunRef(path, path.parent)]
     if path.name == "runs" or path.name == ".prose" or (path.name == "prose" and path.parent.name == ".agents"):

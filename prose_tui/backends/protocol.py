@@ -50,7 +50,7 @@ from prose_tui.model import (
     TraceLine,
 )
 
-__all__ = ["Changed", "RunBackend", "RunSource", "Value", "classify_by_layout", "fallback_trace"]
+__all__ = ["Changed", "NotARunError", "RunBackend", "RunSource", "Value", "classify_by_layout", "fallback_trace"]
 
 Changed = Mapping[Path, Part]
 """The changed paths of one run and the part each belongs to, classified once by the live
@@ -60,6 +60,10 @@ layer (``RunBackend.classify``); ``apply`` and the journal read it instead of cl
 STATE_NAMES = ("state.md", "vm.log.md")
 PROGRAM_NAMES = ("program.md", "root.prose.md")
 RAW_TRACE_BYTES = 2 * 1024 * 1024
+
+
+class NotARunError(ValueError):
+    """The path exists but holds no run; the message is one line a user can act on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,15 @@ class RunBackend:
         """Where ``binding``'s value is, or the value itself (never raises for a missing one:
         ``Value.warning`` says why)."""
         raise NotImplementedError
+
+    # -- finding runs ------------------------------------------------------------------------
+    def is_run_folder(self, folder: Path) -> bool:
+        """Whether ``folder`` (inside a ``runs`` folder, or pointed at) holds a run of this
+        format, told by the files a VM writes there (discovery asks it for each child of a
+        runs folder: cheap, a few stats). May raise ``OSError`` (a folder that cannot be
+        looked into). Default: ``False``, the backend's runs are not run folders.
+        See :mod:`prose_tui.backends.discover`."""
+        return False
 
     # -- a changed path ----------------------------------------------------------------------
     def classify(self, run_path: Path, path: Path) -> Part:

@@ -50,6 +50,11 @@ class FilesystemBackend(RunBackend):
             pass
         return folder_read_problem(path) is not None
 
+    def is_run_folder(self, folder: Path) -> bool:
+        """A folder holding a file a VM writes into a run folder (state, program, bindings, a
+        0.11-0.15 manifest or ledger; ``folder.is_run_dir``). Raises ``OSError``."""
+        return is_run_dir(folder)
+
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         run_dir = path.parent if path.is_file() else path

@@ -18,8 +18,7 @@ from typing import ClassVar
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.loader import NotARunError
-from prose_tui.backends.protocol import RunBackend, Value
+from prose_tui.backends.protocol import NotARunError, RunBackend, Value
 from prose_tui.backends.reactor.assemble import (
     ReactorState,
     add_receipts,
