@@ -41,7 +41,7 @@ from prose_tui.model import Backend, Delta, Run, RunFormat
 
 
 class TinyBackend(RunBackend):
-    kind: ClassVar[Backend] = Backend.FILESYSTEM
+    kind: ClassVar[Backend] = Backend("tiny")  # its own kind: the model's enums are open
     name: ClassVar[str] = "tiny"
     priority: ClassVar[int] = 5
 
@@ -50,7 +50,7 @@ class TinyBackend(RunBackend):
 
     def open(self, path, *, now=None, stale_after=1800.0, observed=None, summary=False):
         first = path.read_text(encoding="utf-8").splitlines()[0]
-        return Run(id=first, path=path, format=RunFormat.SNAPSHOT, program="tiny.prose")
+        return Run(id=first, path=path, backend=self.kind, format=RunFormat("tiny-log"), program="tiny.prose")
 
     def apply(self, run, paths, *, now=None, stale_after=1800.0, observed=None):
         return Delta.whole(self.open(run.path), set(paths))
@@ -84,7 +84,8 @@ def test_a_backend_installed_with_an_entry_point_reads_its_runs(tmp_path):
     run.write_text("tiny-run-7\n", encoding="utf-8")
     shown = _cli(["show", str(run), "--json"], extra_path=[site])
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout)["id"] == "tiny-run-7"
+    run_json = json.loads(shown.stdout)
+    assert (run_json["id"], run_json["backend"], run_json["format"]) == ("tiny-run-7", "tiny", "tiny-log")
     without = _cli(["show", str(run), "--json"])  # the same file, the package not installed
     assert without.returncode == 1 and "not a run state file" in without.stderr
 
