@@ -13,9 +13,12 @@ paged or chain-checked, no table or source or CLI option is added. Code above ``
 calls these methods and never probes for an attribute (``getattr``).
 
 Adding a format is one subpackage whose ``backend.py`` subclasses :class:`RunBackend` (with a
-``name`` and a ``priority``), plus one line: the built-in list in
-:mod:`prose_tui.backends.registry`, or an entry point in the ``prose_tui.backends`` group for a
-third-party package. Layers above reach it through :mod:`.registry` and this module only.
+``name``, a ``priority`` and a ``kind``: ``Backend("name")``, the model's enums are open), plus
+one line: the built-in list in :mod:`prose_tui.backends.registry`, or an entry point in the
+``prose_tui.backends`` group for a third-party package. Discovery asks it which folders are its
+runs (``is_run_folder``); the live layer asks it to classify a changed path (``classify``) and
+hands the result to its ``apply``. Layers above reach it through :mod:`.registry` and this
+module only (import-linter contracts in ``.importlinter``).
 :class:`RunSource` is the second half of the protocol, for databases: runs that live in no
 folder a watcher can see, listed and polled through a source a backend makes from the
 command line (``sources_for``).
