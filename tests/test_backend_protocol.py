@@ -163,6 +163,7 @@ def test_a_backend_without_optional_capabilities_gets_the_declared_defaults(tmp_
     assert bare.status(run, now=now) == (RunStatus.COMPLETED, "done")
     assert bare.older(run, 50) == 0
     assert not bare.polls and bare.poll(run) is None and bare.poll_interval == 1.0
+    assert bare.summary_parts is None and not bare.grows and not bare.is_run_folder(run_dir)
     assert bare.chain(run) is None
     assert bare.open_text("anything") is None
     lines, banner = bare.raw_trace(run)

@@ -107,6 +107,9 @@ class RunBackend:
     every open run every :attr:`poll_interval` seconds."""
     grows: ClassVar[bool] = False
     """Its run files only grow and can be read progressively (:meth:`open_growing`)."""
+    summary_parts: ClassVar[frozenset[Part] | None] = None
+    """The parts a run list row (a run opened with ``summary=True``) follows: a change to any
+    other part waits until the run is opened in full. ``None``: every change is applied."""
 
     # -- required ---------------------------------------------------------------------------
     def claims(self, path: Path) -> bool:

@@ -446,9 +446,10 @@ class Workspace(SourceRuns):
                 whole = Delta.whole(fresh, paths)
                 whole.parts = kinds
                 return RunChange(fresh, parts, paths, kinds), whole
-            if not detailed and run.backend is Backend.FILESYSTEM:
+            follows = backend.summary_parts
+            if not detailed and follows is not None:
                 # A run list row follows its state file only; the rest is read when it is opened.
-                kinds = {p: kind for p, kind in kinds.items() if kind is Part.STATE}
+                kinds = {p: kind for p, kind in kinds.items() if kind in follows}
                 if not kinds:
                     return None, None
             try:

@@ -14,7 +14,7 @@ from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_proble
 from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.tail import EventLogTail
 from prose_tui.backends.protocol import RunBackend, Value
-from prose_tui.model import Backend, Binding, Delta, Run
+from prose_tui.model import Backend, Binding, Delta, Part, Run
 
 
 class FilesystemBackend(RunBackend):
@@ -28,6 +28,7 @@ class FilesystemBackend(RunBackend):
     kind: ClassVar[Backend] = Backend.FILESYSTEM
     name: ClassVar[str] = "filesystem"
     priority: ClassVar[int] = 30  # after SQLite (a folder of state.db alone) and Reactor state dirs
+    summary_parts: ClassVar[frozenset[Part] | None] = frozenset({Part.STATE})  # a row reads state.md only
 
     def __init__(self) -> None:
         # Run folder -> the tails of the (at most two) runs last read there: a summary and a
