@@ -295,8 +295,7 @@ class Workspace(SourceRuns):
     def part_of(self, run_dir: Path, path: Path) -> Part:
         """The part of the run at ``run_dir`` a path inside it belongs to, as the run's
         backend classifies it (the run folder layout for a run not read yet)."""
-        with self.lock:
-            run = self.runs.get(run_dir)
+        run = self.runs.get(run_dir)  # one dict read (atomic): the UI thread asks, never waiting on the lock
         return backend_or_default(run).classify(run_dir, path)
 
     def owner(self, path: Path) -> Path | None:
