@@ -57,6 +57,13 @@ class TinyBackend(RunBackend):
 
     def read_value(self, run, binding):
         return Value(text="")
+
+
+class HalfBackend(RunBackend):  # claims, but cannot open: not a backend
+    name = "half"
+
+    def claims(self, path):
+        return True
 '''
 
 
@@ -91,7 +98,7 @@ def test_a_backend_installed_with_an_entry_point_reads_its_runs(tmp_path):
 
 
 def test_a_broken_entry_point_is_named_and_the_built_ins_still_read(tmp_path):
-    site = _plugin(tmp_path, "broken = tinyfmt:NoSuchBackend")
+    site = _plugin(tmp_path, "broken = tinyfmt:NoSuchBackend\nhalf = tinyfmt:HalfBackend")
     code = ("from prose_tui.backends import registry; "
             "print([b.name for b in registry.backends()]); print(registry.load_errors())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT,
@@ -100,6 +107,7 @@ def test_a_broken_entry_point_is_named_and_the_built_ins_still_read(tmp_path):
     names, errors = out.stdout.splitlines()
     assert names == "['sqlite', 'reactor', 'filesystem', 'narration', 'postgres']"
     assert "broken" in errors and "AttributeError" in errors
+    assert "half" in errors and "abstract" in errors  # the four required methods are required
 
 
 def test_registering_a_backend_before_the_first_lookup_keeps_the_built_ins(tmp_path):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -83,9 +84,10 @@ class Value:
     warning: str | None = None
 
 
-class RunBackend:
+class RunBackend(ABC):
     """One backend: subclass it, set ``kind``, ``name`` and ``priority``, implement the four
-    required methods and override the capabilities the format has.
+    required methods (abstract: a subclass without them cannot be made, and the registry names
+    it) and override the capabilities the format has.
 
     Instances are made once (by the registry) and shared by threads; per-run reading state
     (tail offsets, parser state, database connections) lives in objects the backend keeps per
@@ -112,11 +114,13 @@ class RunBackend:
     other part waits until the run is opened in full. ``None``: every change is applied."""
 
     # -- required ---------------------------------------------------------------------------
+    @abstractmethod
     def claims(self, path: Path) -> bool:
         """True when ``path`` (a folder or file, resolved) is a run this backend reads.
         Cheap: a name, a stat or a small read. May raise ``OSError`` (taken as no)."""
         raise NotImplementedError
 
+    @abstractmethod
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         """Read the run at ``path``. ``summary`` asks for what a run list row needs (the
@@ -124,6 +128,7 @@ class RunBackend:
         ``stale_after`` (seconds) how long a running run may stay quiet."""
         raise NotImplementedError
 
+    @abstractmethod
     def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         """Bring ``run`` up to date with the changed ``paths`` (absolute, inside the run) and
@@ -133,6 +138,7 @@ class RunBackend:
         file whole puts its bytes in ``Delta.state_data`` so nobody reads it a second time."""
         raise NotImplementedError
 
+    @abstractmethod
     def read_value(self, run: Run, binding: Binding) -> Value:
         """Where ``binding``'s value is, or the value itself (never raises for a missing one:
         ``Value.warning`` says why)."""

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Collection
+from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from prose_tui.backends.protocol import RunBackend
-from prose_tui.model import Backend, Run
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
+from prose_tui.backends.protocol import NotARunError, RunBackend, Value
+from prose_tui.model import Backend, Binding, Delta, Run
 
 ENTRY_POINT_GROUP = "prose_tui.backends"
 
@@ -100,13 +103,34 @@ def backend_of(run: Run) -> RunBackend:
     raise LookupError(f"no backend registered for {run.backend.value}")
 
 
-_DEFAULTS = RunBackend()
+class _Unregistered(RunBackend):
+    """What a run of an unregistered kind gets: every capability's declared default; it
+    claims nothing, opens nothing and changes nothing."""
+
+    name = "unregistered"
+
+    def claims(self, path: Path) -> bool:
+        return False
+
+    def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+             observed: datetime | None = None, summary: bool = False) -> Run:
+        raise NotARunError(f"{path}: no backend registered for it")
+
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
+              stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
+        return Delta(run, set(paths))
+
+    def read_value(self, run: Run, binding: Binding) -> Value:
+        return Value(text="", warning=f"no backend registered for {run.backend.value} runs")
+
+
+_DEFAULTS = _Unregistered()
 
 
 def backend_or_default(run: Run | None) -> RunBackend:
     """The backend of ``run``; for ``None`` (a run not read yet) or an unregistered kind, a
-    backend with every capability's declared default (``RunBackend`` itself: the run folder
-    layout classifies paths, the state file is the raw trace, nothing is polled)."""
+    backend with every capability's declared default (the run folder layout classifies paths,
+    the state file is the raw trace, nothing is polled) that opens and changes nothing."""
     if run is None:
         return _DEFAULTS
     try:
