@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES
 
 from prose_tui.backends import registry
-from prose_tui.backends.protocol import RunBackend
+from prose_tui.backends.protocol import RunBackend, Value
 from prose_tui.live.pipeline import LivePipeline
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Backend, Delta, Event, EventKind, Run, RunFormat
@@ -153,6 +153,15 @@ class _Counter(RunBackend):
 
     def claims(self, path: Path) -> bool:
         return False
+
+    def open(self, path: Path, **kwargs) -> Run:  # type: ignore[override]
+        raise FileNotFoundError(path)  # its runs are put in the workspace by the test
+
+    def apply(self, run: Run, paths, **kwargs) -> Delta:  # type: ignore[override]
+        return Delta(run, set(paths))
+
+    def read_value(self, run: Run, binding) -> Value:
+        return Value(text="")
 
     def poll(self, run: Run) -> Delta | None:
         self.poll_count += 1
