@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from prose_tui.backends.common.status import age, as_utc
-from prose_tui.backends.reactor.ledger import short
+from prose_tui.backends.common.text import short
 from prose_tui.history.nodes import node_state
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
