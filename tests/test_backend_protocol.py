@@ -105,7 +105,7 @@ def test_a_broken_entry_point_is_named_and_the_built_ins_still_read(tmp_path):
                          env=dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{ROOT}"))
     assert out.returncode == 0, out.stderr
     names, errors = out.stdout.splitlines()
-    assert names == "['sqlite', 'reactor', 'filesystem', 'narration', 'postgres']"
+    assert names == "['sqlite', 'reactor', 'receipt-ledger', 'filesystem', 'narration', 'postgres']"
     assert "broken" in errors and "AttributeError" in errors
     assert "half" in errors and "abstract" in errors  # the four required methods are required
 
@@ -129,7 +129,7 @@ def test_registering_a_backend_before_the_first_lookup_keeps_the_built_ins(tmp_p
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT,
                          env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}"))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['tiny', 'sqlite', 'reactor', 'filesystem', 'narration', 'postgres', 'late']"
+    assert out.stdout.strip() == "['tiny', 'sqlite', 'reactor', 'receipt-ledger', 'filesystem', 'narration', 'postgres', 'late']"
 
 
 def test_register_refuses_what_is_not_a_backend():
