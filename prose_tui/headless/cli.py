@@ -168,7 +168,9 @@ def load_runs(path: Path | None, stale_after: float = DEFAULT_STALE_AFTER, sourc
 
 def _print_runs(runs: list[Run], as_json: bool) -> None:
     if as_json:
-        print(json.dumps([run_row(r) for r in runs], indent=2, ensure_ascii=False))
+        from prose_tui.remote import shown_json  # a remote target's runs show their remote paths
+
+        print(json.dumps(shown_json([run_row(r) for r in runs]), indent=2, ensure_ascii=False))
         return
     from prose_tui.headless.render import runs_table
 
@@ -194,7 +196,9 @@ def _show(args: argparse.Namespace) -> int:
         detail = run_detail(run, failures)
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
-        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        from prose_tui.remote import shown_json  # a remote target's run shows its remote paths
+
+        print(json.dumps(shown_json(detail), indent=2, ensure_ascii=False))
         return 0
     from prose_tui.headless.render import run_report
 

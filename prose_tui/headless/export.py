@@ -27,7 +27,9 @@ def add_export_parser(sub) -> None:
         description="Write one run as a self-contained file anyone can open offline: header and status "
                     "reason, annotated trace, failures with their context, timeline, bindings, agent "
                     "memory, warnings.")
-    export.add_argument("path", type=parse_target, metavar="RUN",
+    from prose_tui.headless.targets import any_target
+
+    export.add_argument("path", type=any_target, metavar="RUN",
                         help="run folder, state file, state.db, narration file, - for stdin, or postgresql://…/db#RUN_ID")
     export.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see show --json)")
     export.add_argument("--format", choices=("html", "md", "json"), default=None,

@@ -34,7 +34,7 @@ from prose_tui.backends.common.dburl import DatabaseUrl, Target, parse_target, r
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.model import Run
 
-__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options",
+__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options", "any_target",
            "database_url", "install_redacting_excepthooks", "open_target_run", "resolve_target",
            "sources_for", "target_argument"]
 
@@ -66,6 +66,31 @@ def database_url(text: str) -> DatabaseUrl:
     return target.database
 
 
+def any_target(text: str | Path) -> Target:
+    """:func:`parse_target`, and an ``ssh://[user@]host[:port]/path`` or ``host:path`` target
+    (issue 34) as a path that :func:`resolve_target`/:func:`open_target_run` turn into the
+    local copy of the remote runs (``prose_tui.remote``). An argparse ``type``."""
+    from prose_tui.remote import remote_path
+
+    try:
+        remote = remote_path(str(text)) if not isinstance(text, Path) else None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Target(path=remote) if remote is not None else parse_target(text)
+
+
+def _localized(target: Target) -> Target:
+    """``target`` with a remote path replaced by its local copy (connecting once); raises
+    :class:`TargetError` with ssh's reason when the host cannot be read."""
+    from prose_tui.remote import RemoteError, localize
+
+    try:
+        path = localize(target.path)
+    except RemoteError as exc:
+        raise TargetError(str(exc)) from None
+    return target if path is target.path else Target(path=path)
+
+
 def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, metavar: str = "PATH",
                     default: str | None = ".", what: str = "a project, .prose, runs or run folder") -> None:
     """Add a positional ``PATH|URL`` argument parsed into a :class:`Target` (``default``
@@ -73,7 +98,7 @@ def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, meta
     kwargs: dict = {}
     if default is not None:
         kwargs = {"nargs": "?", "default": DEFAULT_TARGET if default == "." else parse_target(default)}
-    parser.add_argument(dest, type=parse_target, metavar=metavar, **kwargs,
+    parser.add_argument(dest, type=any_target, metavar=metavar, **kwargs,
                         help=f"{what}, or a postgresql:// URL for that database alone"
                              + (f" (default: {default})" if default is not None else ""))
 
@@ -99,7 +124,7 @@ def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
     target: Target = getattr(args, dest)
     variable = getattr(args, "postgres_env", None)
     if not variable:
-        return target
+        return _localized(target)
     if target is not DEFAULT_TARGET:
         raise TargetError(f"give {target} or --postgres-env {variable}, not both")
     value = os.environ.get(variable, "").strip()
@@ -117,7 +142,10 @@ def sources_for(target: Target, args: argparse.Namespace | None = None) -> list:
     from prose_tui.backends.postgres.backend import attach
     from prose_tui.backends.postgres.source import PostgresSource
     from prose_tui.backends.postgres.url import USER_URL_VARIABLE, find_url
+    from prose_tui.remote import RemoteState, mirror_of
 
+    if (mirror := mirror_of(target.path)) is not None:  # a remote target: its link's state, no database
+        return [RemoteState(mirror)]
     urls: list[DatabaseUrl] = []
     project = target.path if target.path is not None else None
     if target.database is not None:
@@ -143,6 +171,7 @@ def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) ->
     from prose_tui.backends import NotARunError, open_run
     from prose_tui.backends.common.status import apply_staleness
 
+    target = _localized(target)
     if target.database is None:
         assert target.path is not None
         if str(target.path) == "-":
