@@ -58,6 +58,17 @@ class SshServer:
     def target(self, path: Path | str) -> str:
         return f"ssh://{HOST}{path}"
 
+    def pause(self) -> None:
+        """Stop listening (logins fail; sessions already open go on)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def resume(self) -> None:
+        """Listen again on the same port with the same keys."""
+        self.process = _launch(self.folder)
+        _wait_for_login(self)
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -94,17 +105,28 @@ def start_sshd(*, force_command: str | None = None, set_env_path: str | None = N
         f"  IdentityFile {folder / 'user_key'}", "  IdentitiesOnly yes", "  BatchMode yes",
         f"  UserKnownHostsFile {folder / 'known_hosts'}", "  StrictHostKeyChecking accept-new",
         "  LogLevel ERROR"]) + "\n")
-    process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    server = SshServer(folder, port, process)
+    server = SshServer(folder, port, _launch(folder))
+    try:
+        _wait_for_login(server)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
+def _launch(folder: Path) -> subprocess.Popen:
+    return subprocess.Popen([SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait_for_login(server: SshServer) -> None:
+    process = server.process
     for _ in range(200):  # until it accepts a login (bounded: 200 tries)
         if process.poll() is not None:
             err = process.stderr.read().decode() if process.stderr else ""
-            server.stop()
             raise RuntimeError(f"sshd exited: {err.strip()}")
         probe = subprocess.run(["ssh", "-F", str(server.config), HOST, "true"], capture_output=True)
         if probe.returncode == 0:
-            return server
+            return
         time.sleep(0.05)
-    server.stop()
-    raise RuntimeError(f"sshd on port {port} never accepted a login: {probe.stderr.decode().strip()}")
+    raise RuntimeError(f"sshd on port {server.port} never accepted a login: {probe.stderr.decode().strip()}")

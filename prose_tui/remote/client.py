@@ -72,10 +72,14 @@ class RemoteSpec:
     def destination(self) -> str:
         return f"{self.user}@{self.host}" if self.user else self.host
 
+    @property
+    def authority(self) -> str:
+        """``ssh://[user@]host[:port]``: the URL without its path."""
+        return f"ssh://{self.destination}{f':{self.port}' if self.port else ''}"
+
     def __str__(self) -> str:
-        port = f":{self.port}" if self.port else ""
         path = self.path if self.path.startswith("/") else "/" + self.path if self.path.startswith("~") else "/~/" + self.path
-        return f"ssh://{self.destination}{port}{path}"
+        return self.authority + path
 
 
 def parse_remote(text: str) -> RemoteSpec | None:
@@ -193,8 +197,10 @@ class Mirror:
         self._images: dict[str, bytearray] = {}  # rel of a database -> its image as the host sent it
         self._pending: dict[str, bytearray] = {}  # whole files arriving in pieces
         self._written: dict[str, tuple] = {}  # rel of agent_state.json -> stat of our own last write
-        self._synced = threading.Event()
+        self._synced = threading.Event()  # set when the first sync is done or the connection ended
+        self._sync_done = False
         self._error: str | None = None
+        self.last_error = ""  # why the last reconnection failed
         self.desired: list[dict] = []  # the host's answers to desire requests
 
     # -- public -------------------------------------------------------------------------------
@@ -222,16 +228,20 @@ class Mirror:
 
     def shown(self, text: str) -> str:
         """``text`` with the mirror's local path replaced by the remote target's."""
-        local = str(self.local)
-        if local not in text:
+        folder = str(self.folder)
+        if folder not in text:
             return text
-        remote = str(RemoteSpec(self.spec.host, self.remote_root or self.spec.path, self.spec.user, self.spec.port))
-        return text.replace(local, remote)
+        return text.replace(folder, self.spec.authority)
 
     def wait_changed(self, count: int, timeout: float) -> bool:
         """Block until ``changes`` reaches ``count`` (``False`` after ``timeout`` s)."""
+        return self.wait_for(lambda: self.changes >= count, timeout)
+
+    def wait_for(self, predicate, timeout: float) -> bool:
+        """Block until ``predicate()`` holds, checked after each change applied (``False``
+        after ``timeout`` s or when closed)."""
         with self._changed:
-            return self._changed.wait_for(lambda: self.changes >= count or self._closed.is_set(), timeout)
+            return bool(self._changed.wait_for(lambda: predicate() or self._closed.is_set(), timeout)) and predicate()
 
     def wait_state(self, timeout: float, previous: str) -> bool:
         with self._changed:
@@ -262,6 +272,7 @@ class Mirror:
             raise RemoteError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
         self._proc = proc
         self._synced.clear()
+        self._sync_done = False
         self._error = None
         stderr: list[bytes] = []
         threading.Thread(target=lambda: stderr.append(proc.stderr.read() if proc.stderr else b""),
@@ -280,12 +291,13 @@ class Mirror:
             pass  # ssh ended already: its exit status says why below
         self._pump = threading.Thread(target=self._read, args=(proc,), daemon=True, name="ssh-read")
         self._pump.start()
-        if not self._synced.wait(timeout) or self._error is not None:
-            self._pump.join(timeout=5)
-            if self._synced.is_set() and self._error is None:
-                return
-            self._stop_proc()
-            code = proc.wait()
+        self._synced.wait(timeout)
+        if not self._sync_done or self._error is not None:
+            try:
+                code = proc.wait(timeout=10)  # ssh's own exit status says why (255: ssh, 127: no python3)
+            except subprocess.TimeoutExpired:
+                self._stop_proc()
+                code = proc.wait()
             time.sleep(0.05)
             message = self._error or _why(code, b"".join(stderr).decode("utf-8", "replace"), self.spec)
             raise RemoteError(message)
@@ -329,7 +341,8 @@ class Mirror:
                 attempt = 0
             except RemoteError as exc:
                 attempt += 1
-                self._set_state(f"reconnecting to {self.spec.host}… ({exc})")
+                self.last_error = str(exc)
+                self._set_state(f"reconnecting to {self.spec.host}…")
 
     # -- applying the host's messages ---------------------------------------------------------
     def _path(self, rel: str) -> Path:
@@ -340,13 +353,13 @@ class Mirror:
     def _apply(self, message: dict, body: bytes) -> None:
         op = message.get("op")
         if op == "hello":
+            # The copy keeps the host's path below the private folder: run ids and the folder
+            # names discovery reads (``.prose/runs/ID``) are the host's, and :meth:`shown` is one
+            # prefix swap.
             self.remote_root = str(message.get("root", ""))
-            self.watch = str(message.get("watch", ""))
-            if message.get("file"):
-                self._base = self.folder
-                self.local = self.folder / Path(self.remote_root).name
-            else:
-                self.local.mkdir(exist_ok=True)
+            self.local = self.folder / self.remote_root.lstrip("/")
+            self._base = self.local.parent if message.get("file") else self.local
+            self._base.mkdir(parents=True, exist_ok=True)
             return
         if op == "error":
             self._error = f"{self.spec.destination}: {message.get('message')}"
@@ -355,6 +368,7 @@ class Mirror:
             listed = set(message.get("files") or ())
             for rel in [r for r in self._files if r not in listed]:
                 self._remove(rel)
+            self._sync_done = True
             self._synced.set()
             return
         if op == "desired":
