@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -127,12 +128,11 @@ def _spec(host: str, path: str, user: str | None, port: str | None) -> RemoteSpe
     return RemoteSpec(host=host, path=path, user=user, port=number)
 
 
-def ssh_argv(spec: RemoteSpec, environ: dict | None = None) -> list[str]:
+def ssh_argv(spec: RemoteSpec, environ: Mapping[str, str] | None = None) -> list[str]:
     """The ``ssh`` command line that runs the reader's loader on ``spec``'s host:
     ``$PROSE_TUI_SSH_COMMAND`` (default ``ssh``), then ``-p``/``-l`` when the target gives
     them, the host and the remote command (``exec python3 -c LOADER``)."""
-    environ = os.environ if environ is None else environ
-    command = shlex.split(environ.get(SSH_COMMAND_VARIABLE, "").strip() or "ssh")
+    command = shlex.split((os.environ if environ is None else environ).get(SSH_COMMAND_VARIABLE, "").strip() or "ssh")
     if spec.port:
         command += ["-p", str(spec.port)]
     if spec.user:
@@ -196,7 +196,7 @@ class Mirror:
         self._files: dict[str, tuple[int, int]] = {}  # rel -> (size, crc32) of the host's file as held
         self._images: dict[str, bytearray] = {}  # rel of a database -> its image as the host sent it
         self._pending: dict[str, bytearray] = {}  # whole files arriving in pieces
-        self._written: dict[str, tuple] = {}  # rel of agent_state.json -> stat of our own last write
+        self._written: dict[str, tuple | None] = {}  # rel of agent_state.json -> stat of our own last write
         self._synced = threading.Event()  # set when the first sync is done or the connection ended
         self._sync_done = False
         self._error: str | None = None

@@ -185,9 +185,9 @@ class Reader:
             self.dirs[wd] = rel_dir
             self.watched.add(rel_dir)
 
-    def dirty_dirs(self) -> set:
+    def dirty_dirs(self) -> set[str]:
         """The folders inotify reported events in (drains the queue)."""
-        out = set()
+        out: set[str] = set()
         while True:
             try:
                 data = os.read(self.inotify, 65536)
@@ -288,7 +288,7 @@ class Reader:
                        "last": start + per >= len(changed)}, b"".join(image[i * size:(i + 1) * size] for i in group))
 
     def db_signature(self, real: str) -> tuple:
-        out = []
+        out: list[tuple | None] = []
         for name in (real, real + "-wal"):
             try:
                 st = os.stat(name)
