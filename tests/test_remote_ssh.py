@@ -9,6 +9,7 @@ sshd is not installed.
 from __future__ import annotations
 
 import json
+import sqlite3
 import os
 import subprocess
 import sys
@@ -161,3 +162,57 @@ def test_a_host_that_cannot_be_reached_is_said_plainly(tmp_path):
     spec = RemoteSpec("127.0.0.1", "/tmp", port=1)
     with pytest.raises(RemoteError, match="ssh could not connect"):
         Mirror(spec, ssh_command=ssh_argv(spec, {"PROSE_TUI_SSH_COMMAND": "ssh -o BatchMode=yes -F /dev/null"})).start(60)
+
+
+@pytest.mark.parametrize("journal_mode", ["wal", "delete"])
+def test_a_remote_sqlite_run_shows_as_the_local_one(sshd, tmp_path, journal_mode):
+    from sqlite_fixture import build_sqlite_run
+
+    run = build_sqlite_run(tmp_path / "proj", journal_mode=journal_mode)
+    (tmp_path / "proj" / ".prose" / "agents.db").unlink()  # project scope: above the path served, not read
+    keep_open = sqlite3.connect(run / "state.db")  # a VM with the database open: WAL keeps -wal and -shm
+    keep_open.execute("SELECT 1").fetchall()
+    try:
+        local = _cli(sshd, "show", "--json", str(run))
+        remote = _cli(sshd, "show", "--json", sshd.target(run))
+    finally:
+        keep_open.close()
+    assert remote.returncode == 0, remote.stderr
+    shown, expected = json.loads(remote.stdout), json.loads(local.stdout.replace(str(run), f"ssh://{HOST}{run}"))
+    # how the local backend opened the file (the host's WAL database read in place, the copy
+    # a rollback one) is the one difference
+    assert shown["header"].pop("open_mode") in ("ro", "copy") and expected["header"].pop("open_mode")
+    assert shown == expected
+    assert not list(run.glob("*.prose-tui*"))  # nothing written on the host
+
+
+def test_rows_a_vm_commits_on_the_host_reach_the_copy(sshd, tmp_path):
+    from prose_tui.backends import open_run
+
+    run = tmp_path / "proj" / ".prose" / "runs" / RUN_ID
+    run.mkdir(parents=True)
+    writer = subprocess.Popen([sys.executable, str(Path(__file__).with_name("sqlite_vm_writer.py")), "statements",
+                               str(run / "state.db"), "3", "python", "wal"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdin is not None
+        while writer.stdout.readline().strip() != "3":
+            pass
+        mirror = _mirror(sshd, tmp_path / "proj")
+        copy = mirror.local / ".prose" / "runs" / RUN_ID
+        try:
+            assert len(open_run(copy).trace) >= 3 or len(open_run(copy).events) >= 3
+            before = mirror.bytes_in
+            writer.stdin.write("more 2\n")
+            writer.stdin.flush()
+            while writer.stdout.readline().strip() != "5":
+                pass
+            expected = len(open_run(run).events)
+            assert mirror.wait_for(lambda: len(open_run(copy).events) == expected, 60), \
+                (len(open_run(copy).events), expected, mirror.changes)
+            assert mirror.bytes_in - before < 8 * 4096  # changed pages, not the database again and again
+        finally:
+            mirror.close()
+    finally:
+        writer.stdin.close() if writer.stdin else None
+        writer.wait(timeout=30)
