@@ -145,9 +145,15 @@ def test_an_append_sends_only_the_new_bytes_and_a_rewrite_the_file(tmp_path):
         mirror.close()
 
 
-def test_a_missing_path_is_said_plainly(tmp_path):
+def test_a_missing_path_is_said_plainly_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     with pytest.raises(RemoteError, match="no such file or folder"):
         _local_mirror(tmp_path / "nope")
+    assert list(private.iterdir()) == []  # the copy's folder went with the failed start
 
 
 def test_the_program_sent_is_standard_library_only():

@@ -70,7 +70,11 @@ def test_show_json_of_a_remote_run_equals_the_local_one(sshd, tmp_path):
     listed = _cli(sshd, "runs", "--json", f"{HOST}:{tmp_path / 'proj'}")  # the scp form
     assert listed.returncode == 0, listed.stderr
     [row] = json.loads(listed.stdout)
-    assert row["path"] == f"ssh://{HOST}{run}" and row["status"] == "failed" or row["id"] == RUN_ID
+    assert row["path"] == f"ssh://{HOST}{run}" and row["id"] == RUN_ID
+    for args in (("show",), ("export", "--format", "md", "-o", "-")):  # text a user reads
+        out = _cli(sshd, *args, sshd.target(run))
+        assert out.returncode == 0, out.stderr
+        assert f"ssh://{HOST}{run}" in out.stdout and "prose-tui-ssh-" not in out.stdout
 
 
 def test_a_remote_path_that_is_missing_or_a_host_without_python3_is_said_plainly(sshd, tmp_path):
@@ -216,3 +220,20 @@ def test_rows_a_vm_commits_on_the_host_reach_the_copy(sshd, tmp_path):
     finally:
         writer.stdin.close() if writer.stdin else None
         writer.wait(timeout=30)
+
+
+def test_a_remote_runs_journal_is_the_same_from_one_session_to_the_next(sshd, tmp_path, monkeypatch):
+    from prose_tui.history import Journal
+    from prose_tui.remote import close, localize, remote_path
+
+    run = _project(tmp_path)
+    monkeypatch.setenv("PROSE_TUI_SSH_COMMAND", sshd.command)
+    journal = Journal(tmp_path / "state")
+    folders = []
+    for _ in range(2):  # two sessions: each has its own private copy
+        local = localize(remote_path(sshd.target(run)))
+        assert local is not None and local.exists() and "prose-tui-ssh-" in str(local)
+        folders.append(journal.folder(local))
+        close(local)
+        assert not local.exists()
+    assert folders[0] == folders[1]  # the history recorded in one session is there in the next

@@ -316,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
         args.sources = [] if args.demo or str(args.path) == "-" else sources_for(target, args)
     except OSError as exc:
         return _fail(str(exc))
+    from prose_tui.remote import RemoteState, mirror_of
+
+    if (mirror := mirror_of(target.path)) is not None:  # ssh: the link's state in the status line
+        args.sources = [RemoteState(mirror)]
     if target.run_id is not None and args.sources:  # URL#RUN_ID: open on that run
         args.initial = args.sources[0].path_of(target.run_id)
     from prose_tui.headless.launch import launch

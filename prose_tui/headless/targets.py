@@ -142,10 +142,10 @@ def sources_for(target: Target, args: argparse.Namespace | None = None) -> list:
     from prose_tui.backends.postgres.backend import attach
     from prose_tui.backends.postgres.source import PostgresSource
     from prose_tui.backends.postgres.url import USER_URL_VARIABLE, find_url
-    from prose_tui.remote import RemoteState, mirror_of
+    from prose_tui.remote import mirror_of
 
-    if (mirror := mirror_of(target.path)) is not None:  # a remote target: its link's state, no database
-        return [RemoteState(mirror)]
+    if mirror_of(target.path) is not None:  # a remote target (ssh): no database is looked for
+        return []
     urls: list[DatabaseUrl] = []
     project = target.path if target.path is not None else None
     if target.database is not None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from prose_tui.remote.client import Mirror, RemoteError, RemoteSpec, parse_remote, ssh_argv
 
-__all__ = ["Mirror", "RemoteError", "RemoteSpec", "RemoteState", "localize", "mirror_of", "parse_remote",
+__all__ = ["Mirror", "RemoteError", "RemoteSpec", "RemoteState", "close", "localize", "mirror_of", "parse_remote",
            "remote_path", "shown", "shown_json", "ssh_argv"]
 
 _pending: dict[Path, RemoteSpec] = {}
@@ -64,6 +64,17 @@ def localize(path: Path | None) -> Path | None:
             _mirrors[spec] = mirror
         atexit.register(mirror.close)
     return mirror.local
+
+
+def close(path: Path | None) -> None:
+    """Close the mirror that holds ``path`` (ends ssh, removes the copy) and forget it."""
+    mirror = mirror_of(path)
+    if mirror is None:
+        return
+    with _lock:
+        for spec in [s for s, m in _mirrors.items() if m is mirror]:
+            del _mirrors[spec]
+    mirror.close()
 
 
 def mirror_of(path: Path | None) -> Mirror | None:

@@ -177,7 +177,7 @@ class Mirror:
         self.spec = spec
         self.poll = poll
         self.argv = ssh_command or ssh_argv(spec)
-        self.folder = Path(tempfile.mkdtemp(prefix="prose-tui-ssh-"))  # 0700: ours alone
+        self.folder = Path(tempfile.mkdtemp(prefix="prose-tui-ssh-")).resolve()  # 0700: ours alone
         self.local = self.folder / "root"
         self._base = self.local  # where the reader's relative paths are (a file root: its folder's copy)
         self.remote_root = ""
@@ -210,7 +210,11 @@ class Mirror:
         return self._state
 
     def start(self, timeout: float | None = None) -> Mirror:
-        self._connect_once(first=True, timeout=timeout)
+        try:
+            self._connect_once(first=True, timeout=timeout)
+        except BaseException:
+            self.close()  # nothing of a failed start is left behind
+            raise
         self._thread = threading.Thread(target=self._run, name=f"ssh-mirror-{self.spec.host}", daemon=True)
         self._thread.start()
         return self
@@ -357,6 +361,7 @@ class Mirror:
             # names discovery reads (``.prose/runs/ID``) are the host's, and :meth:`shown` is one
             # prefix swap.
             self.remote_root = str(message.get("root", ""))
+            self.watch = str(message.get("watch", ""))
             self.local = self.folder / self.remote_root.lstrip("/")
             self._base = self.local.parent if message.get("file") else self.local
             self._base.mkdir(parents=True, exist_ok=True)
