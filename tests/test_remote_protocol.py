@@ -164,3 +164,24 @@ def test_the_program_sent_is_standard_library_only():
                          capture_output=True, timeout=60)
     [(message, _)] = reader.feed(out.stdout)
     assert message == {"op": "error", "message": "/nonexistent-xyz: no such file or folder"}
+
+
+def test_polling_sees_an_append_where_inotify_is_not_used(tmp_path):
+    run = tmp_path / "runs" / "20260301-100000-abcdef"
+    run.mkdir(parents=True)
+    log = run / "vm.log.md"
+    log.write_text(LOG)
+    mirror = Mirror(RemoteSpec("localhost", str(tmp_path)), ssh_command=[sys.executable, "-S", "-c", LOADER],
+                    polling=True, poll=0.1).start(timeout=60)
+    try:
+        assert mirror.watch == "polling"
+        copy = mirror.local / "runs" / "20260301-100000-abcdef" / "vm.log.md"
+        subprocess.run(["sh", "-c", f"printf '3→ ship ✓\\n' >> '{log}'"], check=True)
+        assert mirror.wait_for(lambda: copy.read_bytes() == log.read_bytes(), 30)
+        (run / "bindings").mkdir()
+        (run / "bindings" / "plan.md").write_text("# plan\n")  # a new folder and file are found too
+        assert mirror.wait_for(lambda: (copy.parent / "bindings" / "plan.md").exists(), 30)
+        log.unlink()
+        assert mirror.wait_for(lambda: not copy.exists(), 30)  # and a removed file goes
+    finally:
+        mirror.close()

@@ -173,9 +173,11 @@ class Mirror:
     ``bytes_in``/``bytes_out`` count the bytes on ssh's pipes (the reader program included
     in ``bytes_out``). :meth:`close` ends ssh and removes the copy."""
 
-    def __init__(self, spec: RemoteSpec, *, poll: float = 0.5, ssh_command: list[str] | None = None) -> None:
+    def __init__(self, spec: RemoteSpec, *, poll: float = 0.5, ssh_command: list[str] | None = None,
+                 polling: bool = False) -> None:
         self.spec = spec
         self.poll = poll
+        self.polling = polling  # stat every ``poll`` s on the host instead of inotify
         self.argv = ssh_command or ssh_argv(spec)
         self.folder = Path(tempfile.mkdtemp(prefix="prose-tui-ssh-")).resolve()  # 0700: ours alone
         self.local = self.folder / "root"
@@ -270,7 +272,11 @@ class Mirror:
         """Start ssh, send the reader and ``hello``, and apply messages until the first sync
         is complete. Raises :class:`RemoteError` when the connection ends before that."""
         try:
-            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            # A reconnection happens while the explorer owns the terminal: ssh must not prompt
+            # there (a key that needs a passphrase or a password then fails, and says so).
+            over_ssh = self.argv[-1].startswith("exec python3")  # made by ssh_argv: ... HOST COMMAND
+            argv = self.argv if first or not over_ssh else [*self.argv[:-2], "-o", "BatchMode=yes", *self.argv[-2:]]
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     start_new_session=False)
         except OSError as exc:
             raise RemoteError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
@@ -284,6 +290,7 @@ class Mirror:
         self._writer = FrameWriter()
         program = reader_program()
         hello = self._writer.encode({"op": "hello", "root": self.spec.path, "poll": self.poll,
+                                     "watch": "polling" if self.polling else "auto",
                                      "known": {rel: list(v) for rel, v in self._files.items() if rel not in self._images},
                                      "pages": {rel: _page_crcs(img) for rel, img in self._images.items()}})
         try:

@@ -7,9 +7,10 @@ The protocol is :mod:`prose_tui.remote.protocol` (sent ahead of this text). The 
 speaks first; every message is a JSON object with ``op``:
 
 client → reader
-    ``hello`` {root, known: {rel: [size, crc32]}, pages: {rel: [crc32 per page]}, poll}:
+    ``hello`` {root, known: {rel: [size, crc32]}, pages: {rel: [crc32 per page]}, poll, watch}:
     the path to serve (``~`` is the remote user's home) and what the client's copy already
-    holds (after a dropped link), so that only what changed is sent again.
+    holds (after a dropped link), so that only what changed is sent again; ``watch``
+    ``"polling"`` stats the files every ``poll`` s instead of using inotify.
     ``read`` {path, offset, length}: a byte range of a file.
     ``desire`` {path, fields, text}: the one write: set Mission Control's fields
     (``desired_state``, ``timestamp``, ``setBy``, ``note``) in an ``agent_state.json``,
@@ -341,7 +342,8 @@ class Reader:
             self.files[rel] = (size, None, crc)
         for rel, crcs in (message.get("pages") or {}).items():
             self.pages[rel] = list(crcs)
-        self.start_inotify()
+        if message.get("watch") != "polling":  # polling asked for: e.g. NFS, where inotify misses other hosts' writes
+            self.start_inotify()
         self.send({"op": "hello", "root": root, "host": socket.gethostname(), "python": sys.version.split()[0],
                    "watch": "inotify" if self.inotify >= 0 else "polling", "file": bool(self.only)})
         self.scan(None)
