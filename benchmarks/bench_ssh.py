@@ -8,7 +8,7 @@ through the system ``ssh`` client, as ``prose-tui ssh://…`` does. Figures, not
 * bytes: a remote event log grows at 2 events/s; every byte on ssh's pipes (both ways,
   frames and compression included; ssh's own encryption overhead is not on the pipes) over
   the number of events. Target: <= 200 B/event.
-* latency: a line appended to the binding on screen until the explorer (headless, run_test)
+* latency: an append on the host until the local copy holds it; and a line appended to the binding on screen until the explorer (headless, run_test)
   hands out the frame that shows it, local folder vs the remote copy. Target: p95 within
   30 ms of local.
 * open: a 100,000-event run until the explorer (headless) shows its trace, local vs over
@@ -67,6 +67,27 @@ def bytes_per_event(command: str, events: int) -> dict:
                     "first_sync": start}
         finally:
             mirror.close()
+
+
+def link_latency(command: str, writes: int) -> list[float]:
+    """ms from an append on the host until the local copy holds it (what ssh adds to the
+    local pipeline, which then reads the copy as it reads any folder)."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = EventLogWriter(Path(tmp))
+        mirror = _mirror(command, Path(tmp))
+        copy = mirror.local / writer.state.relative_to(tmp)
+        try:
+            for _ in range(writes):
+                t0 = time.perf_counter()
+                writer.append(1)
+                size = writer.state.stat().st_size
+                if mirror.wait_for(lambda: copy.stat().st_size == size, 10):
+                    out.append((time.perf_counter() - t0) * 1000)
+                time.sleep(0.1)
+        finally:
+            mirror.close()
+    return out
 
 
 async def _latency(app_path: Path, binding: Path, writes: int, sources=()) -> list[float]:
@@ -235,6 +256,7 @@ def main() -> None:
         b = bytes_per_event(server.command, args.events)
         print(f"bytes on the link at 2 events/s: {b['per_event']:.0f} B/event ({b['bytes']} B for {b['events']} events "
               f"of {b['line_bytes']} B each; first sync of the 200-event run: {b['first_sync']} B incl. the reader)")
+        print(f"latency, host write -> local copy: {_pct(link_latency(server.command, args.writes))}")
         lat = latency(server.command, args.writes)
         print(f"latency, local: {_pct(lat['local'])}")
         print(f"latency, ssh:   {_pct(lat['ssh'])}")

@@ -59,7 +59,7 @@ def localize(path: Path | None) -> Path | None:
     if spec is None:
         return path
     if mirror is None:
-        mirror = Mirror(spec).start(timeout=120)
+        mirror = Mirror(spec).start()  # as long as ssh takes (a passphrase or password prompt included)
         with _lock:
             _mirrors[spec] = mirror
         atexit.register(mirror.close)

@@ -397,16 +397,18 @@ class Mirror:
                 f.seek(offset)
                 f.write(body)
                 f.truncate()
+                f.flush()
+                _set_mtime(f.fileno(), message.get("mtime"))  # before close: one burst of events for the watcher
             self._files[rel] = (offset + len(body), zlib.crc32(body, _crc_upto(self._files.get(rel), target, offset)))
-            self._after_write(rel, target, message.get("mtime"))
+            self._after_write(rel, target)
         elif op == "file":
             piece = self._pending.setdefault(rel, bytearray())
             piece += body
             if message.get("last", True):
                 data = bytes(self._pending.pop(rel))
-                _write_atomic(target, data)
+                _write_atomic(target, data, message.get("mtime"))
                 self._files[rel] = (len(data), zlib.crc32(data))
-                self._after_write(rel, target, message.get("mtime"))
+                self._after_write(rel, target)
         elif op == "db":
             image = self._images.setdefault(rel, bytearray())
             size, page = int(message["size"]), int(message["page"])
@@ -417,8 +419,9 @@ class Mirror:
                 image[index * page:(index + 1) * page] = body[i * page:(i + 1) * page]
             if message.get("last", True):
                 _write_db(target, bytes(image))
+                _set_mtime(target, message.get("mtime"))
                 self._files[rel] = (len(image), 0)
-                self._after_write(rel, target, message.get("mtime"))
+                self._after_write(rel, target)
         elif op == "removed":
             self._remove(rel)
             self._bump()
@@ -431,12 +434,7 @@ class Mirror:
         except OSError:
             pass
 
-    def _after_write(self, rel: str, target: Path, mtime: object = None) -> None:
-        if isinstance(mtime, int):  # the host's mtime: backends order and date by it
-            try:
-                os.utime(target, ns=(mtime, mtime))
-            except OSError:
-                pass
+    def _after_write(self, rel: str, target: Path) -> None:
         if rel.rsplit("/", 1)[-1] == "agent_state.json":
             self._written[rel] = _stat_key(target)
         self._bump()
@@ -505,10 +503,20 @@ def _page_crcs(image: bytearray) -> list[int]:
     return [zlib.crc32(image[i:i + size]) for i in range(0, len(image), size)]
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def _set_mtime(file: Path | int, mtime: object) -> None:
+    """Give the copy the host's mtime (backends order and date by it)."""
+    if isinstance(mtime, int):
+        try:
+            os.utime(file, ns=(mtime, mtime))
+        except OSError:
+            pass
+
+
+def _write_atomic(target: Path, data: bytes, mtime: object = None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}.prose-tui-part")
     temp.write_bytes(data)
+    _set_mtime(temp, mtime)
     os.replace(temp, target)
 
 

@@ -60,7 +60,6 @@ RUN_FILES = frozenset({"state.md", "vm.log.md", "state.db", "run.json", "receipt
 ALWAYS = frozenset({"agent_state.json", "reactor.yml", "reactor.yaml"})
 NEVER_SUFFIXES = ("-wal", "-shm", "-journal")
 MAX_DEPTH = 12
-MAX_FILES = 200_000
 MAX_FILE = 512 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DESIRE_FIELDS = ("desired_state", "timestamp", "setBy", "note")
