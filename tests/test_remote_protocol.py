@@ -185,3 +185,21 @@ def test_polling_sees_an_append_where_inotify_is_not_used(tmp_path):
         assert mirror.wait_for(lambda: not copy.exists(), 30)  # and a removed file goes
     finally:
         mirror.close()
+
+
+def test_a_copy_left_by_a_killed_explorer_is_removed_by_the_next(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    abandoned = tmp_path / "prose-tui-ssh-abandoned"
+    (abandoned / "copy" / "srv").mkdir(parents=True)
+    (abandoned / "pid").write_text(dead.stdout.strip())
+    alive = tmp_path / "prose-tui-ssh-alive"
+    alive.mkdir()
+    (alive / "pid").write_text(str(os.getpid()))  # another explorer, still running
+    served = tmp_path / "served"
+    (served / "runs").mkdir(parents=True)
+    mirror = Mirror(RemoteSpec("localhost", str(served)), ssh_command=[sys.executable, "-S", "-c", LOADER]).start(60)
+    mirror.close()
+    assert not abandoned.exists() and alive.exists()

@@ -50,6 +50,7 @@ while len(s)<n:
     s+=os.read(0,n-len(s)) or os._exit(3)
 exec(zlib.decompress(s))"""
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+COPY_PREFIX = "prose-tui-ssh-"
 _HERE = Path(__file__).resolve().parent
 
 
@@ -179,8 +180,11 @@ class Mirror:
         self.poll = poll
         self.polling = polling  # stat every ``poll`` s on the host instead of inotify
         self.argv = ssh_command or ssh_argv(spec)
-        self.folder = Path(tempfile.mkdtemp(prefix="prose-tui-ssh-")).resolve()  # 0700: ours alone
-        self.local = self.folder / "root"
+        _remove_abandoned_copies()
+        self.folder = Path(tempfile.mkdtemp(prefix=COPY_PREFIX)).resolve()  # 0700: ours alone
+        (self.folder / "pid").write_text(str(os.getpid()))
+        self.copies = self.folder / "copy"  # the host's paths below it
+        self.local = self.copies / "root"
         self._base = self.local  # where the reader's relative paths are (a file root: its folder's copy)
         self.remote_root = ""
         self.bytes_in = 0
@@ -234,10 +238,10 @@ class Mirror:
 
     def shown(self, text: str) -> str:
         """``text`` with the mirror's local path replaced by the remote target's."""
-        folder = str(self.folder)
-        if folder not in text:
+        copies = str(self.copies)
+        if copies not in text:
             return text
-        return text.replace(folder, self.spec.authority)
+        return text.replace(copies, self.spec.authority)
 
     def wait_changed(self, count: int, timeout: float) -> bool:
         """Block until ``changes`` reaches ``count`` (``False`` after ``timeout`` s)."""
@@ -369,7 +373,7 @@ class Mirror:
             # prefix swap.
             self.remote_root = str(message.get("root", ""))
             self.watch = str(message.get("watch", ""))
-            self.local = self.folder / self.remote_root.lstrip("/")
+            self.local = self.copies / self.remote_root.lstrip("/")
             self._base = self.local.parent if message.get("file") else self.local
             self._base.mkdir(parents=True, exist_ok=True)
             return
@@ -480,6 +484,21 @@ class Mirror:
                 self.bytes_out += len(frame)
             except OSError:
                 pass
+
+
+def _remove_abandoned_copies() -> None:
+    """Remove the copies of explorers that ended without cleaning up (killed, or the terminal
+    closed under them): this user's ``prose-tui-ssh-*`` folders whose process is gone."""
+    for folder in Path(tempfile.gettempdir()).glob(COPY_PREFIX + "*"):
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            pid = int((folder / "pid").read_text())
+            os.kill(pid, 0)  # raises when no such process
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # being made right now, or not ours
 
 
 def _stat_key(path: Path) -> tuple | None:
