@@ -8,13 +8,13 @@ through the system ``ssh`` client, as ``prose-tui ssh://…`` does. Figures, not
 * bytes: a remote event log grows at 2 events/s; every byte on ssh's pipes (both ways,
   frames and compression included; ssh's own encryption overhead is not on the pipes) over
   the number of events. Target: <= 200 B/event.
-* latency: an append on the host until the local copy holds it; and a line appended to the binding on screen until the explorer (headless, run_test)
-  hands out the frame that shows it, local folder vs the remote copy. Target: p95 within
-  30 ms of local.
+* latency: an append on the host until the local copy holds it; and a line appended to
+  the binding on screen until the explorer (headless, run_test) hands out the frame that
+  shows it, local folder vs the remote copy. Target: p95 within 30 ms of local.
 * open: a 100,000-event run until the explorer (headless) shows its trace, local vs over
-  ssh (connect and copy included) on loopback; and through a relay (a ProxyCommand) that adds 100 ms each way
-  and paces at 1 Mbit/s, standing in for ``tc netem``, which needs CAP_NET_ADMIN on a
-  device that other processes of this machine share.
+  ssh (connect and copy included) on loopback; and through a relay (a ProxyCommand) that
+  adds 100 ms each way and paces at 1 Mbit/s, standing in for ``tc netem``, which needs
+  CAP_NET_ADMIN on a device that other processes of this machine share.
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ def test_targets_parse_as_ssh_and_git_read_them(tmp_path, monkeypatch):
 
 def _local_mirror(path: Path) -> Mirror:
     """The mirror with the reader as a local process started as ssh would start it on a host."""
-    return Mirror(RemoteSpec("localhost", str(path)), ssh_command=[sys.executable, "-S", "-c", LOADER]).start(timeout=60)
+    local_reader = [sys.executable, "-S", "-c", LOADER]
+    return Mirror(RemoteSpec("localhost", str(path)), ssh_command=local_reader).start(timeout=60)
 
 
 def test_the_reader_serves_what_is_below_its_path_and_nothing_else(tmp_path):

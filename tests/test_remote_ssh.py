@@ -25,7 +25,8 @@ from prose_tui.remote.client import Mirror, RemoteError, RemoteSpec, ssh_argv
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=str(sshd_missing()))
 
 RUN_ID = "20260301-100000-abcdef"
-LOG = f"# run:{RUN_ID} triage.prose\n1→ fetch ✓\n2→ ∥start security,perf\n2a→ security ✓\n2b→ perf ✓\n2→ ∥done\n"
+LOG = (f"# run:{RUN_ID} triage.prose\n1→ fetch ✓\n2→ ∥start security,perf\n2a→ security ✓\n2b→ perf ✓\n"
+       "2→ ∥done\n")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,8 @@ def _project(root: Path) -> Path:
 
 def _cli(sshd, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PROSE_TUI_SSH_COMMAND=sshd.command, PROSE_TUI_CONFIG="/nonexistent/config.toml")
-    return subprocess.run([sys.executable, "-m", "prose_tui", *args], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "prose_tui", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
 
 
 def _append(path: Path, text: str) -> None:
@@ -105,7 +107,8 @@ def test_mission_controls_write_lands_on_the_host(sshd, tmp_path):
 
     _project(tmp_path)
     remote_file = tmp_path / "proj" / "agent_state.json"
-    remote_file.write_text(json.dumps({"desired_state": "continuous", "current_state": "continuous", "owner": "agent-7"}))
+    remote_file.write_text(json.dumps({"desired_state": "continuous", "current_state": "continuous",
+                                       "owner": "agent-7"}))
     mirror = _mirror(sshd, tmp_path / "proj")
     try:
         set_desired_state(mirror.local / "agent_state.json", "pause", verify_window=0.5, verify_step=0.1)
@@ -137,7 +140,8 @@ async def test_the_explorer_follows_a_remote_run_and_rides_out_a_dropped_link(tm
             explorer = app.explorer
             await wait_until(pilot, lambda: explorer.current_run is not None and explorer.current_run.id == RUN_ID,
                              what="the remote run on screen", turns=3000)
-            await wait_until(pilot, lambda: f"ssh {HOST}: watching" in _screen_text(app), what="the link in the status line")
+            await wait_until(pilot, lambda: f"ssh {HOST}: watching" in _screen_text(app),
+                             what="the link in the status line")
             _append(run / "vm.log.md", "3→ draft ✓\n")
             await wait_until(pilot, lambda: "draft" in _screen_text(app) and explorer.current_run.events
                              and "draft" in explorer.current_run.events[-1].text, what="the appended event on screen",
@@ -165,7 +169,8 @@ async def test_the_explorer_follows_a_remote_run_and_rides_out_a_dropped_link(tm
 def test_a_host_that_cannot_be_reached_is_said_plainly(tmp_path):
     spec = RemoteSpec("127.0.0.1", "/tmp", port=1)
     with pytest.raises(RemoteError, match="ssh could not connect"):
-        Mirror(spec, ssh_command=ssh_argv(spec, {"PROSE_TUI_SSH_COMMAND": "ssh -o BatchMode=yes -F /dev/null"})).start(60)
+        Mirror(spec, ssh_command=ssh_argv(spec, {"PROSE_TUI_SSH_COMMAND": "ssh -o BatchMode=yes -F /dev/null"})
+               ).start(60)
 
 
 @pytest.mark.parametrize("journal_mode", ["wal", "delete"])

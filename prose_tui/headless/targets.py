@@ -99,7 +99,8 @@ def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, meta
     if default is not None:
         kwargs = {"nargs": "?", "default": DEFAULT_TARGET if default == "." else parse_target(default)}
     parser.add_argument(dest, type=any_target, metavar=metavar, **kwargs,
-                        help=f"{what}, or a postgresql:// URL for that database alone"
+                        help=f"{what}, a postgresql:// URL for that database alone, or "
+                             "ssh://[user@]host[:port]/path (or host:path) on another machine"
                              + (f" (default: {default})" if default is not None else ""))
 
 

@@ -80,7 +80,8 @@ class RemoteSpec:
         return f"ssh://{self.destination}{f':{self.port}' if self.port else ''}"
 
     def __str__(self) -> str:
-        path = self.path if self.path.startswith("/") else "/" + self.path if self.path.startswith("~") else "/~/" + self.path
+        path = self.path if self.path.startswith(("/", "~")) else "~/" + self.path
+        path = path if path.startswith("/") else "/" + path  # /~/x: x in the home folder
         return self.authority + path
 
 
@@ -144,7 +145,7 @@ def ssh_argv(spec: RemoteSpec, environ: Mapping[str, str] | None = None) -> list
 def reader_program() -> bytes:
     """What the loader receives: a length line and the zlib-compressed text of
     ``protocol.py`` then ``reader.py`` (one program; the reader uses the framing's names)."""
-    source = (_HERE / "protocol.py").read_text(encoding="utf-8") + "\n" + (_HERE / "reader.py").read_text(encoding="utf-8")
+    source = "\n".join((_HERE / name).read_text(encoding="utf-8") for name in ("protocol.py", "reader.py"))
     source = source.replace("from __future__ import annotations\n", "")
     packed = zlib.compress(("from __future__ import annotations\n" + source).encode("utf-8"), 9)
     return str(len(packed)).encode() + b"\n" + packed
@@ -295,7 +296,8 @@ class Mirror:
         program = reader_program()
         hello = self._writer.encode({"op": "hello", "root": self.spec.path, "poll": self.poll,
                                      "watch": "polling" if self.polling else "auto",
-                                     "known": {rel: list(v) for rel, v in self._files.items() if rel not in self._images},
+                                     "known": {rel: list(v) for rel, v in self._files.items()
+                                               if rel not in self._images},
                                      "pages": {rel: _page_crcs(img) for rel, img in self._images.items()}})
         try:
             assert proc.stdin is not None

@@ -284,7 +284,8 @@ class Reader:
         per = max(1, CHUNK // size)
         for start in range(0, max(len(changed), 1), per):
             group = changed[start:start + per]
-            self.send({"op": "db", "path": rel, "size": len(image), "page": size, "pages": group, "mtime": st.st_mtime_ns,
+            self.send({"op": "db", "path": rel, "size": len(image), "page": size, "pages": group,
+                       "mtime": st.st_mtime_ns,
                        "last": start + per >= len(changed)}, b"".join(image[i * size:(i + 1) * size] for i in group))
 
     def db_signature(self, real: str) -> tuple:
