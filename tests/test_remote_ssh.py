@@ -242,3 +242,13 @@ def test_a_remote_runs_journal_is_the_same_from_one_session_to_the_next(sshd, tm
         close(local)
         assert not local.exists()
     assert folders[0] == folders[1]  # the history recorded in one session is there in the next
+
+
+def test_a_remote_state_file_is_a_target_too(sshd, tmp_path):
+    from sqlite_fixture import build_sqlite_run
+
+    run = build_sqlite_run(tmp_path / "proj", journal_mode="delete")
+    out = _cli(sshd, "show", "--json", sshd.target(run / "state.db"))  # the file alone is served
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(out.stdout)
+    assert shown["id"] == "20260116-143052-a7b3c9" and shown["path"].startswith(f"ssh://{HOST}{run}")

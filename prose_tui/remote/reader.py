@@ -60,6 +60,7 @@ RUN_FILES = frozenset({"state.md", "vm.log.md", "state.db", "run.json", "receipt
 ALWAYS = frozenset({"agent_state.json", "reactor.yml", "reactor.yaml"})
 NEVER_SUFFIXES = ("-wal", "-shm", "-journal")
 MAX_DEPTH = 12
+MAX_DIRS = 20_000  # folders walked per scan (discovery's bound): a home folder served by mistake stays cheap
 MAX_FILE = 512 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DESIRE_FIELDS = ("desired_state", "timestamp", "setBy", "note")
@@ -109,6 +110,7 @@ class Reader:
         self.inotify = -1
         self.poll = 0.5
         self.refused = 0
+        self.walked = 0  # folders walked in the current scan
 
     # -- output ---------------------------------------------------------------------------
     def send(self, message: dict, body: bytes = b"") -> None:
@@ -130,8 +132,9 @@ class Reader:
 
     def walk(self, rel_dir: str, depth: int = 0):
         """``(rel, real path, stat)`` of the wanted files below ``rel_dir``; folders seen are watched."""
-        if depth > MAX_DEPTH:
+        if depth > MAX_DEPTH or self.walked >= MAX_DIRS:
             return
+        self.walked += 1
         folder = os.path.join(self.base, rel_dir) if rel_dir else self.base
         self.watch(rel_dir)
         try:
@@ -303,6 +306,7 @@ class Reader:
         """Send what changed below ``rel_dir`` (``None``: everywhere)."""
         prefix = "" if not rel_dir else rel_dir + "/"
         seen = set()
+        self.walked = 0
         for rel, real, st in self.walk(rel_dir or ""):
             seen.add(rel)
             known = self.files.get(rel)
