@@ -90,7 +90,7 @@ def link_latency(command: str, writes: int) -> list[float]:
     return out
 
 
-async def _latency(app_path: Path, binding: Path, writes: int, sources=()) -> list[float]:
+async def _latency(app_path: Path, binding: Path, writes: int, sources=(), written: list | None = None) -> list[float]:
     from prose_tui.tui.app import ProseTUI
     from prose_tui.tui.widgets.value_viewer import ValueViewer
 
@@ -126,6 +126,8 @@ async def _latency(app_path: Path, binding: Path, writes: int, sources=()) -> li
             t0 = time.perf_counter()
             with open(binding, "a", encoding="utf-8") as fh:
                 fh.write(f"\n{marker}\n")
+            if written is not None:
+                written.append(t0)
             if await until(lambda: marker in viewer.text):
                 t1 = time.perf_counter()
                 await until(lambda: frames and frames[-1] >= t1, 2.0)
@@ -148,10 +150,20 @@ def latency(command: str, writes: int) -> dict:
         binding = sorted((vm.run_dir / "bindings").glob("*.md"))[0]
         out["local"] = asyncio.run(_latency(project, binding, writes))
         mirror = _mirror(command, project)
+        applied: list[float] = []
+        bump = mirror._bump  # stamps each change the copy took (private: a benchmark's probe)
+
+        def stamped() -> None:
+            applied.append(time.perf_counter())
+            bump()
+
+        mirror._bump = stamped  # type: ignore[method-assign]
+        written: list[float] = []
         try:
-            out["ssh"] = asyncio.run(_latency(mirror.local, binding, writes, [RemoteState(mirror)]))
+            out["ssh"] = asyncio.run(_latency(mirror.local, binding, writes, [RemoteState(mirror)], written))
         finally:
             mirror.close()
+        out["link"] = [(next(a for a in applied if a >= w) - w) * 1000 for w in written if applied and applied[-1] >= w]
     return out
 
 
@@ -260,6 +272,7 @@ def main() -> None:
         lat = latency(server.command, args.writes)
         print(f"latency, local: {_pct(lat['local'])}")
         print(f"latency, ssh:   {_pct(lat['ssh'])}")
+        print(f"  of which host write -> copy, in the explorer's process: {_pct(lat['link'])}")
         big = open_big(server.command, args.big)
         print(f"first screen of a {args.big}-event run ({big['log_bytes']} B log): local {big['local']:.2f} s; "
               f"`ssh {HOST} true` alone takes {big['login']:.2f} s here")

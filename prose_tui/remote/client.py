@@ -333,8 +333,9 @@ class Mirror:
                 self.bytes_in += len(data)
                 for message, body in frames.feed(data):
                     self._apply(message, body)
-        except (OSError, FrameError) as exc:
+        except (OSError, FrameError, KeyError, TypeError, ValueError) as exc:  # a message not of this protocol
             self._error = self._error or f"{self.spec.destination}: the link broke: {exc}"
+            self._stop_proc()
         finally:
             self._synced.set()  # wakes a waiting connect (which then checks how it ended)
 
