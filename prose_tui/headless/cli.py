@@ -168,7 +168,9 @@ def load_runs(path: Path | None, stale_after: float = DEFAULT_STALE_AFTER, sourc
 
 def _print_runs(runs: list[Run], as_json: bool) -> None:
     if as_json:
-        print(json.dumps([run_row(r) for r in runs], indent=2, ensure_ascii=False))
+        from prose_tui.remote import shown_json  # a remote target's runs show their remote paths
+
+        print(json.dumps(shown_json([run_row(r) for r in runs]), indent=2, ensure_ascii=False))
         return
     from prose_tui.headless.render import runs_table
 
@@ -195,7 +197,9 @@ def _show(args: argparse.Namespace) -> int:
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
         detail["chain"] = _chain_json(run)
-        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        from prose_tui.remote import shown_json  # a remote target's run shows its remote paths
+
+        print(json.dumps(shown_json(detail), indent=2, ensure_ascii=False))
         return 0
     from prose_tui.headless.render import run_report
 
@@ -323,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
         args.sources = [] if args.demo or str(args.path) == "-" else sources_for(target, args)
     except OSError as exc:
         return _fail(str(exc))
+    from prose_tui.remote import RemoteState, mirror_of
+
+    if (mirror := mirror_of(target.path)) is not None:  # ssh: the link's state in the status line
+        args.sources = [RemoteState(mirror)]
     if target.run_id is not None and args.sources:  # URL#RUN_ID: open on that run
         args.initial = args.sources[0].path_of(target.run_id)
     from prose_tui.headless.launch import launch

@@ -58,7 +58,9 @@ def run_report(run: Run, console: Console | None = None) -> None:
     console.print(head)
     console.print(Text(f"program {run.program or '—'}  started {_when(run.started)}  updated {_when(run.updated)}"))
     console.print(Text(f"why: {run.status_reason}", "dim"))
-    console.print(Text(str(run.path), "dim"))
+    from prose_tui.remote import shown  # a remote run: the host's path, not the local copy's
+
+    console.print(Text(shown(str(run.path)), "dim"))
     if run.trace:
         console.rule("trace")
         for t in run.trace:

@@ -38,7 +38,7 @@ from prose_tui.backends.protocol import RunSource
 from prose_tui.backends.registry import backends
 from prose_tui.model import Run
 
-__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options",
+__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options", "any_target",
            "install_redacting_excepthooks", "open_target_run", "resolve_target", "sources_for", "target_argument"]
 
 DEFAULT_TARGET = Target(path=Path("."))  # what an omitted PATH means (the very object, to tell it from ".")
@@ -58,6 +58,31 @@ class RedactingArgumentParser(argparse.ArgumentParser):
         super().error(redact(message))
 
 
+def any_target(text: str | Path) -> Target:
+    """:func:`parse_target`, and an ``ssh://[user@]host[:port]/path`` or ``host:path`` target
+    (issue 34) as a path that :func:`resolve_target`/:func:`open_target_run` turn into the
+    local copy of the remote runs (``prose_tui.remote``). An argparse ``type``."""
+    from prose_tui.remote import remote_path
+
+    try:
+        remote = remote_path(str(text)) if not isinstance(text, Path) else None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Target(path=remote) if remote is not None else parse_target(text)
+
+
+def _localized(target: Target) -> Target:
+    """``target`` with a remote path replaced by its local copy (connecting once); raises
+    :class:`TargetError` with ssh's reason when the host cannot be read."""
+    from prose_tui.remote import RemoteError, localize
+
+    try:
+        path = localize(target.path)
+    except RemoteError as exc:
+        raise TargetError(str(exc)) from None
+    return target if path is target.path else Target(path=path)
+
+
 def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, metavar: str = "PATH",
                     default: str | None = ".", what: str = "a project, .prose, runs or run folder") -> None:
     """Add a positional ``PATH|URL`` argument parsed into a :class:`Target` (``default``
@@ -65,8 +90,9 @@ def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, meta
     kwargs: dict = {}
     if default is not None:
         kwargs = {"nargs": "?", "default": DEFAULT_TARGET if default == "." else parse_target(default)}
-    parser.add_argument(dest, type=parse_target, metavar=metavar, **kwargs,
-                        help=f"{what}, or a postgresql:// URL for that database alone"
+    parser.add_argument(dest, type=any_target, metavar=metavar, **kwargs,
+                        help=f"{what}, a postgresql:// URL for that database alone, or "
+                             "ssh://[user@]host[:port]/path (or host:path) on another machine"
                              + (f" (default: {default})" if default is not None else ""))
 
 
@@ -85,7 +111,7 @@ def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
     target: Target = getattr(args, dest)
     variable = getattr(args, "postgres_env", None)
     if not variable:
-        return target
+        return _localized(target)
     if target is not DEFAULT_TARGET:
         raise TargetError(f"give {target} or --postgres-env {variable}, not both")
     value = os.environ.get(variable, "").strip()
@@ -100,6 +126,10 @@ def sources_for(target: Target, args: argparse.Namespace | None = None) -> list[
     (``RunBackend.sources_for``; PostgreSQL: the target's database alone for a URL; for a
     path, ``--postgres`` if given, else, unless ``--no-postgres``, the database the VM of
     that path would use). ``[]`` for none. No connection is made here."""
+    from prose_tui.remote import mirror_of
+
+    if mirror_of(target.path) is not None:  # a remote target (ssh): no database is looked for
+        return []
     return [source for backend in backends() for source in backend.sources_for(target, args)]
 
 
@@ -113,6 +143,7 @@ def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) ->
     from prose_tui.backends.common.status import apply_staleness
     from prose_tui.backends.registry import open_text
 
+    target = _localized(target)
     if target.database is None:
         assert target.path is not None
         if str(target.path) == "-":

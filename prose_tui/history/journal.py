@@ -180,7 +180,9 @@ class Journal:
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
         """The journal folder of ``run_dir``: ``root/journals/<sha1 of its resolved path>``."""
-        key = hashlib.sha1(str(Path(run_dir).resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+        from prose_tui.remote import shown  # a remote run's journal is keyed by its ssh:// path, not the copy's
+
+        key = hashlib.sha1(shown(str(Path(run_dir).resolve())).encode("utf-8", "surrogateescape")).hexdigest()
         return self.root / "journals" / key
 
     def has(self, run_dir: Path) -> bool:
