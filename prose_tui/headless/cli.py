@@ -180,6 +180,7 @@ def _print_runs(runs: list[Run], as_json: bool) -> None:
 def _show(args: argparse.Namespace) -> int:
     """``show``: the parsed run, its history's events, or its state as of event ``--at``."""
     from prose_tui.history import Journal, events_json, failure_events, history_of, state_at
+    from prose_tui.history.report import chain_json
 
     run = open_target_run(args.path, args.stale_after)
     if run.status is RunStatus.UNREADABLE:  # nothing was read: no report to print, and not a success
@@ -196,7 +197,7 @@ def _show(args: argparse.Namespace) -> int:
         detail = run_detail(run, failures)
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
-        detail["chain"] = _chain_json(run)
+        detail["chain"] = chain_json(run)
         from prose_tui.remote import shown_json  # a remote target's run shows its remote paths
 
         print(json.dumps(shown_json(detail), indent=2, ensure_ascii=False))
@@ -209,15 +210,6 @@ def _show(args: argparse.Namespace) -> int:
         print(f"as of event {args.at}/{len(history.events) - 1}: {event.text}")
     return 0
 
-
-def _chain_json(run: Run) -> dict | None:
-    """``show --json``'s ``chain``: the check of the run's hash-chained ledger
-    (``{ok, checked, problems, warnings}``), ``None`` for a format that chains nothing."""
-    try:
-        report = backend_of(run).chain(run)
-    except (LookupError, OSError):
-        return None
-    return report.as_json() if report is not None else None
 
 
 def _config():

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prose_tui.backends.protocol import RunSource
 from prose_tui.remote.client import Mirror, RemoteError, RemoteSpec, parse_remote, ssh_argv
 
 __all__ = ["Mirror", "RemoteError", "RemoteSpec", "RemoteState", "close", "localize", "mirror_of", "parse_remote",
@@ -117,10 +118,12 @@ class _NoChange:
     removed: list = []
 
 
-class RemoteState:
-    """A mirror as a workspace source (the ``RunSource`` protocol of ``live.sources``): it
+class RemoteState(RunSource):
+    """A mirror as a workspace source (:class:`~prose_tui.backends.protocol.RunSource`): it
     holds no runs of its own (they are on disk in the copy), and its :attr:`state` is one
     status-line part, polled every ``poll_interval`` s or at once when it moves (:meth:`wait`)."""
+
+    notifies = True  # wait() returns as soon as the link's state moves
 
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
@@ -131,13 +134,12 @@ class RemoteState:
     def state(self) -> str:
         return self.mirror.state
 
-    @property
-    def poll_interval(self) -> float:
-        return 1.0
+    poll_interval = 1.0
 
-    def wait(self, timeout: float) -> bool:
-        """Block until the link's state moves (``True``) or ``timeout`` s pass."""
-        moved = self.mirror.wait_state(max(0.0, timeout), self._seen)
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the link's state moves (``True``) or ``timeout`` s (default
+        ``poll_interval``) pass."""
+        moved = self.mirror.wait_state(max(0.0, self.poll_interval if timeout is None else timeout), self._seen)
         self._seen = self.mirror.state
         return moved
 
