@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from prose_tui import __version__
-from prose_tui.backends import NotARunError, backend_of
+from prose_tui.backends import NotARunError
 from prose_tui.backends.common.dburl import Target, is_postgres_url, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.headless.completion import add_completion_parser
