@@ -80,8 +80,11 @@ def make_case(name: str, folder: Path) -> Case:
 class Pane:
     """A tmux server of its own with one pane, driven through a control-mode client."""
 
+    opened = 0
+
     def __init__(self, size: tuple[int, int]) -> None:
-        self.server = f"bench-open-{os.getpid()}"
+        Pane.opened += 1  # a server name per pane: the last one may still be shutting down
+        self.server = f"bench-open-{os.getpid()}-{Pane.opened}"
         subprocess.run(["tmux", "-L", self.server, "new-session", "-d", "-s", "o", "-x", str(size[0]),
                         "-y", str(size[1]), "sleep 3600"], check=True, env={**os.environ, "TERM": "xterm-256color"})
         self.control = subprocess.Popen(["tmux", "-L", self.server, "-u", "-C", "attach", "-t", "o"],
