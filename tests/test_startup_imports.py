@@ -24,7 +24,7 @@ ON_DEMAND = ("markdown_it", "rich.markdown", "rich.syntax", "pygments", "yaml", 
 def _loaded_after(code: str) -> set[str]:
     probe = f"import sys\n{code}\nimport json\nprint(json.dumps(sorted(sys.modules)))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
