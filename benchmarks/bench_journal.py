@@ -2,6 +2,7 @@
 
     python benchmarks/bench_journal.py                  # 1,000 rewrites, 600 statements
     python benchmarks/bench_journal.py --rewrites 100 --warmup 20   # a quick look
+    python benchmarks/bench_journal.py --case memory --folder /tmp/j --shapes growing  # one figure
 
 A VM rewrites ``state.md`` whole (``generate.SnapshotWriter``: one statement more per
 rewrite until ``--statements``, then re-saved with a new ``updated:`` and note). Cases,
@@ -69,6 +70,8 @@ def case_memory(folder: Path, args) -> dict:
     from prose_tui.history import history_of
     out: dict[str, float] = {}
     for shape, start in (("growing", 0), ("steady", args.statements)):
+        if shape not in args.shapes.split(","):
+            continue
         root = folder / shape
         writer = g.SnapshotWriter(root / "project", statements=args.statements)
         writer.count = start
@@ -181,7 +184,8 @@ CASES = {"memory": case_memory, "open": case_open, "open_app": case_open_app}
 
 def _subcase(name: str, folder: Path, args) -> dict:
     cmd = [sys.executable, __file__, "--case", name, "--folder", str(folder), "--rewrites", str(args.rewrites),
-           "--warmup", str(args.warmup), "--statements", str(args.statements), "--revisions", str(args.revisions)]
+           "--warmup", str(args.warmup), "--statements", str(args.statements), "--revisions", str(args.revisions),
+           "--shapes", args.shapes]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         print(done.stderr[-3000:], file=sys.stderr)
@@ -195,6 +199,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--statements", type=int, default=600)
     parser.add_argument("--revisions", type=int, default=1000, help="rewrites in the long journal opened")
+    parser.add_argument("--shapes", default="growing,steady", help="the memory case's run shapes")
     parser.add_argument("--case", choices=sorted(CASES))
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()

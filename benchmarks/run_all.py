@@ -137,6 +137,8 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--e2e", action="store_true",
                         help="also run bench_e2e.py (issue 9: live latency through tmux and headless, CPU, memory)")
+    parser.add_argument("--open", action="store_true",
+                        help="also run bench_open.py (issue 33: launch to first screen in tmux 80x24 against toolong)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--inputs", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
@@ -226,6 +228,11 @@ def main() -> int:
         only = ["--only", "eventlog-0,binding,snapshot-500"] if args.quick else ["--cpu", "--memory"]
         code = subprocess.call([sys.executable, str(Path(__file__).with_name("bench_e2e.py")), "--rounds", rounds, *only])
         failed += ["e2e"] if code else []
+    if args.open:
+        print("\nIssue 33, launch to first screen (benchmarks/bench_open.py):", flush=True)
+        quick = ["--events", "1000", "--snapshot", "0", "--rounds", "1"] if args.quick else []
+        code = subprocess.call([sys.executable, str(Path(__file__).with_name("bench_open.py")), *quick])
+        failed += ["open"] if code else []
     return 1 if failed else 0
 
 

@@ -16,6 +16,13 @@ explorer's RSS (MB, /proc/PID/statm) and CPU over the interval (% of one core, u
 from /proc/PID/stat), the journal folder's bytes and the number of rewrites written. At
 the end the pane's text goes to ``OUT/screen.txt`` and a summary to ``OUT/summary.json``;
 every process started here is stopped (the tmux server by its own socket name).
+
+Run it detached for the full hour (``setsid nohup python benchmarks/soak.py ... &``): a
+hang-up then leaves it running. Without ``nohup``, a hang-up (the terminal or session that
+started it going away) or ``SIGTERM`` stops it the way the end does: writers and tmux
+stopped, the series so far summarised. (The first hour-long soak stopped at 34.5 minutes
+so: its session hung up, the sampler died of the default ``SIGHUP`` action without its
+``finally``, and the explorer's tmux server ran on unsampled.)
 """
 
 from __future__ import annotations
@@ -87,6 +94,8 @@ def main() -> None:
     parser.add_argument("--statements", type=int, default=600)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the writers and tmux (finally below)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # under nohup a hang-up stays ignored
+        signal.signal(signal.SIGHUP, lambda *_: sys.exit(1))
     out: Path = args.out.resolve()
     if out.exists():
         shutil.rmtree(out)
@@ -115,6 +124,7 @@ def main() -> None:
     ]
     series = out / "series.csv"
     samples: list[dict] = []
+    stopped_early = True
     try:
         with open(series, "w", encoding="utf-8") as fh:
             fh.write("seconds,rss_mb,cpu_percent,journal_bytes,rewrites\n")
@@ -143,18 +153,27 @@ def main() -> None:
         screen = subprocess.run(["tmux", "-L", server, "capture-pane", "-p", "-t", "soak"],
                                 capture_output=True, text=True).stdout
         (out / "screen.txt").write_text(screen, encoding="utf-8")
+        stopped_early = False
     finally:
         for w in writers:
             w.terminate()
         for w in writers:
             w.wait()
         subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True)
-    if samples:
-        summary = {"minutes": args.minutes, "first": samples[0], "last": samples[-1],
-                   "rss_max_mb": max(s["rss_mb"] for s in samples),
-                   "cpu_mean_percent": round(sum(s["cpu_percent"] for s in samples) / len(samples), 1)}
-        (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-        print(json.dumps(summary, indent=2))
+        if samples:
+            _summarise(out, args.minutes, samples, stopped_early)
+
+
+def _summarise(out: Path, minutes: float, samples: list[dict], stopped_early: bool) -> None:
+    """``OUT/summary.json``: first and last samples, peak RSS, mean CPU, RSS slope (MB/h)."""
+    first, last = samples[0], samples[-1]
+    hours = (last["seconds"] - first["seconds"]) / 3600
+    summary = {"minutes": minutes, "stopped_early": stopped_early, "first": first, "last": last,
+               "rss_max_mb": max(s["rss_mb"] for s in samples),
+               "rss_slope_mb_per_h": round((last["rss_mb"] - first["rss_mb"]) / hours, 1) if hours else None,
+               "cpu_mean_percent": round(sum(s["cpu_percent"] for s in samples) / len(samples), 1)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    print(json.dumps(summary, indent=2), flush=True)
 
 
 if __name__ == "__main__":

@@ -168,3 +168,30 @@ def test_the_history_knows_the_revision_the_journal_read_without_reading_it_agai
     monkeypatch.setattr(Path, "read_bytes", no_read)
     text, sha = current_state(run)
     assert sha == hashlib.sha256(data).hexdigest() and text == data.decode("utf-8")
+
+
+def test_a_growing_run_keeps_the_parse_of_its_last_revisions_not_of_every_rewrite(tmp_path, monkeypatch):
+    """Issue 35: a run whose Index gains a row per rewrite kept every old Index's parse
+    (up to 2 MB of text, about 28 MB of parse for a 600-row run). What is held now is
+    what the next rewrite can reuse: the sections of the last revision parsed per run (live
+    and journal replay), and an unchanged section is still not parsed again."""
+    import gc
+
+    import prose_tui.backends.filesystem.snapshot_sections as sections
+    from prose_tui.backends.filesystem.snapshot import IndexRow
+
+    run = tmp_path / "run"
+    for k in range(150):
+        text = _state(_program(40), index=k)
+        assert parse_snapshot_cached(text, run) == parse_snapshot(text)
+        parse_snapshot_cached(text, ("journal", run))  # the history's replay of the same revision
+    gc.collect()
+    rows = sum(1 for o in gc.get_objects() if isinstance(o, IndexRow))
+    # a few revisions' rows (the last per run and the last whole texts parsed), not 150 revisions' (11,000)
+    assert rows <= 10 * 150, f"{rows} Index rows held after 150 rewrites of a 150-row Index"
+
+    parsed: list[str] = []
+    real = sections.parse_document
+    monkeypatch.setattr(sections, "parse_document", lambda text: parsed.append(text) or real(text))
+    parse_snapshot_cached(_state(_program(41), index=149), run)  # a statement more, the Index as it was
+    assert parsed == [], "a rewrite that left the Index as it was parsed it again"

@@ -15,8 +15,6 @@ import os
 import re
 from pathlib import Path
 
-import frontmatter
-
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import open_regular, visible, visible_name
@@ -45,6 +43,8 @@ def parse_binding_head(head: str) -> tuple[dict[str, str], str | None, int | Non
     whole file is the value). Never raises.
     """
     if head.startswith("---\n") or head.startswith("---\r\n"):
+        import frontmatter  # and PyYAML: only for a head that has front matter (start-up, issue 33)
+
         try:
             meta, _body = frontmatter.parse(head)
         except Exception:  # front matter that YAML rejects: show the file whole

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:  # pragma: no cover
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    # Imported on the first parse (a snapshot state file): markdown-it-py costs about a
+    # tenth of the explorer's start-up, and an event-log run never needs it (issue 33).
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark").enable("table")
 
 

@@ -10,8 +10,6 @@ import json
 import re
 from pathlib import Path
 
-from dotenv import dotenv_values
-
 from prose_tui.backends.common.dburl import REDACTED, redact
 
 SECRET_KEY = re.compile(r"(?i)(pass|secret|token|key|auth|credential|cookie|dsn|url|private)")
@@ -21,6 +19,8 @@ SECRET_KEY = re.compile(r"(?i)(pass|secret|token|key|auth|credential|cookie|dsn|
 
 def read_env(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` pairs of a ``.env`` file (python-dotenv's rules); ``{}`` when unreadable."""
+    from dotenv import dotenv_values  # only when a .env is read (start-up, issue 33)
+
     try:
         return {k: v or "" for k, v in dotenv_values(path, encoding="utf-8").items()}
     except (OSError, UnicodeDecodeError, ValueError):

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import frontmatter
-
 from prose_tui.backends.common.contained import run_root
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.filesystem.receipts import LedgerTail, read_ledgers
@@ -72,6 +70,8 @@ def split_front_matter(text: str) -> tuple[str, dict[str, str]]:
     end = next((i for i in range(1, min(len(lines), 200)) if lines[i].rstrip("\r\n") == "---"), None)
     if end is None:
         return text, {}
+    import frontmatter  # and PyYAML: only for a log that has front matter (start-up, issue 33)
+
     try:
         meta, _ = frontmatter.parse("".join(lines[: end + 1]))
     except Exception:  # YAML the library rejects: leave the lines to the event-log parser

@@ -51,11 +51,14 @@ _TRACE_OPEN = re.compile(r"## (?P<title>[^\n#`*_\[\]<>&\\]*?)[ \t]*\n(?:[ \t]*\n
 _TRACE_TITLES = ("execution trace", "trace")
 _CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n?$")
 
-_KEEP = 512  # section parses kept (a run's sections, for a few runs)
-# ...and at most this much section text: a growing Index is a new section text per rewrite,
-# and a parse weighs about 14 times its text (issue 35: 512 parses of a 600-row Index held
-# 90 MB; 2 MB of text, 28 MB).
-_KEEP_CHARS = 2 * 1024 * 1024
+_KEEP = 512  # whole-text heads kept (the text before the first ## heading: title, header)
+# Section parses are kept for the last revision parsed under each key (a run folder, the
+# journal's replay of one, None), for this many keys: the next revision reuses the sections
+# it shares with the one before, and a section no kept revision has is dropped at once. A
+# growing Index is a new section text per rewrite and a parse weighs about 14 times its
+# text; a cache by text alone filled with old Indexes (issue 35: 28 MB at a 2 MB text bound,
+# 90 MB at 512 parses), this holds about one revision's sections per key.
+_KEYS_KEPT = 16
 _TEXTS_KEPT = 8  # whole texts parsed lately (the journal's replay parses the revision the worker just did)
 
 
@@ -68,8 +71,9 @@ class _Parsed:
     index: tuple[list[IndexRow], list[IndexRow]] | None = None
 
 
-_blocks: OrderedDict[str, _Parsed] = OrderedDict()
-_blocks_chars = 0  # len() of the section texts in _blocks
+_blocks: dict[str, _Parsed] = {}  # section text -> its parse, while a kept revision has it
+_users: dict[str, int] = {}  # section text -> how many keys' last revisions have it
+_revisions: OrderedDict[object, tuple[str, ...]] = OrderedDict()  # key -> its last revision's section texts
 _heads: OrderedDict[str, tuple[str | None, list[str]]] = OrderedDict()
 _texts: OrderedDict[str, SnapshotState] = OrderedDict()
 _lock = threading.Lock()
@@ -124,23 +128,40 @@ def _remember(cache: OrderedDict, key, value, keep: int = _KEEP):
     return value
 
 
-def _section(section: str) -> _Parsed:
+def _section(section: str, seen: dict[str, _Parsed]) -> _Parsed:
+    """The parse of one ``##`` section, from the kept revisions' sections or parsed now;
+    ``seen`` collects this revision's (kept by :func:`_keep_sections` once it is parsed)."""
     with _lock:
-        hit = _blocks.get(section)
-        if hit is not None:
-            _blocks.move_to_end(section)
-            return hit
-    global _blocks_chars
-    doc = parse_document(section)
-    block = doc.sections[0] if len(doc.sections) == 1 and not any(ln.strip() for ln in doc.preamble) else None
+        hit = seen.get(section) or _blocks.get(section)
+    if hit is None:
+        doc = parse_document(section)
+        block = doc.sections[0] if len(doc.sections) == 1 and not any(ln.strip() for ln in doc.preamble) else None
+        hit = _Parsed(block)
+    seen[section] = hit
+    return hit
+
+
+def _keep_sections(key: object, seen: dict[str, _Parsed]) -> None:
+    """Keep ``seen`` (one revision's section parses) as ``key``'s last revision, dropping
+    the sections that only ``key``'s revision before had, and the oldest key's past
+    ``_KEYS_KEPT``."""
     with _lock:
-        if section not in _blocks:
-            _blocks_chars += len(section)
-        _blocks[section] = parsed = _Parsed(block)
-        _blocks.move_to_end(section)
-        while len(_blocks) > 1 and (len(_blocks) > _KEEP or _blocks_chars > _KEEP_CHARS):
-            _blocks_chars -= len(_blocks.popitem(last=False)[0])
-        return parsed
+        for section, parsed in seen.items():
+            _users[section] = _users.get(section, 0) + 1
+            _blocks.setdefault(section, parsed)
+        _release(_revisions.pop(key, ()))
+        _revisions[key] = tuple(seen)
+        while len(_revisions) > _KEYS_KEPT:
+            _release(_revisions.popitem(last=False)[1])
+
+
+def _release(sections: tuple[str, ...]) -> None:
+    for section in sections:
+        users = _users[section] - 1
+        if users:
+            _users[section] = users
+        else:
+            del _users[section], _blocks[section]
 
 
 def _index_of(parsed: _Parsed) -> tuple[list[IndexRow], list[IndexRow]]:
@@ -215,7 +236,15 @@ def _parse(text: str, key: object) -> SnapshotState:
     split = split_sections(text)
     if split is None:
         return parse_snapshot(text)
-    head, sections = split
+    seen: dict[str, _Parsed] = {}
+    try:
+        return _parse_sections(text, *split, key, seen)
+    finally:
+        _keep_sections(key, seen)
+
+
+def _parse_sections(text: str, head: str, sections: list[str], key: object,
+                    seen: dict[str, _Parsed]) -> SnapshotState:
     blocks: list[Block] = []
     parsed: dict[int, _Parsed] = {}
     trace_content: str | None = None
@@ -227,7 +256,7 @@ def _parse(text: str, key: object) -> SnapshotState:
                 trace_at, trace_content = len(blocks), quick[1]
                 blocks.append(quick[0])
                 continue
-        p = _section(section)
+        p = _section(section, seen)
         if p.block is None:
             return parse_snapshot(text)
         parsed[id(p.block)] = p

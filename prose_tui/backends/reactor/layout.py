@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 RECEIPTS = "receipts.json"
 TOPOLOGY = ("compile", "topology.json")
 LABELS = ("compile", "labels.json")
@@ -62,6 +60,8 @@ def config_file(folder: Path) -> Path | None:
 def configured_state_dir(config: Path) -> tuple[Path, str | None]:
     """The state dir ``config`` (a ``reactor.yml``) names, and a warning when the file could
     not be read or ``state.dir`` is not a string (the default ``.reactor`` is used then)."""
+    import yaml  # PyYAML: only for a reactor.yml (start-up, issue 33)
+
     folder = config.parent
     try:
         data = yaml.safe_load(config.read_text(encoding="utf-8", errors="replace"))

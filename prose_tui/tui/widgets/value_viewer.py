@@ -14,7 +14,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
 from rich.rule import Rule
 from rich.text import Text
 from textual.binding import Binding
@@ -381,6 +380,10 @@ class ValueViewer(Vertical, can_focus=True):
         if self._shows_raw():
             body: RenderableType = self._raw(old, new)
         else:
+            # rich.markdown (with markdown-it-py, rich.syntax and Pygments' lexers) is a fifth of
+            # the explorer's imports: loaded when a value is first shown as Markdown (issue 33).
+            from rich.markdown import Markdown
+
             parts: list[RenderableType] = [Markdown(old)] if old.strip() else []
             if new:
                 parts += [Rule("new", style="bold green"), Markdown(new)]
