@@ -47,6 +47,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import platformdirs
 
@@ -161,18 +162,29 @@ class Journal:
     """The journals of every watched run, under ``root/journals/`` (see module doc).
 
     ``root`` defaults to ``platformdirs.user_state_dir("prose-tui")``. One instance may be
-    shared by threads (``record`` holds a lock). Raises ``ValueError`` from ``record`` when
+    shared by threads: writers (``record``) take turns; readers (``entries``,
+    ``revision_text``, ``has``) never wait for a writer's file reads or writes, and see a
+    record's entries once its index lines are written. Raises ``ValueError`` from ``record`` when
     the journal folder would be inside the run folder (it never writes into a run).
     """
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else Path(platformdirs.user_state_dir("prose-tui"))
-        self._lock = threading.Lock()
-        self._seen: dict[Path, _Seen] = {}
+        # Two locks, so a reader (the UI thread building a history) never waits on a disk
+        # write (issue 31): ``_writing`` serialises writers and is held across their file
+        # reads and writes; ``_published`` guards only the in-memory entry lists below and
+        # is never held across I/O.
+        self._writing = threading.Lock()
+        self._published = threading.Lock()
+        self._seen: dict[Path, _Seen] = {}  # the writers' own state (under ``_writing``)
         # Entries of the runs this process read or journaled: the index is read at most once
         # per run; what ``record`` appends is added here, not read back. No texts (see
         # ``JournalEntry.text``); paths are shared between a run's entries.
         self._entries: dict[Path, list[JournalEntry]] = {}
+        # Per run, a count that is odd while a writer is appending to its index (a
+        # sequence lock): a reader that read the index from disk keeps what it read only
+        # when no append began or ended meanwhile.
+        self._version: dict[Path, int] = {}
         self._paths: dict[Path, dict[str, Path]] = {}
 
     # -- places --------------------------------------------------------------------------------
@@ -199,15 +211,26 @@ class Journal:
         no journal. Raises ``OSError`` only when the index exists but cannot be read.
         """
         run_dir = Path(run_dir).resolve()
-        with self._lock:
+        with self._published:
             known = self._entries.get(run_dir)
             if known is not None:
                 return list(known)
+            version = self._version.get(run_dir, 0)
+        out = self._read_index(run_dir)
+        if out is None:
+            return []
+        with self._published:
+            if version % 2 == 0 and self._version.get(run_dir, 0) == version:
+                return list(self._entries.setdefault(run_dir, out))
+        return out  # a record landed while the index was read: right as read, not kept
+
+    def _read_index(self, run_dir: Path) -> list[JournalEntry] | None:
+        """Every entry of the index of ``run_dir`` (resolved), or ``None`` when there is none."""
         folder = self.folder(run_dir)
         try:
             data = (folder / "index.jsonl").read_bytes()
         except FileNotFoundError:
-            return []
+            return None
         try:
             whole = {name[:-3] for name in os.listdir(folder / "revisions") if name.endswith(".md")}
         except OSError:
@@ -236,9 +259,7 @@ class Journal:
                 mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
                 stored=stored,
             ))
-        with self._lock:
-            self._entries.setdefault(run_dir, out)
-            return list(self._entries[run_dir])
+        return out
 
     def revision_text(self, run_dir: Path, sha256: str) -> str | None:
         """The stored text of the ``state.md`` revision ``sha256`` (UTF-8, bad bytes
@@ -273,7 +294,7 @@ class Journal:
         folder = self.folder(run_dir)
         if folder.resolve() == run_dir or run_dir in folder.resolve().parents:
             raise ValueError(f"journal folder {folder} is inside the run {run_dir}; refusing to write there")
-        with self._lock:
+        with self._writing:
             return self._record(run_dir, folder, set(changed), now)
 
     def _record(self, run_dir: Path, folder: Path, changed: set[Path], now: datetime) -> list[JournalEntry]:
@@ -342,11 +363,17 @@ class Journal:
                 rows.append(row)
                 added.append(entry)
         if rows:
-            self._append(folder, run_dir, rows)
+            with self._published:
+                self._version[run_dir] = self._version.get(run_dir, 0) + 1  # odd: appending
+            try:
+                self._append(folder, run_dir, rows)
+            finally:
+                with self._published:
+                    self._version[run_dir] += 1
+                    known = self._entries.get(run_dir)
+                    if known is not None:
+                        known.extend(added)  # this run's entries only: its imports' follow below
             seen.entries += len(rows)
-            known = self._entries.get(run_dir)
-            if known is not None:
-                known.extend(added)  # this run's entries only: its imports' follow below
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
             if child.is_dir() and inside(child, run_dir):  # an import that links out of the run is not kept
@@ -410,7 +437,14 @@ class Journal:
         with open(index, "ab") as fh:
             if fh.tell() > 0 and not _ends_with_newline(index):
                 payload = b"\n" + payload  # a half-written line before us stays on its own
-            fh.write(payload)
+            self.write_index(fh, payload)
+
+    def write_index(self, fh: BinaryIO, payload: bytes) -> None:
+        """Append ``payload`` (whole JSON lines, UTF-8) to the open index file ``fh``: the
+        write that makes a record's entries part of the journal. Runs on the writer's
+        thread under the writer lock only; a reader (:meth:`entries`) never waits for it.
+        A subclass may wrap it (the tests hold a write here to show a reader goes on)."""
+        fh.write(payload)
 
     def _load_seen(self, run_dir: Path, folder: Path) -> _Seen:
         seen = self._seen.get(run_dir)
