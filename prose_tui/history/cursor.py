@@ -19,8 +19,9 @@ from prose_tui.backends.filesystem.snapshot import (
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.history.node_cursor import apply_nodes_at
-from prose_tui.history.replay import _rel, current_state
-from prose_tui.history.stream import History
+from prose_tui.history.current import current_state
+from prose_tui.history.refs import run_relative
+from prose_tui.history.timeline import History
 from prose_tui.model import (
     Agent,
     Binding,
@@ -37,11 +38,12 @@ from prose_tui.model import (
 if TYPE_CHECKING:  # pragma: no cover
     from prose_tui.history.journal import Journal
 
-__all__ = ["state_at"]
+__all__ = ["EVENT_LOG_FORMATS", "WRITE_KINDS", "copy_run", "fold_frames", "state_at", "trace_index"]
 
 K = EventKind
 S = StatementState
-_EVENT_LOGS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
+# the formats whose trace is their log, one line per event line
+EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
 _STATE_OF = {
     K.STATEMENT_STARTED: S.EXECUTING, K.PARALLEL_STARTED: S.EXECUTING, K.LOOP_ITERATION: S.EXECUTING,
     K.RETRY: S.RETRYING, K.STATEMENT_COMPLETED: S.COMPLETE, K.PARALLEL_JOINED: S.COMPLETE,
@@ -159,7 +161,9 @@ def _status_at(out: Run, history: History, cursor: int) -> None:
 # event logs, sqlite, narration ----------------------------------------------------------------
 
 
-def _trace_index(run: Run, line: int | None) -> int | None:
+def trace_index(run: Run, line: int | None) -> int | None:
+    """The index in ``run.trace`` of the trace line numbered ``line`` (1-based
+    ``TraceLine.line``), or ``None`` when ``line`` is ``None`` or not in the trace."""
     if line is None:
         return None
     if 0 < line <= len(run.trace) and run.trace[line - 1].line == line:
@@ -168,8 +172,8 @@ def _trace_index(run: Run, line: int | None) -> int | None:
 
 
 def _log_state(out: Run, run: Run, history: History, cursor: int) -> None:
-    index = _trace_index(run, history.refs[cursor].trace_line)
-    if run.format in _EVENT_LOGS and index is not None:
+    index = trace_index(run, history.refs[cursor].trace_line)
+    if run.format in EVENT_LOG_FORMATS and index is not None:
         head = f"# run:{run.id} {run.program or ''}\n"
         if run.header.get("started"):
             head += f"started: {run.header['started']}\n"
@@ -225,12 +229,12 @@ def fold_frames(events: list[Event]) -> list[Frame]:
     return list(reversed(open_frames))
 
 
-_WRITES = (K.STATEMENT_COMPLETED, K.BINDING_WRITTEN)
+WRITE_KINDS = (K.STATEMENT_COMPLETED, K.BINDING_WRITTEN)  # the events that write a binding
 
 
 def _log_bindings(run: Run, history: History, cursor: int) -> list[Binding]:
-    mentioned = {e.name for e in history.events if e.kind in _WRITES and e.name}
-    so_far = {e.name for e in history.events[: cursor + 1] if e.kind in _WRITES and e.name}
+    mentioned = {e.name for e in history.events if e.kind in WRITE_KINDS and e.name}
+    so_far = {e.name for e in history.events[: cursor + 1] if e.kind in WRITE_KINDS and e.name}
     return [b for b in run.bindings
             if b.name in so_far or (b.name not in mentioned and (b.kind or "").lower() == "input")]
 
@@ -244,7 +248,7 @@ def _written(history: History, cursor: int, run_dir: Path, kinds: tuple[EventKin
     for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
         if ref.path is None:
             continue
-        rel = _rel(ref.path, run_dir)
+        rel = run_relative(ref.path, run_dir)
         if event.kind in kinds:
             paths.add(rel)
         elif event.kind is K.NOTE and event.text.startswith("removed "):
@@ -283,8 +287,8 @@ def _journal_state(out: Run, run: Run, history: History, cursor: int, journal: J
     out.call_stack = snap.call_stack
     out.sections = snap.sections
     written = _written(history, cursor, run.path, (K.BINDING_WRITTEN,))
-    kept = [b for b in run.bindings if b.exists and _rel(b.path, run.path) in written]
-    have = {_rel(b.path, run.path) for b in kept}
+    kept = [b for b in run.bindings if b.exists and run_relative(b.path, run.path) in written]
+    have = {run_relative(b.path, run.path) for b in kept}
     for row in snap.binding_rows:
         name = row.get("name") or ""
         rel = row.get("path") or f"bindings/{name}.md"
@@ -306,11 +310,11 @@ def _agents_at(out: Run, history: History, cursor: int) -> None:
     ``agent_segment`` events, else by time; segments no event speaks of are kept."""
     events, refs = history.events, history.refs
     if history.origin in ("journal", "reconstructed"):
-        seen = {_rel(r.path, out.path) for e, r in zip(events, refs) if e.kind is K.AGENT_SEGMENT and r.path}
+        seen = {run_relative(r.path, out.path) for e, r in zip(events, refs) if e.kind is K.AGENT_SEGMENT and r.path}
         written = _written(history, cursor, out.path, (K.AGENT_SEGMENT,))
 
         def keep(agent: Agent, seg) -> bool:
-            rel = _rel(seg.path, out.path)
+            rel = run_relative(seg.path, out.path)
             return rel not in seen or rel in written
     else:
         told = {(e.name, e.status) for e in events if e.kind is K.AGENT_SEGMENT}
@@ -361,11 +365,11 @@ def _reconstructed_state(out: Run, run: Run, history: History, cursor: int) -> N
     out.trace = trace
     out.call_stack = fold_frames(history.events[: cursor + 1])
     written = _written(history, cursor, run.path, (K.BINDING_WRITTEN,))
-    mentioned = {_rel(r.path, run.path) for e, r in zip(history.events, history.refs)
+    mentioned = {run_relative(r.path, run.path) for e, r in zip(history.events, history.refs)
                  if e.kind is K.BINDING_WRITTEN and r.path is not None}
     out.bindings = [b for b in run.bindings
-                    if _rel(b.path, run.path) in written
-                    or (_rel(b.path, run.path) not in mentioned and (b.kind or "").lower() == "input")]
+                    if run_relative(b.path, run.path) in written
+                    or (run_relative(b.path, run.path) not in mentioned and (b.kind or "").lower() == "input")]
 
 
 def _entered_blocks(trace: list[TraceLine], begun: set[int]) -> set[int]:

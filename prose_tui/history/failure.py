@@ -9,14 +9,14 @@ from dataclasses import dataclass, field, replace
 
 from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
-from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
+from prose_tui.history.cursor import EVENT_LOG_FORMATS, WRITE_KINDS, trace_index, state_at
 from prose_tui.history.nodes import (
     RECEIPT_KINDS,
     binding_node,
     failure_words,
     receipt_events,
 )
-from prose_tui.history.stream import History
+from prose_tui.history.timeline import History
 from prose_tui.history.transitions import error_text
 from prose_tui.model import Binding, Event, EventKind, Failure, Run, RunFormat, TraceLine, assigned_name, run_failures
 
@@ -57,7 +57,7 @@ class FailureContext:
 
 
 # the formats whose trace is a log or node rows: no ``## Error`` section, no context lines in the trace
-_LOGS = (*_EVENT_LOGS, RunFormat.REACTOR)
+_LOGS = (*EVENT_LOG_FORMATS, RunFormat.REACTOR)
 _FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
 _CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w]*")
@@ -191,7 +191,7 @@ def _node_context(run: Run, at: Run, node: str) -> list[Binding]:
 
 
 def _line_at(run: Run, line: int | None) -> TraceLine | None:
-    index = _trace_index(run, line)
+    index = trace_index(run, line)
     return run.trace[index] if index is not None else None
 
 
@@ -232,7 +232,7 @@ def _retries_before(history: History, index: int) -> list[Event]:
 def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]:
     """Names in the ``context:`` lines of the statement at ``index``."""
     line = history.refs[index].trace_line
-    if run.format not in _LOGS and (i := _trace_index(at, line)) is not None:
+    if run.format not in _LOGS and (i := trace_index(at, line)) is not None:
         return _block_context([t.text for t in at.trace], i)
     program = _program_lines(run)
     if not program:
@@ -252,7 +252,7 @@ def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]
 def _program_position_of_last_binding(program: list[str], history: History, index: int) -> int:
     for j in range(index - 1, -1, -1):
         name = history.events[j].name
-        if history.events[j].kind in _WRITES and name and _IDENT.fullmatch(name):
+        if history.events[j].kind in WRITE_KINDS and name and _IDENT.fullmatch(name):
             found = next((i for i, text in enumerate(program) if assigned_name(text) == name), None)
             if found is not None:
                 return found + 1

@@ -58,6 +58,7 @@ from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log
+from prose_tui.history.current import remember_current, sha256_of
 from prose_tui.history.revisions import PACK_NAME, PackWriter, revision_lines
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "StoredRevision", "run_files"]
@@ -405,9 +406,7 @@ class Journal:
                 seen.state = None
                 return JournalEntry(now, "removed", path)
             return None
-        sha = hashlib.sha256(data).hexdigest()
-        from prose_tui.history.replay import remember_current
-
+        sha = sha256_of(data)
         remember_current(path, st, data, sha)  # the history's "state.md as it is now" without a read on the UI thread
         if sha == seen.state:
             return None

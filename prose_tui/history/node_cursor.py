@@ -23,7 +23,7 @@ from prose_tui.history.nodes import (
     nodes_as_of,
     receipt_events,
 )
-from prose_tui.history.stream import History
+from prose_tui.history.timeline import History
 from prose_tui.model import (
     Binding,
     EventKind,

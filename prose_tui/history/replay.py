@@ -4,14 +4,13 @@ Each journaled ``state.md`` revision is diffed against the one before
 (:func:`~prose_tui.history.transitions.snapshot_events`); binding and segment writes
 become ``binding_written`` / ``agent_segment`` events, in the order they were seen. A
 replay is kept per run and extended by the entries journaled since (``journal_replay``).
-``current_state`` is the run's ``state.md`` as it is now, read once per (mtime, size).
+The run's ``state.md`` as it is now (:func:`~.current.current_state`) closes the replay.
 No Textual, no writes.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime
@@ -19,18 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.bindings import name_and_scope
-from prose_tui.backends.common.text import open_regular
 from prose_tui.backends.filesystem.snapshot import SnapshotState
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
-from prose_tui.history.refs import EventRef
-from prose_tui.history.stream import _HISTORIES, History, _keep
-from prose_tui.history.transitions import sha256_of, snapshot_events
+from prose_tui.history.current import current_state
+from prose_tui.history.refs import EventRef, run_relative
+from prose_tui.history.timeline import KEPT, History
+from prose_tui.history.transitions import snapshot_events
 from prose_tui.model import Event, EventKind, Run
 
 if TYPE_CHECKING:  # pragma: no cover
     from prose_tui.history.journal import Journal, JournalEntry
 
-__all__ = ["current_state", "journal_history", "journal_replay", "remember_current"]
+__all__ = ["current_state", "journal_history", "journal_replay"]
 
 K = EventKind
 
@@ -90,7 +89,7 @@ class _Replay:
 
     def feed(self, entries: list[JournalEntry]) -> None:
         for entry in entries:
-            rel = _rel(entry.path, self.run_dir)
+            rel = run_relative(entry.path, self.run_dir)
             if entry.kind == "state":
                 if entry.stored is None or entry.sha256 == self.revision:
                     continue  # a revision too large to keep, or the same one journaled twice
@@ -151,59 +150,10 @@ def journal_history(run: Run, entries: list[JournalEntry]) -> History:
 def journal_replay(run: Run, journal: Journal, entries: list[JournalEntry]) -> History:
     """``journal_history`` that replays only the entries added since the last call."""
     key = (run.path, "journal")
-    replay = _HISTORIES.get(key)
+    replay = KEPT.get(key)
     if not isinstance(replay, _Replay) or replay.consumed > len(entries) or (entries and replay.first is not entries[0]):
-        replay = _keep(key, _Replay(run.path))
+        replay = KEPT.keep(key, _Replay(run.path))
         replay.first = entries[0] if entries else None
     replay.feed(entries[replay.consumed:])
-    _HISTORIES.move_to_end(key)
+    KEPT.touch(key)
     return replay.history(run)
-
-
-def _rel(path: Path, run_dir: Path) -> str:
-    try:
-        return path.relative_to(run_dir).as_posix()
-    except ValueError:
-        try:
-            return path.resolve().relative_to(run_dir.resolve()).as_posix()
-        except (ValueError, OSError):
-            return path.as_posix()
-
-
-_CURRENT: OrderedDict[tuple[Path, float | None, int], tuple[str, str]] = OrderedDict()
-_CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
-
-
-def current_state(run: Run) -> tuple[str | None, str | None]:
-    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``.
-    Kept per (file, mtime, size), so asking again about an unchanged file reads nothing."""
-    if run.state_file is None:
-        return None, None
-    try:
-        st = run.state_file.stat()
-        key = (run.state_file, st.st_mtime, st.st_size)
-        known = _CURRENT.get(key)
-        if known is not None:
-            return known
-        with open_regular(run.state_file, root=run.root) as fh:  # never a file outside the run
-            data = fh.read()
-    except OSError:
-        return None, None
-    return _remember_current(key, data, sha256_of(data))
-
-
-def remember_current(path: Path, st, data: bytes, sha: str) -> None:
-    """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
-    is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
-    worker, tells it here so a history built on the UI thread does not read it again."""
-    _remember_current((path, st.st_mtime, st.st_size), data, sha)
-
-
-def _remember_current(key: tuple, data: bytes, sha: str) -> tuple[str, str]:
-    value = (data.decode("utf-8", "replace"), sha)
-    with _CURRENT_LOCK:
-        _CURRENT[key] = value
-        while len(_CURRENT) > 16:
-            _CURRENT.popitem(last=False)
-    return value
-

@@ -9,7 +9,6 @@ times (:mod:`.reconstruct`) both build on it. No I/O, no Textual.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import datetime
 from itertools import chain, compress
@@ -20,15 +19,10 @@ from prose_tui.backends.common.bindings import name_and_scope
 from prose_tui.backends.filesystem.snapshot import SnapshotState
 from prose_tui.model import Event, EventKind, Frame, Run, StatementState, TraceLine, assigned_name
 
-__all__ = ["error_text", "sha256_of", "snapshot_events", "statement_name", "transition"]
+__all__ = ["error_text", "snapshot_events", "statement_name", "transition"]
 
 K = EventKind
 S = StatementState
-
-
-def sha256_of(data: bytes) -> str:
-    """The sha256 (hex) a journal keys a ``state.md`` revision by: of the file's bytes."""
-    return hashlib.sha256(data).hexdigest()
 
 
 _PARALLEL = re.compile(r"^\s*(?:(?:let|const)\s+\w+\s*=\s*)?parallel\b", re.IGNORECASE)
