@@ -44,6 +44,7 @@ import json
 import os
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -57,9 +58,9 @@ from prose_tui.backends.common.contained import inside
 from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import decode, open_regular
-from prose_tui.backends.filesystem.eventlog import looks_like_event_log
 from prose_tui.history.current import remember_current, sha256_of
 from prose_tui.history.revisions import PACK_NAME, PackWriter, revision_lines
+from prose_tui.history.sources import source_for
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "StoredRevision", "run_files"]
 
@@ -131,6 +132,8 @@ class _Seen:
     stored: int = 0  # bytes of revisions kept for this run, on disk
     event_log: tuple[int, int, int] | None = None  # (inode, device, size) of state.md when last seen as an event log
     pack: PackWriter | None = None  # appends this run's revisions; holds the last one written
+    # whether a state file's head is a log, its own history (the backend's, asked once)
+    own_history: Callable[[str], bool] | None = None
 
 
 MAX_WALK_DEPTH = 8
@@ -394,7 +397,10 @@ class Journal:
                     seen.event_log = (st.st_ino, st.st_dev, st.st_size)
                     return None
                 head = fh.read(65536)
-                if looks_like_event_log(decode(head)):
+                if seen.own_history is None:
+                    source = source_for(path)
+                    seen.own_history = source.keeps_own_history if source is not None else _snapshot
+                if seen.own_history(decode(head)):
                     seen.event_log = (st.st_ino, st.st_dev, st.st_size)
                     return None
                 seen.event_log = None
@@ -486,6 +492,11 @@ class Journal:
                 seen.files[rel] = (st.st_size, st.st_mtime_ns)
         self._seen[run_dir] = seen
         return seen
+
+
+def _snapshot(head: str) -> bool:
+    """A state file no backend claims is kept as a snapshot (never its own history)."""
+    return False
 
 
 def _row(raw: bytes) -> dict | None:

@@ -1,6 +1,7 @@
 """A watched snapshot run's history, replayed from the journal prose-tui kept (origin "journal").
 
-Each journaled ``state.md`` revision is diffed against the one before
+Each journaled ``state.md`` revision, parsed by the run's backend
+(``HistorySource.revision``), is diffed against the one before
 (:func:`~prose_tui.history.transitions.snapshot_events`); binding and segment writes
 become ``binding_written`` / ``agent_segment`` events, in the order they were seen. A
 replay is kept per run and extended by the entries journaled since (``journal_replay``).
@@ -12,16 +13,17 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.bindings import name_and_scope
-from prose_tui.backends.filesystem.snapshot import SnapshotState
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+from prose_tui.backends.protocol import HistorySource, Revision
 from prose_tui.history.current import current_state
 from prose_tui.history.refs import EventRef, run_relative
+from prose_tui.history.sources import source_of
 from prose_tui.history.timeline import KEPT, History
 from prose_tui.history.transitions import snapshot_events
 from prose_tui.model import Event, EventKind, Run
@@ -37,7 +39,7 @@ K = EventKind
 # A replay is extended entry by entry and keeps only the last revision's parse; these keep
 # a few more (by content hash), for a replay started again (another Journal, a run whose
 # kept replay was dropped). Small on purpose: a parse holds the whole run (issue 35).
-_PARSE_CACHE: OrderedDict[str, SnapshotState] = OrderedDict()
+_PARSE_CACHE: OrderedDict[str, Revision] = OrderedDict()
 _DIFF_CACHE: OrderedDict[tuple, list] = OrderedDict()
 _PARSES_KEPT = 4
 _DIFFS_KEPT = 256  # a revision's events: a few hundred bytes
@@ -51,16 +53,16 @@ def _remember(cache: OrderedDict, key, value):
     return value
 
 
-def _parsed_revision(sha: str | None, text: str, key: object = None) -> SnapshotState:
+def _parsed_revision(source: HistorySource, sha: str | None, text: str, key: Hashable | None = None) -> Revision:
     if sha is not None and sha in _PARSE_CACHE:
         _PARSE_CACHE.move_to_end(sha)
         return _PARSE_CACHE[sha]
-    snap = parse_snapshot_cached(text, key)
+    snap = source.revision(text, key)
     return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
 
 
-def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha: str | None,
-                      snap: SnapshotState, when) -> list:
+def _revision_changes(prev_sha: str | None, previous: Revision | None, sha: str | None,
+                      snap: Revision, when) -> list:
     key = (prev_sha, sha, when)
     if sha is not None and key in _DIFF_CACHE:
         return _DIFF_CACHE[key]
@@ -73,11 +75,12 @@ def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha:
 class _Replay:
     """Journal entries replayed so far (see :func:`journal_history`), extended entry by entry."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, source: HistorySource | None) -> None:
         self.run_dir = run_dir
+        self.source = source  # parses the revisions (the run's backend's); None: none can be
         self.events: list[Event] = []
         self.refs: list[EventRef] = []
-        self.previous: SnapshotState | None = None
+        self.previous: Revision | None = None
         self.revision: str | None = None
         self.consumed = 0
         self.first: JournalEntry | None = None
@@ -91,13 +94,13 @@ class _Replay:
         for entry in entries:
             rel = run_relative(entry.path, self.run_dir)
             if entry.kind == "state":
-                if entry.stored is None or entry.sha256 == self.revision:
-                    continue  # a revision too large to keep, or the same one journaled twice
+                if entry.stored is None or entry.sha256 == self.revision or self.source is None:
+                    continue  # a revision too large to keep, the same one journaled twice, or unreadable
                 text = entry.text  # read back from the journal folder, not kept
                 if text is None:
                     continue  # lost (a pack cut short, a revision file removed)
                 # parsed against the revision before (unchanged trace lines are reused)
-                snap = _parsed_revision(entry.sha256, text, ("journal", self.run_dir))
+                snap = _parsed_revision(self.source, entry.sha256, text, ("journal", self.run_dir))
                 changes = _revision_changes(self.revision, self.previous, entry.sha256, snap, entry.time)
                 self.revision = entry.sha256
                 for event, line in changes:
@@ -122,8 +125,9 @@ class _Replay:
         note = "replayed from the journal prose-tui kept while watching; times are when changes were seen"
         events, refs = list(self.events), list(self.refs)
         current, current_sha = current_state(run)
-        if current is not None and self.previous is not None and current_sha != self.revision:
-            snap = _parsed_revision(current_sha, current)
+        if current is not None and self.previous is not None and self.source is not None \
+                and current_sha != self.revision:
+            snap = _parsed_revision(self.source, current_sha, current)
             when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
             tail = snapshot_events(self.previous, snap, when)
             if not tail:
@@ -142,7 +146,7 @@ def journal_history(run: Run, entries: list[JournalEntry]) -> History:
     When the run's current ``state.md`` is not the last journaled revision (it changed
     while nobody watched), the difference is appended as if seen now, and the note says so.
     """
-    replay = _Replay(run.path)
+    replay = _Replay(run.path, source_of(run))
     replay.feed(entries)
     return replay.history(run)
 
@@ -152,7 +156,7 @@ def journal_replay(run: Run, journal: Journal, entries: list[JournalEntry]) -> H
     key = (run.path, "journal")
     replay = KEPT.get(key)
     if not isinstance(replay, _Replay) or replay.consumed > len(entries) or (entries and replay.first is not entries[0]):
-        replay = KEPT.keep(key, _Replay(run.path))
+        replay = KEPT.keep(key, _Replay(run.path, source_of(run)))
         replay.first = entries[0] if entries else None
     replay.feed(entries[replay.consumed:])
     KEPT.touch(key)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_problem, is_run_dir, load_run
+from prose_tui.backends.filesystem.history import FilesystemHistory
 from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.tail import EventLogTail
 from prose_tui.backends.protocol import Value
@@ -111,3 +112,10 @@ class FilesystemBackend:
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+    def history_source(self) -> FilesystemHistory:
+        """Event logs cut at a line, snapshot revisions parsed, failure marks, skill nodes (:mod:`.history`)."""
+        return _HISTORY
+
+
+_HISTORY = FilesystemHistory()

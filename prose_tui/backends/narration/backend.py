@@ -76,3 +76,7 @@ class NarrationBackend:
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+    def history_source(self) -> None:
+        """None: the run's ``events`` are its whole history (``RunBackend.history_source``)."""
+        return None

@@ -112,3 +112,7 @@ class PostgresBackend:
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+    def history_source(self) -> None:
+        """None: the run's ``events`` are its whole history (``RunBackend.history_source``)."""
+        return None

@@ -35,6 +35,7 @@ from prose_tui.backends.reactor.frames import (
     render_world_model,
     version_file,
 )
+from prose_tui.backends.reactor.history import ReactorHistory
 from prose_tui.backends.reactor.layout import (
     RECEIPTS,
     WORLD_MODELS,
@@ -179,6 +180,13 @@ class ReactorBackend:
 
     def events(self, run: Run) -> list[Event]:
         return run.events
+
+    def history_source(self) -> ReactorHistory:
+        """Nodes redrawn as of a cursor (:mod:`.history`)."""
+        return _HISTORY
+
+
+_HISTORY = ReactorHistory()
 
 
 def _frame_value(path: Path, node: str, version: str | None, root: Path | None) -> Value:

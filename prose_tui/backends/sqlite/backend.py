@@ -203,6 +203,10 @@ class SqliteBackend:
     def events(self, run: Run) -> list[Event]:
         return run.events
 
+    def history_source(self) -> None:
+        """None: the run's ``events`` are its whole history (``RunBackend.history_source``)."""
+        return None
+
 
 NOTE = "state.db could not be read just now"
 """How the warning starts that says the run shown is the last one read whole."""
