@@ -371,12 +371,15 @@ class Journal:
                 self._version[run_dir] = self._version.get(run_dir, 0) + 1  # odd: appending
             try:
                 self._append(folder, run_dir, rows)
-            finally:
+            except BaseException:
                 with self._published:
                     self._version[run_dir] += 1
-                    known = self._entries.get(run_dir)
-                    if known is not None:
-                        known.extend(added)  # this run's entries only: its imports' follow below
+                raise
+            with self._published:
+                self._version[run_dir] += 1
+                known = self._entries.get(run_dir)
+                if known is not None:
+                    known.extend(added)  # this run's entries only: its imports' follow below
             seen.entries += len(rows)
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
