@@ -214,3 +214,21 @@ def test_owning_run_keeps_its_contract(tmp_path):
     run = tmp_path / "runs" / "20260702-091500-a1b2c3"
     assert owning_run(run / "receipts" / "a.jsonl", [run, tmp_path / "runs"]) == run
     assert owning_run(tmp_path / "other", [run]) is None
+
+
+def _ledger_run(folder: Path) -> Path:
+    """A run folder holding only a receipt ledger and its anchor (FORMATS.md generation 8)."""
+    folder.mkdir(parents=True)
+    (folder / "receipts.jsonl").write_text("")
+    (folder / "run.json").write_text(json.dumps({"v": "libretto.run.v1", "receipt_count": 0, "ledger_head": None}))
+    return folder
+
+
+def test_receipt_ledger_runs_are_found_in_libretto_and_native_runs(tmp_path):
+    _ledger_run(tmp_path / ".libretto" / "runs" / "20260716-120000-abc123")
+    _ledger_run(tmp_path / "tools" / "runs" / "nightly")  # a receipts.jsonl marks a run without a run-id name
+    (tmp_path / "tools" / "runs" / "checkpoints").mkdir()  # not a run
+    assert names(find_runs(tmp_path)) == ["20260716-120000-abc123", "nightly"]
+    one = tmp_path / ".libretto" / "runs" / "20260716-120000-abc123"
+    assert [r.path for r in find_runs(one)] == [one.resolve()]
+    assert [r.path for r in find_runs(one / "receipts.jsonl")] == [one.resolve()]

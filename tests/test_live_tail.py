@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from prose_tui.backends import open_run
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import parse_event_log
-from prose_tui.backends.filesystem.tail import EventLogTail
+from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.history import history_of
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run

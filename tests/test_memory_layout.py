@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from prose_tui.backends.filesystem.tail import EventLogParser
+from prose_tui.backends.filesystem.eventlog_tail import EventLogParser
 from prose_tui.history.refs import EventRef, LineRefs
 
 

@@ -102,3 +102,28 @@ def test_a_half_written_line_seen_on_opening_loses_its_warning_when_it_completes
     assert not [w for w in run.warnings if w in half], run.warnings
     assert _shape(run) == _shape(open_run(run_dir, now=LATER))
     assert run.warnings == open_run(run_dir, now=LATER).warnings
+
+
+def test_a_node_folder_linked_outside_the_run_stays_unread_after_an_append(tmp_path):
+    """Containment (issue 29) holds for a ledger append as for a full read: a published
+    node folder that is a symlink out of the run does not lend the node its ``.version``."""
+    run_dir = tmp_path / "runs" / MIXED.name
+    shutil.copytree(MIXED, run_dir)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / ".version").write_text("sha256:from-outside-the-run\n", encoding="utf-8")
+    node_dir = run_dir / "world-model" / "glossary"
+    shutil.rmtree(node_dir)
+    node_dir.symlink_to(outside, target_is_directory=True)
+    backend = FilesystemBackend()
+    run = backend.open(run_dir, now=LATER)
+    opened = next(n for n in run.nodes if n.name == "glossary").version
+    assert opened != "sha256:from-outside-the-run"
+
+    ledger = run_dir / "receipts" / "glossary.jsonl"
+    with open(ledger, "a", encoding="utf-8") as fh:
+        fh.write(_receipt("failed", "sha256:g2", "sha256:g3", 700))
+    delta = backend.apply(run, {ledger}, now=LATER)
+    assert not delta.reread
+    assert next(n for n in run.nodes if n.name == "glossary").version == opened
+    assert _shape(run) == _shape(open_run(run_dir, now=LATER))

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prose_tui.backends.sqlite.rows import ExecutionRow, row_trace_line
+from prose_tui.backends.common.execution_rows import ExecutionRow, row_trace_line
 from prose_tui.history.stream import _log_trace_lines, history_of
 from prose_tui.model import Backend, Event, EventKind, Run, RunFormat
 

@@ -17,7 +17,9 @@ folder, a Reactor state dir, or a state file. Where runs live:
   ``reactor.yml`` names. One state dir is one run (``RunRef.kind == "state-dir"``), read by the
   Reactor backend;
 * the 0.11-0.14 manifests (``manifest.run.md``, ``forme.manifest.json``, judge-era
-  ``state/responsibilities/``) mark run folders (``folder.is_run_dir``).
+  ``state/responsibilities/``) mark run folders (``folder.is_run_dir``);
+* per-statement receipt ledgers (FORMATS.md generation 8): a ``receipts.jsonl`` marks a run
+  folder, and ``.libretto/runs/*/`` is walked like ``.prose/runs/*/``.
 
 The walk is bounded in depth and folder count and skips VCS folders, dependencies and
 virtualenvs; it never follows symlinks, so loops cannot trap it.
@@ -51,7 +53,9 @@ RUN_ID_RE = re.compile(r"^\d{8}-\d{6}(?:-[\w.-]*)?$")
 OPENPROSE_FILES = ("vm.log.md", "compiled-intent.json", "manifest.run.md", "forme.manifest.json")
 REACTOR_DEFAULT_DIR = ".reactor"
 REACTOR_CONFIGS = ("reactor.yml", "reactor.yaml")
-_WALK_DOT_DIRS = (".prose", ".agents", REACTOR_DEFAULT_DIR)
+# FORMATS.md generation 8: the ledger file marks a run folder; the fork keeps runs in .libretto/runs/
+LEDGER_FILES = ("receipts.jsonl",)
+_WALK_DOT_DIRS = (".prose", ".agents", ".libretto", REACTOR_DEFAULT_DIR)
 
 _user_scope = False
 
@@ -87,9 +91,15 @@ class RunRef:
 
 
 def is_prose_runs(folder: Path) -> bool:
-    """``.prose/runs`` or ``.agents/prose/runs``: every child is taken as a run."""
+    """``.prose/runs``, ``.agents/prose/runs`` or ``.libretto/runs``: every child is taken as a run."""
     parent = folder.parent
-    return folder.name == "runs" and (parent.name == ".prose" or (parent.name == "prose" and parent.parent.name == ".agents"))
+    return folder.name == "runs" and (parent.name in (".prose", ".libretto")
+                                      or (parent.name == "prose" and parent.parent.name == ".agents"))
+
+
+def is_run_folder(folder: Path) -> bool:
+    """A folder holding a file a VM writes into a run (``folder.is_run_dir``) or a receipt ledger."""
+    return is_run_dir(folder) or any((folder / name).is_file() for name in LEDGER_FILES)
 
 
 def is_native_run(folder: Path) -> bool:
@@ -97,9 +107,10 @@ def is_native_run(folder: Path) -> bool:
     A folder that cannot be looked into (permission denied) counts when named by a run id: it
     is listed, as unreadable, rather than left out."""
     try:
-        if not is_run_dir(folder):
+        if not is_run_folder(folder):
             return False
-        return RUN_ID_RE.match(folder.name) is not None or any((folder / name).exists() for name in OPENPROSE_FILES)
+        return RUN_ID_RE.match(folder.name) is not None or any(
+            (folder / name).exists() for name in (*OPENPROSE_FILES, *LEDGER_FILES))
     except OSError:
         return RUN_ID_RE.match(folder.name) is not None
 
@@ -225,7 +236,7 @@ def find_runs(path: Path, *, user: bool | None = None, home: Path | None = None)
 
 def _find(path: Path) -> list[RunRef]:
     if path.is_file():
-        if path.name in STATE_FILES or path.name == "state.db":
+        if path.name in STATE_FILES or path.name == "state.db" or path.name in LEDGER_FILES:
             folder = path.parent
             return [RunRef(folder, folder if folder.name == "runs" else folder.parent)]
         if path.name in REACTOR_CONFIGS and (named := reactor_state_dir(path)) is not None:
@@ -233,9 +244,9 @@ def _find(path: Path) -> list[RunRef]:
         return [RunRef(path, path)]  # a narration file or transcript is a run of its own
     if is_reactor_state_dir(path):
         return [RunRef(path, path, STATE_DIR)]
-    if path.name != "runs" and path.parent.name == "runs" and is_run_dir(path):
+    if path.name != "runs" and path.parent.name == "runs" and is_run_folder(path):
         return [RunRef(path, path.parent)]
-    if (is_run_dir(path) and not (path / ".prose").exists() and path.name not in (".prose", "runs")
+    if (is_run_folder(path) and not (path / ".prose").exists() and path.name not in (".prose", "runs")
             and not ((path / "runs").is_dir() and _has_native_runs(path / "runs"))):
         return [RunRef(path, path.parent)]
     if path.name == "runs" or path.name == ".prose" or (path.name == "prose" and path.parent.name == ".agents"):

@@ -10,15 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from prose_tui.backends.common.errors import NotARunError
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES
 from prose_tui.backends.registry import backend_for
 from prose_tui.backends.sqlite.connect import is_sqlite_file
 from prose_tui.model import Run
-
-
-class NotARunError(ValueError):
-    """The path exists but holds no run; the message is one line a user can act on."""
 
 
 def run_path_of(path: Path) -> Path:

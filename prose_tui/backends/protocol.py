@@ -10,13 +10,25 @@ Everything above ``backends/`` reaches a format only through this protocol and
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Hashable, Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
-from prose_tui.model import ActiveConstruct, Backend, Binding, Delta, Event, Frame, Run, Section, StatementState, TraceLine
+from prose_tui.model import (
+    ActiveConstruct,
+    Backend,
+    Binding,
+    ChainReport,
+    Delta,
+    Event,
+    Frame,
+    Run,
+    Section,
+    StatementState,
+    TraceLine,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +97,12 @@ class RunBackend(Protocol):
     def events(self, run: Run) -> list[Event]:
         """The run's own ordered events (its log, rows or receipts); ``[]`` when the state
         is a snapshot, whose history ``prose_tui.history`` journals or reconstructs."""
+        ...
+
+    def chain(self, run: Run) -> ChainReport | None:
+        """The check of ``run``'s hash-chained receipt ledger as last read (every
+        ``content_hash`` recomputed, every ``prev`` link followed, an anchor compared), or
+        ``None`` for a run whose format chains nothing. Problems are reported, never raised."""
         ...
 
     def history_source(self) -> HistorySource | None:

@@ -57,11 +57,12 @@ def _ensure_builtin() -> None:
     from prose_tui.backends.narration.backend import NarrationBackend
     from prose_tui.backends.postgres.backend import PostgresBackend
     from prose_tui.backends.reactor.backend import ReactorBackend
+    from prose_tui.backends.receipt_ledger.backend import ReceiptLedgerBackend
     from prose_tui.backends.sqlite.backend import SqliteBackend
 
     # SQLite first: a folder with only state.db; filesystem claims state files and run
     # folders; narration claims text by content, so it is asked last.
-    for backend in (SqliteBackend(), ReactorBackend(), FilesystemBackend(), NarrationBackend(), PostgresBackend()):
+    for backend in (SqliteBackend(), ReactorBackend(), ReceiptLedgerBackend(), FilesystemBackend(), NarrationBackend(), PostgresBackend()):
         register(backend)
 
 

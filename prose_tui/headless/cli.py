@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from prose_tui import __version__
-from prose_tui.backends import NotARunError
+from prose_tui.backends import NotARunError, backend_of
 from prose_tui.backends.common.dburl import Target, is_postgres_url, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.headless.completion import add_completion_parser
@@ -194,6 +194,7 @@ def _show(args: argparse.Namespace) -> int:
         detail = run_detail(run, failures)
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
+        detail["chain"] = _chain_json(run)
         print(json.dumps(detail, indent=2, ensure_ascii=False))
         return 0
     from prose_tui.headless.render import run_report
@@ -203,6 +204,16 @@ def _show(args: argparse.Namespace) -> int:
         event = history.events[args.at]
         print(f"as of event {args.at}/{len(history.events) - 1}: {event.text}")
     return 0
+
+
+def _chain_json(run: Run) -> dict | None:
+    """``show --json``'s ``chain``: the check of the run's hash-chained ledger
+    (``{ok, checked, problems, warnings}``), ``None`` for a format that chains nothing."""
+    try:
+        report = backend_of(run).chain(run)
+    except (LookupError, OSError):
+        return None
+    return report.as_json() if report is not None else None
 
 
 def _config():

@@ -2,6 +2,7 @@
 
 from prose_tui.model.agent import Agent, Segment
 from prose_tui.model.binding import Binding
+from prose_tui.model.chain import ChainReport
 from prose_tui.model.delta import VALUE_WINDOW, Delta, ValueWindow
 from prose_tui.model.event import Event, EventKind
 from prose_tui.model.failure import Failure, ending, run_failure, run_failures, statement_failures
@@ -22,6 +23,7 @@ __all__ = [
     "Agent",
     "Backend",
     "Binding",
+    "ChainReport",
     "Delta",
     "VALUE_WINDOW",
     "ValueWindow",

@@ -22,7 +22,9 @@ class Receipt:
     world-model version it published (a content address such as ``sha256:…``).
     ``tokens_fresh``/``tokens_reused`` come from ``cost``; ``surprise_cause`` names why it
     woke where the writer recorded one. ``failure_reason`` is ``semantic_diff.failure_reason``
-    or the failure text. ``fields`` keeps the whole receipt as parsed.
+    or the failure text. ``basis`` says how the tokens were counted where the writer says
+    (FORMATS.md generation 8 ``usage.basis``: ``exact``, ``estimated`` (not a measurement) or
+    ``unavailable`` (its zeros are not data)). ``fields`` keeps the whole receipt as parsed.
     """
 
     node: str
@@ -38,6 +40,7 @@ class Receipt:
     surprise_cause: str | None = None
     failure_reason: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    basis: str | None = None
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ class Backend(StrEnum):
     NARRATION = "narration"
     REACTOR = "reactor"  # openprose-0.15 reactor.md: a Reactor state dir
     POSTGRES = "postgres"  # openprose-0.15 state/postgres.md
+    RECEIPT_LEDGER = "receipt-ledger"  # FORMATS.md generation 8: receipts.jsonl + run.json
 
 
 class RunFormat(StrEnum):
@@ -55,6 +56,7 @@ class RunFormat(StrEnum):
     REACTOR = "reactor"  # openprose-0.15 reactor.md: receipts.json + compile/topology.json
     POSTGRES = "postgres"  # openprose-0.15 state/postgres.md, schema openprose
     NARRATION = "narration"  # seeds/in-context.md markers
+    RECEIPT_LEDGER = "receipt-ledger"  # FORMATS.md generation 8: a per-statement receipts.jsonl
     ENCRYPTED = "encrypted"  # SOPS-encrypted state; nothing readable
     BARE = "bare"  # a run folder with no state file at all
 

@@ -144,23 +144,37 @@ def receipt(r: Receipt) -> dict[str, Any]:
     }
 
 
+def _tally(by: dict[str, dict[str, int]], key: str, r: Receipt) -> None:
+    row = by.setdefault(key, {"tokens_fresh": 0, "tokens_reused": 0, "receipts": 0})
+    row["tokens_fresh"] += r.tokens_fresh
+    row["tokens_reused"] += r.tokens_reused
+    row["receipts"] += 1
+
+
 def cost(receipts: list[Receipt]) -> dict[str, Any]:
     """Token totals of ``receipts`` and the same by ``surprise_cause`` (``"unknown"`` when a
-    receipt names none): ``{tokens_fresh, tokens_reused, receipts, by_surprise_cause: {cause:
-    {tokens_fresh, tokens_reused, receipts}}}``; ``{}`` for a run without receipts."""
+    receipt names none) and by node (a Reactor or skill node; a statement id in a statement
+    receipt ledger), in ledger order: ``{tokens_fresh, tokens_reused, receipts,
+    by_surprise_cause: {cause: {tokens_fresh, tokens_reused, receipts}}, by_node: {node:
+    {...}}}``, plus ``by_basis`` (the same by ``Receipt.basis``) when any receipt says how its
+    tokens were counted; ``{}`` for a run without receipts."""
     if not receipts:
         return {}
     by: dict[str, dict[str, int]] = {}
+    nodes: dict[str, dict[str, int]] = {}
+    basis: dict[str, dict[str, int]] = {}
     for r in receipts:
-        row = by.setdefault(r.surprise_cause or "unknown", {"tokens_fresh": 0, "tokens_reused": 0, "receipts": 0})
-        row["tokens_fresh"] += r.tokens_fresh
-        row["tokens_reused"] += r.tokens_reused
-        row["receipts"] += 1
+        _tally(by, r.surprise_cause or "unknown", r)
+        _tally(nodes, r.node, r)
+        if r.basis is not None:
+            _tally(basis, r.basis, r)
     return {
         "tokens_fresh": sum(v["tokens_fresh"] for v in by.values()),
         "tokens_reused": sum(v["tokens_reused"] for v in by.values()),
         "receipts": len(receipts),
         "by_surprise_cause": dict(sorted(by.items())),
+        "by_node": nodes,
+        **({"by_basis": dict(sorted(basis.items()))} if basis else {}),
     }
 
 

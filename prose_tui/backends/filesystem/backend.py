@@ -12,7 +12,7 @@ from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_problem, is_run_dir, load_run
 from prose_tui.backends.filesystem.history import FilesystemHistory
 from prose_tui.backends.filesystem.live import apply_paths, run_status
-from prose_tui.backends.filesystem.tail import EventLogTail
+from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.backends.protocol import Value
 from prose_tui.model import Backend, Binding, Delta, Event, Run
 
@@ -110,11 +110,15 @@ class FilesystemBackend:
         note = f"published by {binding.service}, content address {version}" if version else ""
         return Value(path=binding.path, offset=binding.value_offset, note=note, warning=binding.warning)
 
+    def chain(self, run: Run) -> None:
+        """None: this format keeps no hash-chained ledger."""
+        return None
+
     def events(self, run: Run) -> list[Event]:
         return run.events
 
     def history_source(self) -> FilesystemHistory:
-        """Event logs cut at a line, snapshot revisions parsed, failure marks, skill nodes (:mod:`.history`)."""
+        """Event logs cut at a line, snapshot revisions parsed, skill nodes as of a cursor (:mod:`.history`)."""
         return _HISTORY
 
 

@@ -199,8 +199,13 @@ def _sops_prefix_end(lines: list[str]) -> int:
     return len(lines)
 
 
-def _header_line(line: str, log: EventLog) -> bool:
-    """Take ``line`` into the header if it is a header line; return whether it was."""
+def take_header_line(line: str, log: EventLog) -> bool:
+    """Take ``line`` into ``log``'s header if it is a header line; return whether it was.
+
+    Header lines (FORMATS.md, generations 2-4): ``# run:ID program``, ``# key: value`` and
+    ``key: value`` (``- key: value`` bullets of a ``# VM Log``; a ``- status:`` bullet goes
+    to ``bullet_status``), a ``# Title`` and a bare ``---``. A step or terminator line is
+    not one. Sets ``run_id``/``program`` once and keeps the first of each key."""
     stripped = line.strip()
     if stripped == "---":
         return True
@@ -228,8 +233,9 @@ def _header_line(line: str, log: EventLog) -> bool:
     return False
 
 
-def _base_date(log: EventLog) -> date | None:
-    """The run's date for bare clock times: the run id's ``YYYYMMDD`` or ``started:``."""
+def base_date(log: EventLog) -> date | None:
+    """The run's date for bare clock times (``[12:01:03]``): the run id's ``YYYYMMDD``, else
+    the ``started:`` header's date, else ``None``. Read once the header is complete."""
     candidates = []
     if log.run_id and (m := re.match(r"^(\d{8})", log.run_id)):
         candidates.append(m.group(1))
@@ -268,18 +274,18 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
     if index:
         log.warnings.append(f"{source_name} lines 1-{index}: SOPS-encrypted block, not readable; "
                             "the plain lines after it are parsed")
-    while index < len(lines) and (not lines[index].strip() or _header_line(lines[index], log)):
+    while index < len(lines) and (not lines[index].strip() or take_header_line(lines[index], log)):
         index += 1
     if log.program is None:
         log.program = log.header.get("program") or log.header.get("source")
     if log.run_id and log.run_id.endswith("-"):
         log.warnings.append(f"{source_name}: run id {log.run_id!r} looks truncated")
-    base = _base_date(log)
+    base = base_date(log)
     infos: list[tuple[int, LineInfo]] = []
     for number in range(index, len(lines)):
         if lines[number].strip():
             infos.append((number + 1, classify_line(lines[number], base)))
-    frames = _OpenFrames()
+    frames = OpenFrames()
     for position, (number, info) in enumerate(infos, start=1):
         if not info.recognised:
             log.warnings.append(f"{source_name} line {number}: unrecognised event, kept as a note")
@@ -289,7 +295,7 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
                 step=info.step, name=item.name, status=item.status, line=number,
                 execution_id=item.execution_id,
             )
-            _apply(log, event, item.message, frames, source_name)
+            apply_event(log, event, item.message, frames, source_name)
             log.events.append(event)
         first = info.items[0]
         log.trace.append(TraceLine(
@@ -305,8 +311,10 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
     log.bindings = [e.name for e in log.events if is_binding_event(e) and e.name]
 
 
-class _OpenFrames:
-    """Blocks pushed and not yet popped, in push order; push, pop-by-id and top are O(1)."""
+class OpenFrames:
+    """The blocks of an event log pushed (``4→ block:process#43``) and not yet popped
+    (``4→ #43 done``), in push order; push, pop-by-id and top are O(1). Each is a
+    :class:`~prose_tui.model.Frame` with depth, status ``executing`` and its parent's id."""
 
     def __init__(self) -> None:
         self._frames: dict[int, Frame] = {}  # push counter -> frame, insertion-ordered
@@ -314,9 +322,11 @@ class _OpenFrames:
         self._counter = 0
 
     def top(self) -> Frame | None:
+        """The innermost open frame, ``None`` when none is open."""
         return self._frames[next(reversed(self._frames))] if self._frames else None
 
     def push(self, execution_id: int | None, block: str) -> None:
+        """Open a frame for ``block`` inside the current top."""
         top = self.top()
         self._counter += 1
         self._frames[self._counter] = Frame(
@@ -331,11 +341,27 @@ class _OpenFrames:
         return self._frames.pop(pushed.pop()) if pushed else None
 
     def innermost_first(self) -> list[Frame]:
+        """The open frames, innermost first (the order of ``Run.call_stack``)."""
         return list(reversed(self._frames.values()))
 
+    def copy(self) -> OpenFrames:
+        """A copy whose pushes and pops do not touch this one (the frames themselves are
+        shared): a checkpoint of the incremental parser."""
+        other = OpenFrames()
+        other._frames, other._by_id, other._counter = dict(self._frames), {k: list(v) for k, v in self._by_id.items()}, self._counter
+        return other
 
-def _apply(log: EventLog, event: Event, message: str | None, frames: _OpenFrames, source_name: str) -> None:
-    """Fold one event into the run-level state: frames, terminators, scopes."""
+    def restore(self, saved: OpenFrames) -> None:
+        """Become ``saved`` (a :meth:`copy`), undoing every push and pop since it was taken."""
+        self._frames, self._by_id, self._counter = saved._frames, saved._by_id, saved._counter
+
+
+def apply_event(log: EventLog, event: Event, message: str | None, frames: OpenFrames, source_name: str) -> None:
+    """Fold one event into the run-level state of ``log`` before it is appended: a frame
+    push or pop on ``frames`` (a pop names the event after its block; an unmatched one is
+    a warning), a terminator's status and times (``---end``/``---error``/``---resume``), and
+    the innermost open block's id on an event without one. ``message`` is the error text
+    of ``---error``; ``source_name`` labels warnings."""
     kind = event.kind
     if kind is EventKind.FRAME_PUSHED:
         frames.push(event.execution_id, event.name or "?")
@@ -365,11 +391,13 @@ def _apply(log: EventLog, event: Event, message: str | None, frames: _OpenFrames
         event.execution_id = top.execution_id
 
 
-_LIVE = {
+LIVE_STATES = {
     EventKind.STATEMENT_STARTED: StatementState.EXECUTING,
     EventKind.PARALLEL_STARTED: StatementState.EXECUTING,
     EventKind.RETRY: StatementState.RETRYING,
 }
+"""The trace state of a started line (``N→ name``, ``∥start``, ``retry:a/n``) while it is
+still live: the last step, or an unfinished branch of a parallel still open at the end."""
 
 
 def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> None:
@@ -378,7 +406,7 @@ def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> Non
     live: set[int] = set()
     if stepped and log.status is None:
         last = stepped[-1]
-        if infos[last][1].items[0].kind in _LIVE:
+        if infos[last][1].items[0].kind in LIVE_STATES:
             live.add(last)
         open_par: list[tuple[str, int]] = []
         for i in stepped:
@@ -400,9 +428,9 @@ def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> Non
     joined = _joined_parallels(infos)
     for i, (_, info) in enumerate(infos):
         kind = info.items[0].kind
-        if len(info.items) == 1 and kind in _LIVE:
+        if len(info.items) == 1 and kind in LIVE_STATES:
             if i in live:
-                log.trace[i].state = _LIVE[kind]
+                log.trace[i].state = LIVE_STATES[kind]
             elif kind is EventKind.PARALLEL_STARTED and i in joined:
                 log.trace[i].state = StatementState.COMPLETE
             else:

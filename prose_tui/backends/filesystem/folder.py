@@ -20,6 +20,9 @@ from prose_tui.backends.common.bindings import outside_binding, scan_bindings
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside, lexically_inside, run_root
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.project import read_env, read_state_json, shown_env
+# STATE_FILES: still taken from here by loader, discover, filesystem.backend and live.workspace.
+from prose_tui.backends.common.state_files import STATE_FILES as STATE_FILES
+from prose_tui.backends.common.state_files import state_file_of
 from prose_tui.backends.common.status import (
     COPY_GAP,
     DEFAULT_STALE_AFTER,
@@ -34,6 +37,7 @@ from prose_tui.backends.filesystem.eventlog import (
     looks_like_event_log,
     parse_event_log,
 )
+from prose_tui.backends.filesystem.eventlog_tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.skill import (
     apply_skill,
     is_skill_run,
@@ -45,11 +49,9 @@ from prose_tui.backends.filesystem.snapshot import (
     parse_time,
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
-from prose_tui.backends.filesystem.tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
 
-STATE_FILES = ("state.md", "vm.log.md")
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
 MAX_IMPORT_DEPTH = 32
 MAX_STATE_BYTES = 8 * 1024 * 1024
@@ -77,15 +79,6 @@ def folder_read_problem(path: Path) -> str | None:
             next(entries, None)
     except OSError as exc:
         return exc.strerror or str(exc)
-    return None
-
-
-def state_file_of(run_dir: Path) -> Path | None:
-    """The run's state file: ``state.md``, else ``vm.log.md``, else ``None``."""
-    for name in STATE_FILES:
-        candidate = run_dir / name
-        if candidate.is_file():
-            return candidate
     return None
 
 
@@ -145,7 +138,7 @@ def load_run(
     list row needs, without binding heads, agents, project files or imports.
 
     ``tails`` (a dict the caller keeps) receives, under ``run_dir``, the
-    :class:`~prose_tui.backends.filesystem.tail.EventLogTail` an event log was parsed with,
+    :class:`~prose_tui.backends.filesystem.eventlog_tail.EventLogTail` an event log was parsed with,
     so a later change parses only appended bytes.
 
     ``root`` is the folder every file the run names must lie in (default: ``run_dir``

@@ -5,7 +5,7 @@ the run folder layout) and only that part is read again:
 
 * the event-log state file (``state.md`` of generations 2-3, ``vm.log.md``) is *tailed*:
   the bytes appended since the last read are parsed on top of the parser's state
-  (:mod:`~prose_tui.backends.filesystem.tail`); a truncated, replaced or rewritten file is
+  (:mod:`~prose_tui.backends.filesystem.eventlog_tail`); a truncated, replaced or rewritten file is
   read again whole (``Delta.reread``);
 * a snapshot ``state.md`` (generation 1) is read again and its trace diffed against the
   previous revision: only the trace lines that differ go into the delta;
@@ -27,8 +27,9 @@ from prose_tui.backends.common.bindings import is_binding_path, read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.common.contained import inside
+from prose_tui.backends.common.state_files import STATE_FILES
+from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.backends.filesystem.folder import (
-    STATE_FILES,
     distrust_future_time,
     load_run,
     note_outside,
@@ -38,7 +39,7 @@ from prose_tui.backends.filesystem.folder import (
 from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
 from prose_tui.backends.filesystem.snapshot_trace import changed_lines
-from prose_tui.backends.filesystem.tail import Change, EventLogTail
+from prose_tui.backends.filesystem.tail import Change
 from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, ValueWindow
 
 EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prose_tui.backends.filesystem.receipts import LedgerTail
+from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics, place_receipt_events, summarise_nodes
 from prose_tui.backends.filesystem.world_model import CompiledIntent, ErrorFile
 from prose_tui.model import Event, Run
 
@@ -28,7 +29,9 @@ KEEP = 16  # skill runs whose ledger tails are kept (the runs read in full latel
 class SkillState:
     """What a full read of a skill run saw, to apply a ledger append: the run object, the
     ledger tail, the compiled intent and error files (a change to those reads the run
-    again), the log's events before receipts were merged in, and the warnings shown."""
+    again), the log's events before receipts were merged in, the warnings shown, and the
+    run's root (:func:`~prose_tui.backends.common.contained.run_root`): nothing outside it
+    is read on an append either."""
 
     run: Run
     ledger: LedgerTail
@@ -36,6 +39,7 @@ class SkillState:
     errors: dict[str, ErrorFile]
     base: list[Event]
     warned: list[str]  # the ledger's warnings as last put in ``run.warnings``
+    root: Path
 
 
 _STATES: OrderedDict[Path, list[SkillState]] = OrderedDict()  # per run folder, the last two full reads
@@ -76,8 +80,6 @@ def apply_receipts(run: Run, paths: set[Path]) -> list[Event] | None:
     """Apply changed ledger files ``paths`` to ``run`` (in place): returns the events from
     the first one that changed on (``[]`` when nothing did), or ``None`` when ``run`` is not
     one this module kept (read it again instead)."""
-    from prose_tui.backends.filesystem.skill import _metrics, _nodes, _receipt_events
-
     with _LOCK:
         state = next((s for s in _STATES.get(run.path, []) if s.run is run), None)
     if state is None:
@@ -87,13 +89,13 @@ def apply_receipts(run: Run, paths: set[Path]) -> list[Event] | None:
     ledger = state.ledger.ledger
     _sync_warnings(run, state, ledger.warnings)
     run.receipts = ledger.receipts
-    run.nodes = _nodes(run.path, ledger, state.intent, state.errors)
+    run.nodes = summarise_nodes(run.path, ledger, state.intent, state.errors, state.root)
     for key in [k for k in run.metrics if k.startswith(("receipts", "tokens_"))]:
         del run.metrics[key]
-    _metrics(run)
+    add_receipt_metrics(run)
     view = copy.copy(run)
     view.events = list(state.base)
-    _receipt_events(view, ledger)
+    place_receipt_events(view, ledger)
     previous = run.events
     merged = [old if i < len(previous) and (old := previous[i]) == new else new
               for i, new in enumerate(view.events)]

@@ -77,7 +77,12 @@ def parse_time(value: str | None) -> datetime | None:
     return None
 
 
-def _header(doc: Document) -> dict[str, str]:
+def read_header(doc: Document) -> dict[str, str]:
+    """The ``key: value`` lines before the first ``##`` section (``- key: value``,
+    ``**key**: value`` and ``# Program: x`` variants too): keys lower-cased and aliased
+    (``run_id`` → ``run``, ``completed``/``last_updated`` → ``updated``, ``start`` →
+    ``started``), values without backticks; the first of a repeated key wins
+    (seeds/filesystem.md, ``state.md``)."""
     header: dict[str, str] = {}
     lines = list(doc.preamble)
     for line in lines:
@@ -115,10 +120,13 @@ def parse_trace_lines(text: str) -> list[TraceLine]:
     return out
 
 
-def _trace(block: Block | None, doc: Document, warnings: list[str],
-           parse_lines: Callable[[str], list[TraceLine]] | None = None) -> list[TraceLine]:
-    """The Execution Trace block's lines; ``parse_lines`` (default ``parse_trace_lines``) reads them
-    (snapshot_sections passes its cached reader)."""
+def read_trace(block: Block | None, doc: Document, warnings: list[str],
+               parse_lines: Callable[[str], list[TraceLine]] | None = None) -> list[TraceLine]:
+    """The lines of the ``## Execution Trace`` section ``block`` (seeds/filesystem.md): its
+    first fence, else its text, else (no such section) the document's first ``prose``
+    fence. ``parse_lines`` (default :func:`parse_trace_lines`) reads them; the cached
+    parser of :mod:`.snapshot_sections` passes its own. What was missing or guessed is
+    appended to ``warnings``."""
     parse_lines = parse_lines or parse_trace_lines
     if block is None:
         fence = next((f for s in doc.sections for f in s.fences if f.info.startswith("prose")), None)
@@ -136,7 +144,9 @@ def _trace(block: Block | None, doc: Document, warnings: list[str],
     return parse_lines(body)
 
 
-def _constructs(block: Block | None) -> list[ActiveConstruct]:
+def read_constructs(block: Block | None) -> list[ActiveConstruct]:
+    """The ``## Active Constructs`` section (seeds/filesystem.md): one construct per ``###``
+    subsection with its bullet items; prose that is not an empty word becomes ``Notes``."""
     if block is None:
         return []
     out = [
@@ -148,7 +158,10 @@ def _constructs(block: Block | None) -> list[ActiveConstruct]:
     return out
 
 
-def _index(block: Block | None) -> tuple[list[IndexRow], list[IndexRow]]:
+def read_index(block: Block | None) -> tuple[list[IndexRow], list[IndexRow]]:
+    """The ``## Index`` section (seeds/filesystem.md): ``(binding rows, agent rows)`` from
+    the tables of its ``### Bindings`` and ``### Agents`` subsections (any columns; rows
+    without a name are skipped)."""
     bindings: list[IndexRow] = []
     agents: list[IndexRow] = []
     if block is None:
@@ -170,7 +183,9 @@ def _int(value: str | None) -> int | None:
     return int(m.group(0)) if m else None
 
 
-def _call_stack(block: Block | None) -> list[Frame]:
+def read_call_stack(block: Block | None) -> list[Frame]:
+    """The ``## Call Stack`` table (seeds/filesystem.md): frames innermost first, each
+    linked to its parent where the depths chain."""
     if block is None:
         return []
     frames: list[Frame] = []
@@ -192,15 +207,20 @@ def _call_stack(block: Block | None) -> list[Frame]:
 _KNOWN = ("execution trace", "active constructs", "index", "call stack")
 
 
+def other_sections(doc: Document) -> list[Section]:
+    """The non-empty sections this module does not read (any but Execution Trace, Active
+    Constructs, Index and Call Stack), kept verbatim in document order."""
+    return [Section(block.title, block.text) for block in doc.sections
+            if not block.title.lower().startswith(_KNOWN) and block.text]
+
+
 def parse_snapshot(text: str) -> SnapshotState:
     """Parse a snapshot ``state.md``. Never raises; what it cannot read becomes a warning."""
     doc = parse_document(text)
-    state = SnapshotState(title=doc.title, header=_header(doc))
-    state.trace = _trace(doc.section("execution trace", "trace"), doc, state.warnings)
-    state.constructs = _constructs(doc.section("active constructs"))
-    state.binding_rows, state.agent_rows = _index(doc.section("index"))
-    state.call_stack = _call_stack(doc.section("call stack"))
-    for block in doc.sections:
-        if not block.title.lower().startswith(_KNOWN) and block.text:
-            state.sections.append(Section(block.title, block.text))
+    state = SnapshotState(title=doc.title, header=read_header(doc))
+    state.trace = read_trace(doc.section("execution trace", "trace"), doc, state.warnings)
+    state.constructs = read_constructs(doc.section("active constructs"))
+    state.binding_rows, state.agent_rows = read_index(doc.section("index"))
+    state.call_stack = read_call_stack(doc.section("call stack"))
+    state.sections = other_sections(doc)
     return state

@@ -26,18 +26,17 @@ from dataclasses import dataclass
 
 from prose_tui.backends.common.markdown import Block, Document, Fence, parse_document
 from prose_tui.backends.filesystem.snapshot import (
-    _KNOWN,
     IndexRow,
     SnapshotState,
-    _call_stack,
-    _constructs,
-    _header,
-    _index,
-    _trace,
+    other_sections,
     parse_snapshot,
+    read_call_stack,
+    read_constructs,
+    read_header,
+    read_index,
+    read_trace,
 )
 from prose_tui.backends.filesystem.snapshot_trace import annotate
-from prose_tui.model import Section
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING2 = re.compile(r"^ {0,3}##(?!#)(\s|$)")
@@ -146,7 +145,7 @@ def _section(section: str) -> _Parsed:
 
 def _index_of(parsed: _Parsed) -> tuple[list[IndexRow], list[IndexRow]]:
     if parsed.index is None:
-        parsed.index = _index(parsed.block)
+        parsed.index = read_index(parsed.block)
     bindings, agents = parsed.index
     return list(bindings), list(agents)
 
@@ -168,7 +167,7 @@ def _trace_block(section: str) -> tuple[Block, str] | None:
     if section[end:].strip():
         return None
     content = section[content_at:begin]
-    # The block's body lines are not kept: only its fence is read (snapshot._trace).
+    # The block's body lines are not kept: only its fence is read (snapshot.read_trace).
     block = Block(m.group("title").strip(), 2, 1, 1, [], [Fence(info.strip(), content, section.count("\n", 0, content_at))])
     return block, content
 
@@ -244,20 +243,18 @@ def _parse(text: str, key: object) -> SnapshotState:
             _remember(_heads, head, cached)
     title, preamble = cached
     doc = Document(title, list(preamble), blocks)
-    state = SnapshotState(title=doc.title, header=_header(doc))
+    state = SnapshotState(title=doc.title, header=read_header(doc))
     trace_block = doc.section(*_TRACE_TITLES)
     if trace_content is not None and trace_at is not None and trace_block is blocks[trace_at]:
         state.trace = annotate(trace_content, key).trace()
     else:
-        state.trace = _trace(trace_block, doc, state.warnings, lambda content: annotate(content, key).trace())
-    state.constructs = _constructs(doc.section("active constructs"))
+        state.trace = read_trace(trace_block, doc, state.warnings, lambda content: annotate(content, key).trace())
+    state.constructs = read_constructs(doc.section("active constructs"))
     index = doc.section("index")
     if index is not None and id(index) in parsed:
         state.binding_rows, state.agent_rows = _index_of(parsed[id(index)])
     else:
-        state.binding_rows, state.agent_rows = _index(index)
-    state.call_stack = _call_stack(doc.section("call stack"))
-    for block in doc.sections:
-        if not block.title.lower().startswith(_KNOWN) and block.text:
-            state.sections.append(Section(block.title, block.text))
+        state.binding_rows, state.agent_rows = read_index(index)
+    state.call_stack = read_call_stack(doc.section("call stack"))
+    state.sections = other_sections(doc)
     return state

@@ -74,6 +74,10 @@ class NarrationBackend:
         # Narrated values live on the binding itself (seeds/in-context.md, Binding markers).
         return Value(text=(binding.fields or {}).get("value") or "", warning=binding.warning)
 
+    def chain(self, run: Run) -> None:
+        """None: this format keeps no hash-chained ledger."""
+        return None
+
     def events(self, run: Run) -> list[Event]:
         return run.events
 

@@ -9,16 +9,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from prose_tui.backends.narration.state import (
-    _CONTAINER,
-    END,
-    FRAME_ID,
-    LOOP,
-    PAR,
-    STEP,
-    TRY,
-    ParserState,
-)
+from prose_tui.backends.narration.grammar import CONTAINER, END, FRAME_ID, LOOP, PAR, STEP, TRY
+from prose_tui.backends.narration.state import ParserState
 from prose_tui.model import ActiveConstruct, EventKind, RunStatus, StatementState
 
 
@@ -114,7 +106,7 @@ class CompactNarration(ParserState):
             self._event(kind, line, name=name, status=status, step=step)
             return None
         if open_line and body:
-            self._open_line(body, step, bool(_CONTAINER.search(body)))
+            self._open_line(body, step, bool(CONTAINER.search(body)))
         self._event(EventKind.STATEMENT_STARTED, line, name=body or None, step=step)
         return None
 

@@ -36,35 +36,34 @@ from pathlib import Path
 
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.narration.compact import CompactNarration
-from prose_tui.backends.narration.state import (  # noqa: F401 - BRACKET, EMOJI, STEP are re-exported for narration.py
-    _AGENT,
-    _ANNOT,
-    _ASSIGN,
-    _BOUND,
-    _CONTAINER,
-    _DEPTH,
-    _EID,
-    _ENTER_FRAME,
-    _EXECUTING,
-    _ITEM,
-    _ITER,
-    _KEYVAL,
-    _PARENT,
-    _PROGRAM_NAME,
-    _RESOLVE,
-    _RESULT,
-    _RETRY,
-    _STACK_ROW,
-    _STATEMENT,
+from prose_tui.backends.narration.grammar import (
+    AGENT,
+    ANNOTATION,
+    ASSIGNMENT,
+    BOUND,
     BRACKET,
+    CONTAINER,
+    DEPTH,
     EMOJI,
     EMOJI_MAP,
-    STEP,
+    ENTERING_BLOCK,
+    EXECUTING,
+    EXECUTION_ID,
+    ITEM,
+    ITERATION,
+    LABELLED_VALUE,
+    PARENT,
+    PROGRAM_NAME,
+    RESOLVING,
+    RESULT,
+    RETRY,
+    STACK_ROW,
+    STATEMENT,
     TASK,
-    ActiveConstruct,
-    _unquote,
+    unquote,
 )
 from prose_tui.model import (
+    ActiveConstruct,
     Agent,
     Backend,
     Event,
@@ -170,7 +169,7 @@ class NarrationParser(CompactNarration):
 
     def _m_program(self, body: str, line: str) -> None:
         low = body.lower()
-        named = _PROGRAM_NAME.search(body)
+        named = PROGRAM_NAME.search(body)
         if named:
             self.program = named.group(1)
         if "complete" in low or "finished" in low or "end" == low.strip():
@@ -197,14 +196,14 @@ class NarrationParser(CompactNarration):
     def _m_position(self, body: str, line: str) -> None:
         step = None
         text = body
-        m = _STATEMENT.match(body)
+        m = STATEMENT.match(body)
         if m:
             step, text = m.group(1), m.group(2)
         else:
-            m = _EXECUTING.match(body)
+            m = EXECUTING.match(body)
             if m:
                 text = m.group(1)
-        container = bool(_CONTAINER.search(text.strip()))
+        container = bool(CONTAINER.search(text.strip()))
         kind = "frame" if text.strip().lower().startswith("do ") else ""
         if step is not None and not self.frames and not self.loops and not self.parallels:
             for op in list(self._open):  # a new top-level statement: earlier constructs are over
@@ -214,14 +213,14 @@ class NarrationParser(CompactNarration):
         self._event(EventKind.STATEMENT_STARTED, line, name=text.strip()[:200], step=step)
 
     def _m_success(self, body: str, line: str) -> None:
-        m = _RESULT.search(body)
-        self._last_result = _unquote(m.group(1)) if m else None
+        m = RESULT.search(body)
+        self._last_result = unquote(m.group(1)) if m else None
         leaf = next((self.trace[o.index].text.strip() for o in reversed(self._open) if not o.container), None)
         self._close_leaves(StatementState.COMPLETE)
         self._event(EventKind.STATEMENT_COMPLETED, line, name=leaf, status="ok")
 
     def _m_warning(self, body: str, line: str) -> None:
-        m = _RETRY.search(body)
+        m = RETRY.search(body)
         if m:
             for op in reversed(self._open):
                 t = self.trace[op.index]
@@ -241,19 +240,19 @@ class NarrationParser(CompactNarration):
     _m_error = _m_warning
 
     def _m_binding(self, body: str, line: str) -> None:
-        m = _RESOLVE.search(body)
+        m = RESOLVING.search(body)
         if m:
             self._event(EventKind.NOTE, line, name=m.group(1), execution_id=int(m.group(2)))
             return
         eid = None
-        m = _EID.search(body)
+        m = EXECUTION_ID.search(body)
         if m:
             eid = int(m.group(1))
             after = body[m.end():]
             body = (body[: m.start()] + ("" if after.strip().startswith("#") else after)).rstrip()
         elif self.frames:
             eid = self.frames[-1].execution_id
-        m = _BOUND.match(body)
+        m = BOUND.match(body)
         if m:
             for name in re.split(r"\s*,\s*", m.group(1)):
                 if name in self._par_results:
@@ -261,12 +260,12 @@ class NarrationParser(CompactNarration):
                 elif (name, eid) not in self.bindings:
                     self._bind(name, "", None, eid)
             return
-        m = _ASSIGN.match(body)
+        m = ASSIGNMENT.match(body)
         if not m:
             self._event(EventKind.NOTE, line, name="binding")
             return
-        value = _ANNOT.sub("", m.group(3))
-        self._bind(m.group(2), _unquote(value), m.group(1), eid)
+        value = ANNOTATION.sub("", m.group(3))
+        self._bind(m.group(2), unquote(value), m.group(1), eid)
 
     def _m_input(self, body: str, line: str) -> None:
         low = body.lower()
@@ -280,11 +279,11 @@ class NarrationParser(CompactNarration):
             self._context = "output-import"
             self._event(EventKind.NOTE, line, name="output")
             return
-        m = _ASSIGN.match(body)
+        m = ASSIGNMENT.match(body)
         if m:
             eid = self.frames[-1].execution_id if self.frames else None
             target = self._import if (self._import is not None and m.group(1) != "output") else None
-            self._bind(m.group(2), _unquote(_ANNOT.sub("", m.group(3))), "output", eid, target=target)
+            self._bind(m.group(2), unquote(ANNOTATION.sub("", m.group(3))), "output", eid, target=target)
         else:
             self._event(EventKind.NOTE, line, name="output")
 
@@ -349,7 +348,7 @@ class NarrationParser(CompactNarration):
 
     def _m_loop(self, body: str, line: str) -> None:
         low = body.lower()
-        m = _ITER.search(body)
+        m = ITERATION.search(body)
         if low.startswith("start"):
             self._claim_or_open("loop", body)
             self.loops.append(ActiveConstruct(title=f"Loop: {body}"))
@@ -381,11 +380,11 @@ class NarrationParser(CompactNarration):
         self._event(EventKind.NOTE, line, name="flow")
 
     def _m_frame_push(self, body: str, line: str) -> None:
-        m = _ENTER_FRAME.search(body)
+        m = ENTERING_BLOCK.search(body)
         block = (m.group(1) if m and m.group(1) else body.split("(")[0].strip()) or "block"
-        eid_m = _EID.search(body)
+        eid_m = EXECUTION_ID.search(body)
         eid = int(eid_m.group(1)) if eid_m else (max((f.execution_id or 0 for f in self.frames), default=0) + 1)
-        depth_m = _DEPTH.search(body)
+        depth_m = DEPTH.search(body)
         depth = int(depth_m.group(1)) if depth_m else len(self.frames) + 1
         parent = self.frames[-1].execution_id if self.frames else None
         for f in self.frames:
@@ -400,7 +399,7 @@ class NarrationParser(CompactNarration):
         self._event(EventKind.FRAME_PUSHED, line, name=block, execution_id=eid)
 
     def _m_frame_pop(self, body: str, line: str) -> None:
-        eid_m = _EID.search(body)
+        eid_m = EXECUTION_ID.search(body)
         eid = int(eid_m.group(1)) if eid_m else (self.frames[-1].execution_id if self.frames else None)
         idx = next((i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].execution_id == eid), None)
         if idx is None:
@@ -431,7 +430,7 @@ class NarrationParser(CompactNarration):
     def _continuation(self, line: str) -> None:
         ctx = self._context
         if ctx == "callstack":
-            m = _STACK_ROW.search(line)
+            m = STACK_ROW.search(line)
             if m:
                 self._stack_snapshot.append(Frame(execution_id=int(m.group(1)), block=m.group(2).strip(),
                                                   depth=int(m.group(3)) if m.group(3) else None,
@@ -442,12 +441,12 @@ class NarrationParser(CompactNarration):
                 self.frames = snap
             return
         if ctx == "frame":
-            m = _PARENT.match(line)
+            m = PARENT.match(line)
             if m and self.frames:
                 self.frames[-1].parent_id = int(m.group(1))
             return
         if ctx == "import":
-            m = _KEYVAL.match(line)
+            m = LABELLED_VALUE.match(line)
             child = self._pending_import
             if m and child is not None:
                 key = m.group(1).lower().replace(" ", "_")
@@ -458,7 +457,7 @@ class NarrationParser(CompactNarration):
                     child.id = alias
             return
         if ctx == "program":
-            m = _AGENT.match(line)
+            m = AGENT.match(line)
             if m:
                 details = {}
                 for part in (m.group(2) or "").split(","):
@@ -467,21 +466,21 @@ class NarrationParser(CompactNarration):
                         details[k.strip()] = v.strip()
                 self.agents[m.group(1)] = Agent(name=m.group(1), scope="session", details=details)
             return
-        m = _ITEM.match(line)
+        m = ITEM.match(line)
         if not m:
             return
-        name, sep, value = m.group(1), m.group(2), _ANNOT.sub("", m.group(3))
+        name, sep, value = m.group(1), m.group(2), ANNOTATION.sub("", m.group(3))
         eid = self.frames[-1].execution_id if self.frames else None
         if ctx == "parallel-start" and sep == ":" and self.parallels:
             self.parallels[-1].items.append(f"{name}: {value.strip()}")
         elif ctx == "parallel-done" and sep == "=":
-            self._par_results[name] = _unquote(value)
+            self._par_results[name] = unquote(value)
         elif ctx == "input" and sep == "=":
-            self._bind(name, _unquote(value), "input", eid)
+            self._bind(name, unquote(value), "input", eid)
         elif ctx == "input-import" and sep == "=" and self._import is not None:
-            self._bind(name, _unquote(value), "input", None, target=self._import)
+            self._bind(name, unquote(value), "input", None, target=self._import)
         elif ctx == "output-import" and sep == "=" and self._import is not None:
-            self._bind(name, _unquote(value), "output", None, target=self._import)
+            self._bind(name, unquote(value), "output", None, target=self._import)
 
 
 def binding_value(run: Run, name: str, execution_id: int | None = None) -> str | None:

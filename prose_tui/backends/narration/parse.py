@@ -10,7 +10,7 @@ Inputs, recognised by content (:func:`sniff_narration`), not by extension alone:
   other line types are skipped, broken lines give one warning each (the first few).
   Event times come from each entry's ``timestamp``; ``Event.line`` is the JSONL line.
 
-The markers and what they become are described in :mod:`.narration_markers`; binding values
+The markers and what they become are described in :mod:`.markers`; binding values
 live in memory as ``Binding.fields["value"]`` (read them with :func:`binding_value`).
 
 Scale: :class:`NarrationIndex` finds every line start of a file in one pass over the bytes
@@ -35,13 +35,8 @@ from datetime import datetime
 from itertools import accumulate
 from pathlib import Path
 
-from prose_tui.backends.narration.markers import (
-    BRACKET,
-    EMOJI,
-    STEP,
-    NarrationParser,
-    binding_value,
-)
+from prose_tui.backends.narration.grammar import BRACKET, EMOJI, STEP
+from prose_tui.backends.narration.markers import NarrationParser, binding_value
 from prose_tui.model import Event, Run
 
 __all__ = [

@@ -1,12 +1,11 @@
 """Parser state and the helpers every narration marker handler shares (seeds/in-context.md).
 
-Split from :mod:`.narration_markers` (which documents the protocol); the regexes here are
-the line shapes of the three marker generations.
+The base of :class:`~.markers.NarrationParser` (which documents the protocol); the line
+shapes the handlers match live in :mod:`.grammar`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,47 +23,6 @@ from prose_tui.model import (
     TraceLine,
 )
 
-_NAMES = "Program|Position|Binding|Input|Output|Import|Success|Warning|Error|Parallel|Loop|Pipeline|Try|Flow|Frame\\+|Frame-|Frame−|CallStack|Call Stack"
-_PREFIX = r"^[ \t>*`_~-]*"
-BRACKET = re.compile(_PREFIX + r"\[(" + _NAMES + r")\][*`_]*[ \t]*:?[ \t]*(.*)$", re.IGNORECASE)
-EMOJI_MAP = {"📋": "program", "📍": "position", "📦": "binding", "✅": "success", "⚠": "warning",
-             "🔀": "parallel", "🔄": "loop", "🔗": "pipeline", "🛡": "try", "➡": "flow"}
-EMOJI = re.compile(_PREFIX + r"(📋|📍|📦|✅|⚠|🔀|🔄|🔗|🛡|➡)\ufe0f?[ \t]*(.*)$")
-STEP = re.compile(r"^[ \t>*`-]*(\d+[a-z]?)[ \t]*(?:→|->)[ \t]*(.*)$")
-FRAME_ID = re.compile(r"^[ \t>*`-]*#(\d+)[ \t]+(\S.*)$")
-PAR = re.compile(r"^[ \t>*`-]*∥[ \t]*(.*)$")
-LOOP = re.compile(r"^[ \t>*`-]*loop:(\d+)(?:/(\d+|\?|∞))?(.*)$")
-TRY = re.compile(r"^[ \t>*`-]*(try|catch|finally)[ \t]*(?:→|->)[ \t]*(.*)$", re.IGNORECASE)
-END = re.compile(r"^[ \t]*---(end|error|resume)\b[ \t]*(.*)$")
-TASK = re.compile(r"^[ \t>*`-]*\[(Task[^\]]*|Multiple Task calls|\.\.\.[^\]]*)\]", re.IGNORECASE)
-
-_EID = re.compile(r"\(?\s*execution_id\s*[:=]\s*(\d+)\s*\)?", re.IGNORECASE)
-_ASSIGN = re.compile(r"^(?:(let|const|output|input)\s+)?([A-Za-z_][\w.\[\]]*)\s*=\s*(.*)$", re.DOTALL)
-_ANNOT = re.compile(r"\s*\((?:mutable|immutable|reassignment[^)]*|will return to caller|from caller|parent scope)\)\s*$", re.IGNORECASE)
-_BOUND = re.compile(r"^([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s+bound\b", re.IGNORECASE)
-_RESOLVE = re.compile(r"Resolving\s+'?([\w.]+)'?\s*:\s*found in execution_id\s+(\d+)", re.IGNORECASE)
-_STATEMENT = re.compile(r"^Statement\s+(\d+)(?:\s+of\s+\d+)?\s*:\s*(.*)$", re.IGNORECASE)
-_EXECUTING = re.compile(r"^Executing\s*:\s*(.*)$", re.IGNORECASE)
-_ITER = re.compile(r"Iteration\s+(\d+)(?:\s+of\s+(?:max\s+)?(\d+))?", re.IGNORECASE)
-_RETRY = re.compile(r"\bretry\s*(?::|attempt)?\s*(\d+)\s*(?:/|of)\s*(\d+)", re.IGNORECASE)
-_ENTER_FRAME = re.compile(r"Entering block\s*:?\s*([\w.-]+)?(.*)$", re.IGNORECASE)
-_DEPTH = re.compile(r"depth\s*[:=]\s*(\d+)", re.IGNORECASE)
-_PARENT = re.compile(r"^\s*Parent\s*:\s*execution_id\s*[:=]?\s*(\d+)", re.IGNORECASE)
-_STACK_ROW = re.compile(r"execution_id\s*[:=]\s*(\d+)\s*\|\s*block\s*[:=]\s*([^|]+?)\s*(?:\|\s*depth\s*[:=]\s*(\d+))?\s*(?:\|\s*status\s*[:=]\s*(\w+))?\s*$", re.IGNORECASE)
-_ITEM = re.compile(r"^\s*[-*]?\s*([A-Za-z_][\w.]*)\s*(=|:)\s*(.*)$")
-_KEYVAL = re.compile(r"^\s*(Fetching from|Inputs expected|Outputs provided|Registered as|Arguments)\s*:\s*(.*)$", re.IGNORECASE)
-_CONTAINER = re.compile(r"^(?:(?:let|const)\s+\w+\s*=\s*)?(parallel|loop|repeat|for|do\b|try|if|choice|block|pipeline)|parallel block|^\w+\s*\|", re.IGNORECASE)
-_RESULT = re.compile(r":\s*(.+)$")
-_AGENT = re.compile(r"^\s*[-*]\s*Agent\s*:\s*([\w-]+)\s*(?:\((.*)\))?", re.IGNORECASE)
-_PROGRAM_NAME = re.compile(r"([\w./-]+\.prose)\b")
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
-
 
 @dataclass(slots=True)
 class _Open:
@@ -78,7 +36,7 @@ class _Open:
 
 @dataclass(slots=True)
 class ParserState:
-    """Everything a :class:`~.narration_markers.NarrationParser` has read so far, and shared helpers."""
+    """Everything a :class:`~.markers.NarrationParser` has read so far, and shared helpers."""
 
 
     source: Path | None = None

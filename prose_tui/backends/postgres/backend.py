@@ -110,6 +110,10 @@ class PostgresBackend:
         """One page of an ``x_*`` table (this run's rows where it has ``run_id``)."""
         return self._source(run.path).read_table(run, table, offset, limit)
 
+    def chain(self, run: Run) -> None:
+        """None: this format keeps no hash-chained ledger."""
+        return None
+
     def events(self, run: Run) -> list[Event]:
         return run.events
 

@@ -115,6 +115,14 @@ class PgReader:
             raise DatabaseUnavailable(f"cannot prepare a read-only session on {self.label}: {_reason(exc, self._url)}") from None
         return conn
 
+    def listen_connection(self, application_name: str = "prose-tui (listen)") -> psycopg.Connection[Any]:
+        """A second autocommit connection to the same database for ``LISTEN`` (notifications
+        need a session of their own), the caller's to close. The URL and its password stay
+        in this object. Raises ``psycopg.Error`` or ``OSError`` as ``psycopg.connect`` does."""
+        import psycopg
+
+        return psycopg.connect(self._url, autocommit=True, connect_timeout=5, application_name=application_name)
+
     def connect(self) -> None:
         """Open the connection now. Raises :class:`DatabaseUnavailable` (safe message)."""
         with self._lock:

@@ -1,7 +1,7 @@
 """``execution`` rows of a PostgreSQL run: reading a page, nesting, the open call stack
 (openprose-0.15 state/postgres.md, Core Schema, Parallel Execution, Loop Tracking, Error
-Handling). Rows become the same :class:`~prose_tui.backends.sqlite.rows.ExecutionRow` the
-SQLite backend uses, so trace lines and events are built by the same code and read the same.
+Handling). Rows become a :class:`~prose_tui.backends.common.execution_rows.ExecutionRow`,
+as SQLite's do, so trace lines and events are built by the same code and read the same.
 
 Every query here is keyed by ``run_id`` and ``id`` so the spec's indexes
 (``idx_execution_run_id``, the primary key, ``idx_execution_status``) answer it; a run with a
@@ -14,15 +14,15 @@ import json
 from datetime import datetime
 from typing import Any
 
-from prose_tui.backends.common.text import visible
-from prose_tui.backends.postgres.connect import PgReader, quote_ident
-from prose_tui.backends.postgres.tables import text
-from prose_tui.backends.sqlite.rows import (
+from prose_tui.backends.common.execution_rows import (
     EXECUTION_COLUMNS,
     ExecutionRow,
     block_name,
     is_block_call,
 )
+from prose_tui.backends.common.text import visible
+from prose_tui.backends.postgres.connect import PgReader, quote_ident
+from prose_tui.backends.postgres.tables import text
 from prose_tui.model import Frame
 
 OPEN_STATUSES = ("executing", "running", "retrying", "pending")

@@ -33,18 +33,18 @@ from prose_tui.backends.postgres.connect import (
     QueryFailed,
 )
 from prose_tui.backends.common.depths import depths
+from prose_tui.backends.common.execution_rows import (
+    ExecutionRow,
+    events_for_rows,
+    parse_time,
+    row_trace_line,
+)
 from prose_tui.backends.postgres.rows import (
     FAILED_STATUSES,
     OPEN_STATUSES,
     STACK_STATUSES,
     ExecutionReader,
     call_stack,
-)
-from prose_tui.backends.sqlite.rows import (
-    ExecutionRow,
-    events_for_rows,
-    parse_time,
-    row_trace_line,
 )
 from prose_tui.model import Backend, Delta, Event, Run, RunFormat, RunStatus
 

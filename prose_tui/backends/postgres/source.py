@@ -314,8 +314,7 @@ class PostgresSource:
 
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self.reader._url, autocommit=True, connect_timeout=5,
-                                     application_name="prose-tui (listen)") as conn:
+                with self.reader.listen_connection() as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.listen or "")))
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):

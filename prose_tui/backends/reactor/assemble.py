@@ -68,6 +68,8 @@ class ReactorState:
     chain_warnings: int = 0
     owner: int = 0  # id() of the Run this state was built for and is applied to
     receipts: int = 0  # how many receipts that run holds
+    chain_problems: list[str] = field(default_factory=list)  # every chain break found, in ledger order
+    ledger_warnings: list[str] = field(default_factory=list)  # faults the ledger is read up to
 
     def belongs_to(self, run: Run) -> bool:
         """True when ``run`` is the run this state keeps current (not an older copy read
@@ -233,6 +235,9 @@ def add_receipts(run: Run, state: ReactorState, parsed: Parsed) -> tuple[list[Ev
     for w in parsed.warnings:
         if w not in run.warnings:
             run.warnings.append(w)
+        if w not in state.ledger_warnings:
+            state.ledger_warnings.append(w)
+    state.chain_problems.extend(parsed.notes)
     for r in parsed.receipts:
         if r.node not in state.index:
             _new_node(run, state, r.node, state.topology.producers().get(r.node, []))

@@ -51,7 +51,7 @@ from prose_tui.backends.reactor.ledger import (
     short,
 )
 from prose_tui.backends.reactor.topology import read_topology
-from prose_tui.model import Backend, Binding, Delta, Event, Run, RunStatus
+from prose_tui.model import Backend, Binding, ChainReport, Delta, Event, Run, RunStatus
 
 MAX_KEPT = 64  # state dirs whose reading state is kept for live updates
 
@@ -177,6 +177,21 @@ class ReactorBackend:
             return Value(text="", note=f"world model of {node} · version {short(version)}",
                          warning=f"version {short(version)} of {node} is not kept in the state dir")
         return _frame_value(path, node, version, run.root)
+
+    def chain(self, run: Run) -> ChainReport:
+        """The check :mod:`.ledger` made while reading ``receipts.json``: each receipt's hash
+        recomputed and its ``prev`` compared with its node's previous receipt (reactor.md
+        chains per node). ``warnings`` are the ledger's read faults (a truncated array, an
+        element that names no node). A run this backend no longer keeps state for is read again."""
+        state = self._state(run)
+        if state is None or not state.belongs_to(run):
+            self.open(run.path)
+            state = self._state(run)
+        if state is None:  # pragma: no cover - open() always keeps the state it built
+            return ChainReport(ok=True, checked=0)
+        problems = tuple(state.chain_problems)
+        return ChainReport(ok=not problems, checked=state.cursor.count, problems=problems,
+                           warnings=tuple(state.ledger_warnings))
 
     def events(self, run: Run) -> list[Event]:
         return run.events

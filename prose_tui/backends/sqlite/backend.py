@@ -8,8 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from prose_tui.backends.common.state_files import state_file_of
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
-from prose_tui.backends.filesystem.folder import state_file_of
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.sqlite.connect import (
     DbUnavailable,
@@ -199,6 +199,10 @@ class SqliteBackend:
     def read_value(self, run: Run, binding: Binding) -> Value:
         return Value(text=read_sqlite_binding_value(run.path, binding.name, binding.execution_id),
                      warning=binding.warning)
+
+    def chain(self, run: Run) -> None:
+        """None: this format keeps no hash-chained ledger."""
+        return None
 
     def events(self, run: Run) -> list[Event]:
         return run.events

@@ -26,21 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prose_tui.backends.sqlite.connect import quote_ident, read_schema
-from prose_tui.backends.sqlite.rows import (
-    ExecutionRow,
-    events_for_rows,
-    fetch_rows,
-    row_trace_line,
-)
-from prose_tui.backends.sqlite.run import (
-    _call_stack,
-    _depths,
-    _failure,
-    _imports_table,
-    _load_run_table,
-    settle_status,
-)
-from prose_tui.backends.sqlite.tables import load_agents, load_bindings
+from prose_tui.backends.common.execution_rows import ExecutionRow, events_for_rows, row_trace_line
+from prose_tui.backends.sqlite.rows import fetch_rows, latest_failure, open_call_stack, row_depths
+from prose_tui.backends.sqlite.run import settle_status
+from prose_tui.backends.sqlite.tables import load_agents, load_bindings, read_imports, read_run_row
 from prose_tui.model import Delta, Event, Run
 
 MAX_LIVE_ROWS = 5000
@@ -124,12 +113,12 @@ class SqliteTail:
             self._fold_rows(conn, run, changed, delta)
         schema = self.schema  # the schema version did not move
         known = list(run.warnings)
-        status_word = _load_run_table(conn, schema, run, run.path)
+        status_word = read_run_row(conn, schema, run, run.path)
         run.warnings[:] = known + [w for w in run.warnings[len(known):] if w not in known]
-        run.call_stack = _call_stack(conn, self.cols, key, self.rows)
+        run.call_stack = open_call_stack(conn, self.cols, key, self.rows)
         run.header.pop("failed_execution_id", None)
         run.status_reason = ""
-        _failure(conn, self.cols, key, self.rows, run)
+        latest_failure(conn, self.cols, key, self.rows, run)
         last = self.rows[self.order[-1]].status or "" if self.order else None
         settle_status(run, status_word, last)
         delta.stack = before[0] != [f.execution_id for f in run.call_stack]
@@ -151,7 +140,7 @@ class SqliteTail:
             delta.agents = True
         if "imports" in moved:
             folders = [i for i in run.imports if i.path != self.dbp]  # imports/*/state.db runs stay
-            run.imports = _imports_table(conn, schema, run, self.dbp) + folders
+            run.imports = read_imports(conn, schema, run, self.dbp) + folders
             delta.imports = True
         self.metrics_moved = any(k.startswith("x_") for k in moved)
         delta.status = delta.status or self.metrics_moved  # the backend sums the metrics again
@@ -160,7 +149,7 @@ class SqliteTail:
     def _fold_rows(self, conn: sqlite3.Connection, run: Run, changed: list[ExecutionRow], delta: Delta) -> None:
         added = [r for r in changed if r.id not in self.rows]
         if added:
-            self.depth.update(_depths(conn, added, {**self.rows, **{r.id: r for r in added}}, self.key))
+            self.depth.update(row_depths(conn, added, {**self.rows, **{r.id: r for r in added}}, self.key))
         position = {rid: i for i, rid in enumerate(self.order)} if len(added) < len(changed) else {}
         touched: set[int] = set()
         for r in changed:
@@ -209,7 +198,7 @@ class SqliteTail:
         if not rows:
             return 0
         known = {**self.rows, **{r.id: r for r in rows}}
-        self.depth.update(_depths(conn, rows, known, self.key))
+        self.depth.update(row_depths(conn, rows, known, self.key))
         start = max(1, self.first_line - len(rows))
         lines = [row_trace_line(r, start + i, self.depth.get(r.id, 0)) for i, r in enumerate(rows)]
         for r in rows:

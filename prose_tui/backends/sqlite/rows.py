@@ -1,96 +1,26 @@
-"""``execution`` rows: reading them and turning them into trace lines and events (seeds/sqlite.md).
+"""Reading the ``execution`` table of a SQLite ``state.db`` (seeds/sqlite.md, Core Schema):
+rows, the open call stack, the latest failure and nesting depths.
 
-The VM owns the ``execution`` table (seeds/sqlite.md, Responsibility Separation): one row
-per statement it entered, ``status`` pending/executing/completed/failed/skipped,
-``started_at``/``completed_at``, ``error_message``, ``parent_id`` for nesting and a
-``metadata`` JSON object for constructs (seeds/sqlite.md, Parallel Execution, Loop
-Tracking, Error Handling): ``parallel_id``/``strategy``/``branches``/``branch``,
-``loop_id``/``max_iterations``/``current_iteration``/``condition``,
-``retry_attempt``/``max_retries``.
+What the rows become (trace lines, events) is shared with PostgreSQL:
+:mod:`prose_tui.backends.common.execution_rows`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
-from dataclasses import dataclass, field
-from datetime import datetime
 
+from prose_tui.backends.common.depths import depths
+from prose_tui.backends.common.execution_rows import (
+    EXECUTION_COLUMNS,
+    ExecutionRow,
+    block_name,
+    cell_int,
+    is_block_call,
+)
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.sqlite.connect import quote_ident
-from prose_tui.model import Event, EventKind, StatementState, TraceLine
-
-EXECUTION_COLUMNS = [
-    "id",
-    "statement_index",
-    "statement_text",
-    "status",
-    "started_at",
-    "completed_at",
-    "error_message",
-    "parent_id",
-    "metadata",
-]
-
-_STATE = {
-    "executing": StatementState.EXECUTING,
-    "running": StatementState.EXECUTING,
-    "retrying": StatementState.RETRYING,
-    "completed": StatementState.COMPLETE,
-    "complete": StatementState.COMPLETE,
-    "done": StatementState.COMPLETE,
-    "success": StatementState.COMPLETE,
-    "failed": StatementState.FAILED,
-    "error": StatementState.FAILED,
-    "skipped": StatementState.SKIPPED,
-    "pending": StatementState.PENDING,
-}
-
-_DO_BLOCK = re.compile(r"^\s*do\s+([A-Za-z_][\w-]*)")
-
-
-def parse_time(value: object) -> datetime | None:
-    """An SQLite timestamp (``datetime('now')`` or ISO 8601) as a datetime, else ``None``.
-
-    SQLite's ``datetime('now')`` is UTC without a zone, so such values stay naive UTC.
-    """
-    if value is None or value == "":
-        return None
-    if isinstance(value, (int, float)):
-        return None
-    try:
-        return datetime.fromisoformat(str(value).strip())
-    except ValueError:
-        return None
-
-
-@dataclass(slots=True)
-class ExecutionRow:
-    """One ``execution`` row. ``metadata`` is the parsed JSON object (``{}`` when absent or
-    not JSON; ``metadata_raw`` keeps the text). ``extra`` holds columns the seed does not name.
-    ``id`` is the ``id`` column, or the rowid when the table has none."""
-
-    id: int
-    statement_index: int | None = None
-    statement_text: str | None = None
-    status: str | None = None
-    started_at: str | None = None
-    completed_at: str | None = None
-    error_message: str | None = None
-    parent_id: int | None = None
-    metadata: dict = field(default_factory=dict)
-    metadata_raw: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
-
-
-def _int(value: object) -> int | None:
-    if not isinstance(value, (int, float, str, bytes)):  # sqlite's types, less NULL
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+from prose_tui.model import Frame, Run
 
 
 def _str(value: object) -> str | None:
@@ -112,9 +42,9 @@ def fetch_rows(conn: sqlite3.Connection, cols: list[str], tail_sql: str, params:
     out = []
     for raw in cur:
         data = dict(zip(cols, raw[1:]))
-        rid = _int(data.get("id"))
+        rid = cell_int(data.get("id"))
         if rid is None:
-            rid = _int(raw[0]) or 0
+            rid = cell_int(raw[0]) or 0
         meta_raw = _str(data.get("metadata"))
         meta: dict = {}
         if meta_raw:
@@ -126,13 +56,13 @@ def fetch_rows(conn: sqlite3.Connection, cols: list[str], tail_sql: str, params:
         out.append(
             ExecutionRow(
                 id=rid,
-                statement_index=_int(data.get("statement_index")),
+                statement_index=cell_int(data.get("statement_index")),
                 statement_text=_str(data.get("statement_text")),
                 status=_str(data.get("status")),
                 started_at=_str(data.get("started_at")),
                 completed_at=_str(data.get("completed_at")),
                 error_message=_str(data.get("error_message")),
-                parent_id=_int(data.get("parent_id")),
+                parent_id=cell_int(data.get("parent_id")),
                 metadata=meta,
                 metadata_raw=meta_raw,
                 extra={k: v for k, v in data.items() if k not in EXECUTION_COLUMNS},
@@ -141,112 +71,64 @@ def fetch_rows(conn: sqlite3.Connection, cols: list[str], tail_sql: str, params:
     return out
 
 
-def block_name(row: ExecutionRow) -> str:
-    """The block a row invokes (``metadata.block``, ``do name(...)``), else its statement text."""
-    meta_block = row.metadata.get("block") if row.metadata else None
-    if meta_block:
-        return str(meta_block)
-    text = row.statement_text or ""
-    m = _DO_BLOCK.match(text)
-    if m:
-        return m.group(1)
-    return text.strip() or f"execution {row.id}"
+def open_call_stack(conn, cols: list[str], key: str, known: dict[int, ExecutionRow]) -> list[Frame]:
+    """The open call stack, innermost first: the latest executing/running/retrying row and
+    its ``parent_id`` chain, block calls only (seeds/sqlite.md, Scope Resolution Query).
+
+    ``cols`` are the ``execution`` table's columns, ``key`` its key column (``id`` or
+    ``rowid``); rows already in ``known`` (by key) are not read again. ``[]`` without a
+    ``status`` column."""
+    if "status" not in cols:
+        return []
+    row = conn.execute(
+        f"SELECT {key} FROM execution WHERE lower(status) IN ('executing','running','retrying') "
+        f"ORDER BY {key} DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return []
+    chain: list[ExecutionRow] = []
+    current: int | None = row[0]
+    while current is not None and len(chain) < 1000 and all(r.id != current for r in chain):
+        found = known.get(current)
+        if found is None:
+            rows = fetch_rows(conn, cols, f"WHERE {key} = ?", (current,))
+            if not rows:
+                break
+            found = rows[0]
+        chain.append(found)
+        current = found.parent_id
+    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
+    frames = []
+    for i, r in enumerate(blocks):
+        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
+        status = (r.status or "").lower() or None
+        if i > 0 and status in ("executing", "running"):
+            status = "waiting"
+        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
+    return frames
 
 
-def is_block_call(row: ExecutionRow) -> bool:
-    """True when the row is a block invocation (a frame; seeds/sqlite.md, Scope Resolution Query)."""
-    return bool(row.metadata.get("block")) or bool(_DO_BLOCK.match(row.statement_text or ""))
+def latest_failure(conn, cols: list[str], key: str, known: dict[int, ExecutionRow], run: Run) -> None:
+    """Put the latest failed/error row on ``run``: its id in ``header['failed_execution_id']``
+    and ``statement N failed: message`` in ``status_reason``; nothing when none failed.
+    ``cols``, ``key`` and ``known`` as for :func:`open_call_stack`."""
+    failed = conn.execute(
+        f"SELECT {key} FROM execution WHERE lower(status) IN ('failed','error') ORDER BY {key} DESC LIMIT 1"
+    ).fetchone() if "status" in cols else None
+    if failed is not None:
+        frow = known.get(failed[0]) or next(iter(fetch_rows(conn, cols, f"WHERE {key} = ?", (failed[0],))), None)
+        if frow is not None:
+            run.header["failed_execution_id"] = str(frow.id)
+            run.status_reason = f"statement {frow.statement_index} failed: {frow.error_message or 'no error message'}"
 
 
-def row_state(row: ExecutionRow) -> StatementState | None:
-    """The trace state for a row's ``status``; ``retrying`` when executing with a retry attempt."""
-    state = _STATE.get((row.status or "").strip().lower())
-    if state is StatementState.EXECUTING and _int(row.metadata.get("retry_attempt")):
-        return StatementState.RETRYING
-    return state
+def row_depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:
+    """Nesting depth of each of ``rows`` by id (number of ``parent_id`` hops; 0 at the top),
+    looking up the parents not in ``known`` in batches."""
 
+    def lookup(ids: set[int]) -> dict[int, int | None]:
+        marks = ",".join("?" * len(ids))
+        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(ids)).fetchall())
+        return {i: found.get(i) for i in ids}
 
-def row_trace_line(row: ExecutionRow, line: int, depth: int = 0) -> TraceLine:
-    """The trace line for a row: statement text indented two spaces per nesting level."""
-    note_parts = [row.status or "no status"]
-    if row.error_message:
-        note_parts.append(row.error_message)
-    attempt = _int(row.metadata.get("retry_attempt"))
-    max_attempts = _int(row.metadata.get("max_retries"))
-    if attempt:
-        note_parts.append(f"attempt {attempt}/{max_attempts}" if max_attempts else f"attempt {attempt}")
-    return TraceLine(
-        line=line,
-        text="  " * depth + (row.statement_text or f"(execution {row.id})"),
-        state=row_state(row),
-        note=" — ".join(note_parts),
-        attempt=attempt,
-        max_attempts=max_attempts,
-        step=str(row.statement_index) if row.statement_index is not None else None,
-    )
-
-
-def _events_for_row(row: ExecutionRow) -> list[tuple[datetime | None, int, Event]]:
-    """Events one row implies, each with (time, phase) for ordering; seq filled in later."""
-    meta = row.metadata
-    step = str(row.statement_index) if row.statement_index is not None else None
-    text = row.statement_text or ""
-    status = (row.status or "").strip().lower()
-    name = str(meta.get("branch") or block_name(row))
-    started = parse_time(row.started_at)
-    ended = parse_time(row.completed_at)
-    out: list[tuple[datetime | None, int, Event]] = []
-
-    def add(when, phase, kind, ev_text, ev_name=name, ev_status=None):
-        out.append((when, phase, Event(0, kind, ev_text, time=when, step=step, name=ev_name, status=ev_status, execution_id=row.id)))
-
-    add(started, 0, EventKind.STATEMENT_STARTED, f"#{row.id} {text}".rstrip())
-    if is_block_call(row):
-        add(started, 1, EventKind.FRAME_PUSHED, f"#{row.id} enter {block_name(row)}", block_name(row))
-    if meta.get("parallel_id") and meta.get("branches") is not None:
-        branches = meta.get("branches")
-        listed = ", ".join(map(str, branches)) if isinstance(branches, list) else str(branches)
-        add(started, 1, EventKind.PARALLEL_STARTED, f"parallel {meta['parallel_id']} ({meta.get('strategy', 'all')}): {listed}", str(meta["parallel_id"]))
-    it = meta.get("current_iteration", meta.get("iteration"))
-    if it is not None:
-        mx = meta.get("max_iterations")
-        label = f"{it}/{mx}" if mx is not None else f"{it}"
-        add(started, 1, EventKind.LOOP_ITERATION, f"loop {meta.get('loop_id', '')} iteration {label}".replace("  ", " "), str(meta.get("loop_id") or name), label)
-    if _int(meta.get("retry_attempt")):
-        att, mx = meta.get("retry_attempt"), meta.get("max_retries")
-        label = f"{att}/{mx}" if mx is not None else f"{att}"
-        add(ended or started, 2, EventKind.RETRY, f"#{row.id} retry {label}", name, label)
-    end_time = ended
-    if status in ("completed", "complete", "done", "success"):
-        if meta.get("parallel_id") and meta.get("branches") is not None:
-            add(end_time, 3, EventKind.PARALLEL_JOINED, f"parallel {meta['parallel_id']} joined", str(meta["parallel_id"]), "ok")
-        if is_block_call(row):
-            add(end_time, 3, EventKind.FRAME_POPPED, f"#{row.id} leave {block_name(row)}", block_name(row), "ok")
-        add(end_time, 4, EventKind.STATEMENT_COMPLETED, f"#{row.id} {text} ✓".strip(), ev_status="ok")
-    elif status in ("failed", "error"):
-        add(end_time, 4, EventKind.STATEMENT_FAILED, f"#{row.id} {text} ✗ {row.error_message or ''}".strip(), ev_status="failed")
-    elif status == "skipped":
-        add(end_time or started, 4, EventKind.STATEMENT_SKIPPED, f"#{row.id} {text} skipped".strip(), ev_status="skip")
-    return out
-
-
-def events_for_rows(rows: list[ExecutionRow], warnings: list[str] | None = None) -> list[Event]:
-    """Events for a window of rows, in time order where every event has a time, else row order.
-
-    ``seq`` is dense and 0-based within the window.
-    """
-    items: list[tuple[datetime | None, int, int, Event]] = []
-    for order, row in enumerate(rows):
-        for when, phase, ev in _events_for_row(row):
-            items.append((when, order, phase, ev))
-    timed = [i for i in items if i[0] is not None]
-    if items and len(timed) == len(items):
-        try:
-            items.sort(key=lambda i: (i[0], i[2] >= 3, i[1], i[2]))
-        except TypeError:  # naive and aware datetimes mixed
-            if warnings is not None:
-                warnings.append("execution times mix zoned and unzoned values; events kept in row order.")
-    events = [i[3] for i in items]
-    for seq, ev in enumerate(events):
-        ev.seq = seq
-    return events
+    return depths(rows, {r.id: r.parent_id for r in known.values()}, lookup)

@@ -24,9 +24,8 @@ import sqlite3
 from datetime import datetime
 from pathlib import Path
 
-from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
-from prose_tui.backends.common.depths import depths
-from prose_tui.backends.common.text import visible, visible_name
+from prose_tui.backends.common.contained import run_root
+from prose_tui.backends.common.text import visible_name
 from prose_tui.backends.sqlite.connect import (
     OPEN_ATTEMPTS,
     DbUnavailable,
@@ -39,32 +38,30 @@ from prose_tui.backends.sqlite.connect import (
     is_sqlite_file,
     open_readonly,
     quiet,
-    quote_ident,
     read_schema,
 )
-from prose_tui.backends.sqlite.rows import (
+from prose_tui.backends.common.execution_rows import (
     EXECUTION_COLUMNS,
     ExecutionRow,
-    block_name,
     events_for_rows,
-    fetch_rows,
-    is_block_call,
-    parse_time,
     row_trace_line,
 )
+from prose_tui.backends.sqlite.rows import fetch_rows, latest_failure, open_call_stack, row_depths
 from prose_tui.backends.sqlite.tables import (
     SqliteWatch,
     list_extension_tables,
     load_agents,
     load_bindings,
     metrics_summary,
+    read_imports,
+    read_run_row,
     read_table_page,
 )
 from prose_tui.backends.sqlite.values import (
     read_sqlite_binding_value,
     resolve_binding_scope,
 )
-from prose_tui.model import Backend, Frame, Run, RunFormat, RunStatus
+from prose_tui.model import Backend, Run, RunFormat, RunStatus
 
 __all__ = [
     "ExecutionRow",
@@ -158,71 +155,6 @@ def execution_page(run_dir: Path, offset: int, limit: int) -> list[ExecutionRow]
         return fetch_rows(db.conn, cols, f"ORDER BY {key} LIMIT ? OFFSET ?", (limit, offset))
 
 
-def _call_stack(conn, cols: list[str], key: str, known: dict[int, ExecutionRow]) -> list[Frame]:
-    """Open frames, innermost first: the latest executing row and its ``parent_id`` chain."""
-    if "status" not in cols:
-        return []
-    row = conn.execute(
-        f"SELECT {key} FROM execution WHERE lower(status) IN ('executing','running','retrying') "
-        f"ORDER BY {key} DESC LIMIT 1"
-    ).fetchone()
-    if row is None:
-        return []
-    chain: list[ExecutionRow] = []
-    current: int | None = row[0]
-    while current is not None and len(chain) < 1000 and all(r.id != current for r in chain):
-        found = known.get(current)
-        if found is None:
-            rows = fetch_rows(conn, cols, f"WHERE {key} = ?", (current,))
-            if not rows:
-                break
-            found = rows[0]
-        chain.append(found)
-        current = found.parent_id
-    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
-    frames = []
-    for i, r in enumerate(blocks):
-        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
-        status = (r.status or "").lower() or None
-        if i > 0 and status in ("executing", "running"):
-            status = "waiting"
-        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
-    return frames
-
-
-def _load_run_table(conn, schema: dict[str, list[str]], run: Run, run_dir: Path) -> str | None:
-    cols = schema.get("run")
-    if cols is None:
-        run.warnings.append("state.db has no 'run' table: run id, program and status are inferred.")
-        return None
-    missing = [c for c in ("id", "status") if c not in cols]
-    if missing:
-        run.warnings.append(f"table 'run' lacks column(s) {', '.join(missing)}.")
-    row = conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM run LIMIT 1").fetchone()
-    if row is None:
-        run.warnings.append("table 'run' is empty.")
-        return None
-    data = dict(zip(cols, row))
-    for k, v in data.items():
-        if v is not None and k != "program_source":
-            run.header[k] = visible(str(v))
-    if data.get("program_source"):
-        run.header["program_source_chars"] = str(len(str(data["program_source"])))
-    if data.get("id"):
-        run.id = visible(str(data["id"]))
-    prog = data.get("program_path")
-    if prog:
-        run.program = visible(str(prog))
-        cand = Path(str(prog))
-        cand = cand if cand.is_absolute() else run_dir / cand.name
-        run.program_path = cand if cand.exists() and inside(cand, run_root(run_dir)) else None
-        if cand.exists() and run.program_path is None:  # the database's word for a file elsewhere
-            run.warnings.append(f"program {visible_name(cand.name)}: {OUTSIDE_RUN}")
-    run.started = parse_time(data.get("started_at"))
-    run.updated = parse_time(data.get("updated_at"))
-    return str(data["status"]) if data.get("status") is not None else None
-
-
 def load_sqlite_run(run_dir: Path, *, now: datetime | None = None, window: int = DEFAULT_WINDOW,
                     keep: dict | None = None) -> Run:
     """Read a SQLite run into a :class:`Run` (backend ``SQLITE``, format ``SQLITE``).
@@ -307,7 +239,7 @@ def _read_once(root: Path, dbp: Path, window: int) -> tuple[Run, DbUnavailable |
 
 def _fill(conn, run: Run, root: Path, dbp: Path, window: int, keep: dict | None = None) -> None:
     schema = read_schema(conn)
-    status_word = _load_run_table(conn, schema, run, root)
+    status_word = read_run_row(conn, schema, run, root)
     cols = schema.get("execution")
     rows: list[ExecutionRow] = []
     if cols is None:
@@ -324,12 +256,12 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int, keep: dict | None 
         if rows:
             run.header["execution_window"] = f"{rows[0].id}-{rows[-1].id}"
         known = {r.id: r for r in rows}
-        depth = _depths(conn, rows, known, key) if "parent_id" in cols else {}
+        depth = row_depths(conn, rows, known, key) if "parent_id" in cols else {}
         first_line = total - len(rows) + 1
         run.trace = [row_trace_line(r, first_line + i, depth.get(r.id, 0)) for i, r in enumerate(rows)]
         run.events = events_for_rows(rows, run.warnings)
-        run.call_stack = _call_stack(conn, cols, key, known)
-        _failure(conn, cols, key, known, run)
+        run.call_stack = open_call_stack(conn, cols, key, known)
+        latest_failure(conn, cols, key, known, run)
         if keep is not None:
             keep.update(cols=cols, key=key, rows=rows, total=total, depths=depth)
     settle_status(run, status_word, (rows[-1].status or "") if rows else None)
@@ -337,19 +269,7 @@ def _fill(conn, run: Run, root: Path, dbp: Path, window: int, keep: dict | None 
     run.header["bindings_rows"] = str(len(run.bindings))
     run.agents = load_agents(conn, schema, dbp, "execution", run.warnings)
     _load_shared_agents(run, root)
-    run.imports.extend(_imports_table(conn, schema, run, dbp))
-
-
-def _failure(conn, cols: list[str], key: str, known: dict[int, ExecutionRow], run: Run) -> None:
-    """The latest failed row, in ``header['failed_execution_id']`` and the status reason."""
-    failed = conn.execute(
-        f"SELECT {key} FROM execution WHERE lower(status) IN ('failed','error') ORDER BY {key} DESC LIMIT 1"
-    ).fetchone() if "status" in cols else None
-    if failed is not None:
-        frow = known.get(failed[0]) or next(iter(fetch_rows(conn, cols, f"WHERE {key} = ?", (failed[0],))), None)
-        if frow is not None:
-            run.header["failed_execution_id"] = str(frow.id)
-            run.status_reason = f"statement {frow.statement_index} failed: {frow.error_message or 'no error message'}"
+    run.imports.extend(read_imports(conn, schema, run, dbp))
 
 
 def settle_status(run: Run, status_word: str | None, last_row_status: str | None) -> None:
@@ -366,17 +286,6 @@ def settle_status(run: Run, status_word: str | None, last_row_status: str | None
     if run.status is not RunStatus.FAILED and "failed_execution_id" in run.header and run.status_reason \
             and not run.status_reason.startswith("recovered after: "):
         run.status_reason = f"recovered after: {run.status_reason}"
-
-
-def _depths(conn, rows: list[ExecutionRow], known: dict[int, ExecutionRow], key: str) -> dict[int, int]:
-    """Nesting depth of each row (number of ``parent_id`` hops), looking parents up in batches."""
-
-    def lookup(ids: set[int]) -> dict[int, int | None]:
-        marks = ",".join("?" * len(ids))
-        found = dict(conn.execute(f"SELECT {key}, parent_id FROM execution WHERE {key} IN ({marks})", tuple(ids)).fetchall())
-        return {i: found.get(i) for i in ids}
-
-    return depths(rows, {r.id: r.parent_id for r in known.values()}, lookup)
 
 
 def _load_shared_agents(run: Run, root: Path) -> None:
@@ -399,25 +308,6 @@ def _load_shared_agents(run: Run, root: Path) -> None:
                 run.agents.extend(load_agents(db.conn, read_schema(db.conn), path, scope, run.warnings))
             except Exception as exc:  # noqa: BLE001
                 run.warnings.append(f"{scope} agents in {path} could not be read: {exc}.")
-
-
-def _imports_table(conn, schema: dict[str, list[str]], run: Run, dbp: Path) -> list[Run]:
-    """``imports`` rows as child runs (seeds/sqlite.md, Core Schema: Import registry)."""
-    cols = schema.get("imports")
-    if cols is None:
-        return []
-    children: list[Run] = []
-    for row in conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM imports").fetchall():
-        data = {k: v for k, v in zip(cols, row) if v is not None}
-        alias = str(data.get("alias") or data.get("name") or f"import-{len(children) + 1}")
-        child = Run(id=alias, path=dbp, backend=Backend.SQLITE, format=RunFormat.SQLITE, import_handle=alias)
-        child.program = str(data["source_url"]) if "source_url" in data else None
-        child.header = {k: str(v) for k, v in data.items()}
-        child.started = parse_time(data.get("fetched_at"))
-        prefix = alias + "."
-        child.bindings = [b for b in run.bindings if b.name.startswith(prefix)]
-        children.append(child)
-    return children
 
 
 def _load_import_folders(run: Run, root: Path, window: int) -> None:

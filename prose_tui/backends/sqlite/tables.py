@@ -1,4 +1,4 @@
-"""``bindings``, ``agents``/``agent_segments``, ``x_*`` extension tables and change watching (seeds/sqlite.md).
+"""``run``, ``imports``, ``bindings``, ``agents``/``agent_segments``, ``x_*`` extension tables and change watching (seeds/sqlite.md).
 
 Every function reads the schema that is there (``PRAGMA table_info``) rather than the seed's.
 """
@@ -9,7 +9,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from prose_tui.backends.common.text import visible
+from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, run_root
+from prose_tui.backends.common.execution_rows import parse_time
+from prose_tui.backends.common.text import visible, visible_name
 from prose_tui.backends.sqlite.connect import (
     ReadOnlyDb,
     choose_mode,
@@ -19,7 +21,7 @@ from prose_tui.backends.sqlite.connect import (
     quote_ident,
     read_schema,
 )
-from prose_tui.model import Agent, Binding, Segment
+from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Segment
 
 BINDING_COLUMNS = ["name", "execution_id", "kind", "value", "source_statement", "created_at", "updated_at", "attachment_path"]
 MAX_BINDINGS = 20_000
@@ -31,6 +33,64 @@ def _s(value: object) -> str:
     if isinstance(value, bytes):
         return visible(value.decode("utf-8", "replace"))
     return visible(str(value))
+
+
+def read_run_row(conn, schema: dict[str, list[str]], run: Run, run_dir: Path) -> str | None:
+    """Read the one ``run`` row (seeds/sqlite.md, Core Schema) onto ``run``: its id, program
+    (``program_path``, linked only inside the run's project), ``started_at``/``updated_at``
+    and every column in ``header`` (``program_source`` as its length). Returns the row's
+    ``status`` word, ``None`` when there is none; a missing table or column is a warning."""
+    cols = schema.get("run")
+    if cols is None:
+        run.warnings.append("state.db has no 'run' table: run id, program and status are inferred.")
+        return None
+    missing = [c for c in ("id", "status") if c not in cols]
+    if missing:
+        run.warnings.append(f"table 'run' lacks column(s) {', '.join(missing)}.")
+    row = conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM run LIMIT 1").fetchone()
+    if row is None:
+        run.warnings.append("table 'run' is empty.")
+        return None
+    data = dict(zip(cols, row))
+    for k, v in data.items():
+        if v is not None and k != "program_source":
+            run.header[k] = visible(str(v))
+    if data.get("program_source"):
+        run.header["program_source_chars"] = str(len(str(data["program_source"])))
+    if data.get("id"):
+        run.id = visible(str(data["id"]))
+    prog = data.get("program_path")
+    if prog:
+        run.program = visible(str(prog))
+        cand = Path(str(prog))
+        cand = cand if cand.is_absolute() else run_dir / cand.name
+        run.program_path = cand if cand.exists() and inside(cand, run_root(run_dir)) else None
+        if cand.exists() and run.program_path is None:  # the database's word for a file elsewhere
+            run.warnings.append(f"program {visible_name(cand.name)}: {OUTSIDE_RUN}")
+    run.started = parse_time(data.get("started_at"))
+    run.updated = parse_time(data.get("updated_at"))
+    return str(data["status"]) if data.get("status") is not None else None
+
+
+def read_imports(conn, schema: dict[str, list[str]], run: Run, dbp: Path) -> list[Run]:
+    """``imports`` rows as child runs (seeds/sqlite.md, Core Schema: Import registry): one per
+    row, named by ``alias``/``name``, with the row in ``header`` and the parent's bindings
+    prefixed ``alias.``; ``[]`` without the table."""
+    cols = schema.get("imports")
+    if cols is None:
+        return []
+    children: list[Run] = []
+    for row in conn.execute(f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM imports").fetchall():
+        data = {k: v for k, v in zip(cols, row) if v is not None}
+        alias = str(data.get("alias") or data.get("name") or f"import-{len(children) + 1}")
+        child = Run(id=alias, path=dbp, backend=Backend.SQLITE, format=RunFormat.SQLITE, import_handle=alias)
+        child.program = str(data["source_url"]) if "source_url" in data else None
+        child.header = {k: str(v) for k, v in data.items()}
+        child.started = parse_time(data.get("fetched_at"))
+        prefix = alias + "."
+        child.bindings = [b for b in run.bindings if b.name.startswith(prefix)]
+        children.append(child)
+    return children
 
 
 def load_bindings(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: Path, warnings: list[str]) -> list[Binding]:
