@@ -253,7 +253,7 @@ def test_the_journal_records_a_snapshot_change_after_its_paint(tmp_path):
     calls: list[object] = []
 
     class _Journal:
-        def record(self, run_dir, paths, when) -> int:
+        def record(self, run_dir, paths, when, **given) -> int:  # parts=, state=: what the change carries
             calls.append(("record", run_dir))
             return 1
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import FIXTURES
 
 from prose_tui.backends import registry
+from prose_tui.backends.protocol import RunBackend, Value
 from prose_tui.live.pipeline import LivePipeline
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Backend, Delta, Event, EventKind, Run, RunFormat
@@ -135,23 +136,35 @@ def test_a_second_run_in_a_watched_runs_folder_is_read_at_once(tmp_path, collect
         pipeline.stop()
 
 
-class _Counter:
+class _Counter(RunBackend):
     """A backend without files, as PostgreSQL is: its runs are read by ``poll``."""
 
     kind: ClassVar[Backend] = Backend.POSTGRES
+    name: ClassVar[str] = "counter"
+    priority: ClassVar[int] = 0  # before the real PostgreSQL backend, the first of its kind
+    polls: ClassVar[bool] = True
     poll_interval = 0.05
 
     def __init__(self, collector: Collector) -> None:
         self.rows = 0
-        self.polls = 0
+        self.poll_count = 0
         self.polled: set[Path] = set()
         self.collector = collector
 
     def claims(self, path: Path) -> bool:
         return False
 
+    def open(self, path: Path, **kwargs) -> Run:  # type: ignore[override]
+        raise FileNotFoundError(path)  # its runs are put in the workspace by the test
+
+    def apply(self, run: Run, paths, **kwargs) -> Delta:  # type: ignore[override]
+        return Delta(run, set(paths))
+
+    def read_value(self, run: Run, binding) -> Value:
+        return Value(text="")
+
     def poll(self, run: Run) -> Delta | None:
-        self.polls += 1
+        self.poll_count += 1
         self.polled.add(run.path)
         with self.collector._cond:
             self.collector._cond.notify_all()
@@ -164,8 +177,7 @@ class _Counter:
 
 def test_a_backend_with_poll_is_polled_and_its_deltas_reach_the_sinks(tmp_path, collector):
     backend = _Counter(collector)
-    registry.backends()  # the built-ins first
-    registry.register(backend, first=True)  # type: ignore[arg-type]  # before the real PostgreSQL backend
+    registry.register(backend)
     try:
         (tmp_path / ".prose" / "runs").mkdir(parents=True)
         ws, pipeline = _pipeline(tmp_path, collector)
@@ -179,14 +191,14 @@ def test_a_backend_with_poll_is_polled_and_its_deltas_reach_the_sinks(tmp_path, 
             backend.rows = 3
             collector.wait(lambda: sum(len(d.events) for d in collector.deltas) >= 3, "the polled rows")
             assert [e.text for d in collector.deltas for e in d.events] == ["row 0", "row 1", "row 2"]
-            polls = backend.polls
-            collector.wait(lambda: backend.polls > polls, "a later poll")  # polling goes on, nothing new sent
+            polls = backend.poll_count
+            collector.wait(lambda: backend.poll_count > polls, "a later poll")  # polling goes on, nothing new sent
             assert sum(len(d.events) for d in collector.deltas) == 3
             assert backend.polled == {run.path}
         finally:
             pipeline.stop()
     finally:
-        registry._BACKENDS[:] = [b for b in registry._BACKENDS if b is not backend]
+        registry.unregister(backend)
 
 
 def test_a_run_folder_made_while_the_watch_restarts_is_found_when_it_is_installed(tmp_path, collector):

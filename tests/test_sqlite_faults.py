@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from prose_tui.backends import registry
-from prose_tui.backends.filesystem.folder import fallback_trace
+from prose_tui.backends.protocol import fallback_trace
 from prose_tui.backends.sqlite.backend import SqliteBackend
 from prose_tui.backends.sqlite import connect
 from prose_tui.backends.sqlite.connect import _FILES
@@ -216,6 +216,4 @@ def test_the_live_workspace_keeps_a_locked_run_and_takes_the_next_commit(tmp_pat
 def _forget_everywhere(run_dir: Path) -> None:
     """Close what the registry's backends keep open for ``run_dir`` (the workspace uses them)."""
     for backend in registry.backends():
-        forget = getattr(backend, "forget", None)
-        if forget is not None:
-            forget(run_dir)
+        backend.forget(run_dir)

@@ -17,9 +17,8 @@ folder, a Reactor state dir, or a state file. Where runs live:
   ``reactor.yml`` names. One state dir is one run (``RunRef.kind == "state-dir"``), read by the
   Reactor backend;
 * the 0.11-0.14 manifests (``manifest.run.md``, ``forme.manifest.json``, judge-era
-  ``state/responsibilities/``) mark run folders (``folder.is_run_dir``);
-* per-statement receipt ledgers (FORMATS.md generation 8): a ``receipts.jsonl`` marks a run
-  folder, and ``.libretto/runs/*/`` is walked like ``.prose/runs/*/``.
+  ``state/responsibilities/``) mark run folders; which files make a run folder is each
+  backend's to say (``RunBackend.is_run_folder``, asked through :func:`is_run_folder`).
 
 The walk is bounded in depth and folder count and skips VCS folders, dependencies and
 virtualenvs; it never follows symlinks, so loops cannot trap it.
@@ -32,7 +31,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prose_tui.backends.filesystem.folder import STATE_FILES, is_run_dir
+from prose_tui.backends.registry import backends
+
+STATE_FILES = ("state.md", "vm.log.md")  # a run's state files (seeds/filesystem.md): the flat layout has them in runs/
 
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", ".env", "__pycache__", ".tox",
@@ -51,11 +52,11 @@ STATE_DIR = "state-dir"
 RUN_ID_RE = re.compile(r"^\d{8}-\d{6}(?:-[\w.-]*)?$")
 # Files only an OpenProse VM writes into a run folder: enough without a run-id name.
 OPENPROSE_FILES = ("vm.log.md", "compiled-intent.json", "manifest.run.md", "forme.manifest.json")
+# FORMATS.md generation 8: the statement-receipt ledger marks a native run folder, and opens as one
+LEDGER_FILES = ("receipts.jsonl",)
 REACTOR_DEFAULT_DIR = ".reactor"
 REACTOR_CONFIGS = ("reactor.yml", "reactor.yaml")
-# FORMATS.md generation 8: the ledger file marks a run folder; the fork keeps runs in .libretto/runs/
-LEDGER_FILES = ("receipts.jsonl",)
-_WALK_DOT_DIRS = (".prose", ".agents", ".libretto", REACTOR_DEFAULT_DIR)
+_WALK_DOT_DIRS = (".prose", ".agents", ".libretto", REACTOR_DEFAULT_DIR)  # .libretto: FORMATS.md generation 8
 
 _user_scope = False
 
@@ -91,15 +92,17 @@ class RunRef:
 
 
 def is_prose_runs(folder: Path) -> bool:
-    """``.prose/runs``, ``.agents/prose/runs`` or ``.libretto/runs``: every child is taken as a run."""
+    """``.prose/runs``, ``.agents/prose/runs`` or ``.libretto/runs`` (the receipt-ledger fork,
+    FORMATS.md generation 8): every child is taken as a run."""
     parent = folder.parent
     return folder.name == "runs" and (parent.name in (".prose", ".libretto")
                                       or (parent.name == "prose" and parent.parent.name == ".agents"))
 
 
 def is_run_folder(folder: Path) -> bool:
-    """A folder holding a file a VM writes into a run (``folder.is_run_dir``) or a receipt ledger."""
-    return is_run_dir(folder) or any((folder / name).is_file() for name in LEDGER_FILES)
+    """Whether some backend takes ``folder`` for one of its run folders
+    (``RunBackend.is_run_folder``). Raises ``OSError`` when it cannot be looked into."""
+    return any(backend.is_run_folder(folder) for backend in backends())
 
 
 def is_native_run(folder: Path) -> bool:
@@ -264,6 +267,13 @@ def _find(path: Path) -> list[RunRef]:
             seen.add(resolved)
             refs.append(RunRef(resolved, resolved, STATE_DIR))
     return refs
+
+
+def in_flat_run(name: str) -> bool:
+    """Whether an entry ``name`` of a runs folder that is itself a run (the flat layout) is
+    a part of that run: its state file, ``state.db*``, a program, or a run part folder
+    (``bindings``, ``agents``…). Anything else there (another run's folder) is not."""
+    return name in STATE_FILES or name in RUN_PARTS or name.endswith(".prose") or name.startswith("state.db")
 
 
 def owning_run(changed: Path, runs: list[Path]) -> Path | None:

@@ -1,8 +1,10 @@
-"""Which backend reads a path: ``open_run`` asks the registry (:mod:`.registry`).
+"""Which backend reads a path: ``open_run`` asks the registry (:mod:`.registry`), which asks
+each backend whether it claims the path (``RunBackend.claims``), in priority order.
 
 A folder with ``state.md``/``vm.log.md`` is a filesystem run (seeds/filesystem.md), one with
 only ``state.db`` an SQLite run (seeds/sqlite.md); a file is a state file of either, or a
-narration text or transcript recognised by content (seeds/in-context.md).
+narration text or transcript recognised by content (seeds/in-context.md); a Reactor state dir
+(openprose-0.15 reactor.md); or a format a third-party backend claims.
 """
 
 from __future__ import annotations
@@ -10,19 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from prose_tui.backends.common.errors import NotARunError
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.filesystem.folder import STATE_FILES
+from prose_tui.backends.protocol import NotARunError
 from prose_tui.backends.registry import backend_for
-from prose_tui.backends.sqlite.connect import is_sqlite_file
 from prose_tui.model import Run
 
-
-def run_path_of(path: Path) -> Path:
-    """The path that identifies the run ``path`` belongs to: its folder, or a narration file."""
-    if path.is_file() and (path.name in STATE_FILES or is_sqlite_file(path)):
-        return path.parent
-    return path
+__all__ = ["NotARunError", "open_run", "unclaimed"]
 
 
 def unclaimed(path: Path) -> NotARunError:

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from prose_tui import __version__
-from prose_tui.backends import NotARunError, backend_of
+from prose_tui.backends import NotARunError
 from prose_tui.backends.common.dburl import Target, is_postgres_url, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.headless.completion import add_completion_parser
@@ -168,7 +168,9 @@ def load_runs(path: Path | None, stale_after: float = DEFAULT_STALE_AFTER, sourc
 
 def _print_runs(runs: list[Run], as_json: bool) -> None:
     if as_json:
-        print(json.dumps([run_row(r) for r in runs], indent=2, ensure_ascii=False))
+        from prose_tui.remote import shown_json  # a remote target's runs show their remote paths
+
+        print(json.dumps(shown_json([run_row(r) for r in runs]), indent=2, ensure_ascii=False))
         return
     from prose_tui.headless.render import runs_table
 
@@ -178,6 +180,7 @@ def _print_runs(runs: list[Run], as_json: bool) -> None:
 def _show(args: argparse.Namespace) -> int:
     """``show``: the parsed run, its history's events, or its state as of event ``--at``."""
     from prose_tui.history import Journal, events_json, failure_events, history_of, state_at
+    from prose_tui.history.report import chain_json
 
     run = open_target_run(args.path, args.stale_after)
     if run.status is RunStatus.UNREADABLE:  # nothing was read: no report to print, and not a success
@@ -194,8 +197,10 @@ def _show(args: argparse.Namespace) -> int:
         detail = run_detail(run, failures)
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
-        detail["chain"] = _chain_json(run)
-        print(json.dumps(detail, indent=2, ensure_ascii=False))
+        detail["chain"] = chain_json(run)
+        from prose_tui.remote import shown_json  # a remote target's run shows its remote paths
+
+        print(json.dumps(shown_json(detail), indent=2, ensure_ascii=False))
         return 0
     from prose_tui.headless.render import run_report
 
@@ -205,15 +210,6 @@ def _show(args: argparse.Namespace) -> int:
         print(f"as of event {args.at}/{len(history.events) - 1}: {event.text}")
     return 0
 
-
-def _chain_json(run: Run) -> dict | None:
-    """``show --json``'s ``chain``: the check of the run's hash-chained ledger
-    (``{ok, checked, problems, warnings}``), ``None`` for a format that chains nothing."""
-    try:
-        report = backend_of(run).chain(run)
-    except (LookupError, OSError):
-        return None
-    return report.as_json() if report is not None else None
 
 
 def _config():
@@ -323,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
         args.sources = [] if args.demo or str(args.path) == "-" else sources_for(target, args)
     except OSError as exc:
         return _fail(str(exc))
+    from prose_tui.remote import RemoteState, mirror_of
+
+    if (mirror := mirror_of(target.path)) is not None:  # ssh: the link's state in the status line
+        args.sources = [RemoteState(mirror)]
     if target.run_id is not None and args.sources:  # URL#RUN_ID: open on that run
         args.initial = args.sources[0].path_of(target.run_id)
     from prose_tui.headless.launch import launch

@@ -27,7 +27,9 @@ def add_export_parser(sub) -> None:
         description="Write one run as a self-contained file anyone can open offline: header and status "
                     "reason, annotated trace, failures with their context, timeline, bindings, agent "
                     "memory, warnings.")
-    export.add_argument("path", type=parse_target, metavar="RUN",
+    from prose_tui.headless.targets import any_target
+
+    export.add_argument("path", type=any_target, metavar="RUN",
                         help="run folder, state file, state.db, narration file, - for stdin, or postgresql://…/db#RUN_ID")
     export.add_argument("--at", type=int, metavar="N", help="the state as of event N (0-based; see show --json)")
     export.add_argument("--format", choices=("html", "md", "json"), default=None,
@@ -56,6 +58,7 @@ def _format(args: argparse.Namespace) -> str:
 
 def run_export(args: argparse.Namespace) -> int:
     from prose_tui.history.exporting import export_text, write_export
+    from prose_tui.remote import mirror_of, shown
 
     run, history = load_run_and_history(args.path, args.stale_after)
     fmt = _format(args)
@@ -70,12 +73,14 @@ def run_export(args: argparse.Namespace) -> int:
 
         trace = trace_as_shown(run, args.at, Journal())  # the explorer's program view and marks
     if args.output == "-":
-        sys.stdout.write(export_text(run, history, fmt, args.at, trace))
+        sys.stdout.write(shown(export_text(run, history, fmt, args.at, trace)))
         return 0
     try:
         written = write_export(run, history, fmt, args.at, Path(args.output) if args.output else None, trace)
     except OSError as exc:
         print(f"prose-tui: cannot write {args.output or 'the export'}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    if mirror_of(run.path) is not None:  # a remote run: the host's paths, not the local copy's
+        written.write_text(shown(written.read_text(encoding="utf-8")), encoding="utf-8")
     print(written)
     return 0

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from prose_tui.backends.common.status import age, as_utc
-from prose_tui.backends.reactor.ledger import short
+from prose_tui.backends.common.text import short
 from prose_tui.history.nodes import node_state
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
@@ -58,7 +58,9 @@ def run_report(run: Run, console: Console | None = None) -> None:
     console.print(head)
     console.print(Text(f"program {run.program or '—'}  started {_when(run.started)}  updated {_when(run.updated)}"))
     console.print(Text(f"why: {run.status_reason}", "dim"))
-    console.print(Text(str(run.path), "dim"))
+    from prose_tui.remote import shown  # a remote run: the host's path, not the local copy's
+
+    console.print(Text(shown(str(run.path)), "dim"))
     if run.trace:
         console.rule("trace")
         for t in run.trace:

@@ -95,7 +95,7 @@ def _bracketed(host: str) -> str:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from prose_tui.backends.postgres.url import is_postgres_url, safe_label
+    from prose_tui.backends.common.dburl import is_postgres_url, safe_label
     from prose_tui.tui.served import READ_ONLY, READ_WRITE, SERVED_ENV
 
     host = args.host.strip().strip("[]")

@@ -11,9 +11,11 @@ The URL is parsed once, into a :class:`~prose_tui.backends.common.dburl.Database
 argv. Public for every command, ``serve`` included:
 
 * :func:`target_argument` adds a ``PATH|URL`` positional, :func:`add_postgres_options` the
-  ``--postgres``/``--postgres-env``/``--no-postgres`` (and ``--poll``/``--listen``) flags;
+  options every backend adds (``RunBackend.add_options``: PostgreSQL's
+  ``--postgres``/``--postgres-env``/``--no-postgres`` and ``--poll``/``--listen``);
   :func:`resolve_target` gives the target they name together;
-* :func:`sources_for` gives the PostgreSQL sources a target and those flags ask for;
+* :func:`sources_for` gives the sources of runs off disk (a PostgreSQL database) a target and
+  those options ask for, from every backend (``RunBackend.sources_for``);
 * :func:`open_target_run` reads the one run a target names (path, ``-`` for stdin, or
   ``URL#RUN_ID``);
 * :func:`install_redacting_excepthooks` makes an uncaught exception's traceback pass
@@ -30,13 +32,14 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from prose_tui.backends.common.dburl import DatabaseUrl, Target, parse_target, redact
+from prose_tui.backends.common.dburl import Target, parse_target, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
+from prose_tui.backends.protocol import RunSource
+from prose_tui.backends.registry import backends
 from prose_tui.model import Run
 
-__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options",
-           "database_url", "install_redacting_excepthooks", "open_target_run", "resolve_target",
-           "sources_for", "target_argument"]
+__all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options", "any_target",
+           "install_redacting_excepthooks", "open_target_run", "resolve_target", "sources_for", "target_argument"]
 
 DEFAULT_TARGET = Target(path=Path("."))  # what an omitted PATH means (the very object, to tell it from ".")
 
@@ -55,15 +58,29 @@ class RedactingArgumentParser(argparse.ArgumentParser):
         super().error(redact(message))
 
 
-def database_url(text: str) -> DatabaseUrl:
-    """``--postgres URL`` as a :class:`DatabaseUrl` (an argparse ``type``): a URL that is not
-    ``postgresql://``/``postgres://`` is a usage error."""
-    target = parse_target(text, "--postgres")
-    if target.database is None:
-        raise argparse.ArgumentTypeError("expected a postgresql:// or postgres:// URL")
-    if target.run_id is not None:
-        raise argparse.ArgumentTypeError("a database, without #RUN_ID")
-    return target.database
+def any_target(text: str | Path) -> Target:
+    """:func:`parse_target`, and an ``ssh://[user@]host[:port]/path`` or ``host:path`` target
+    (issue 34) as a path that :func:`resolve_target`/:func:`open_target_run` turn into the
+    local copy of the remote runs (``prose_tui.remote``). An argparse ``type``."""
+    from prose_tui.remote import remote_path
+
+    try:
+        remote = remote_path(str(text)) if not isinstance(text, Path) else None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Target(path=remote) if remote is not None else parse_target(text)
+
+
+def _localized(target: Target) -> Target:
+    """``target`` with a remote path replaced by its local copy (connecting once); raises
+    :class:`TargetError` with ssh's reason when the host cannot be read."""
+    from prose_tui.remote import RemoteError, localize
+
+    try:
+        path = localize(target.path)
+    except RemoteError as exc:
+        raise TargetError(str(exc)) from None
+    return target if path is target.path else Target(path=path)
 
 
 def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, metavar: str = "PATH",
@@ -73,23 +90,18 @@ def target_argument(parser: argparse.ArgumentParser, dest: str = "path", *, meta
     kwargs: dict = {}
     if default is not None:
         kwargs = {"nargs": "?", "default": DEFAULT_TARGET if default == "." else parse_target(default)}
-    parser.add_argument(dest, type=parse_target, metavar=metavar, **kwargs,
-                        help=f"{what}, or a postgresql:// URL for that database alone"
+    parser.add_argument(dest, type=any_target, metavar=metavar, **kwargs,
+                        help=f"{what}, a postgresql:// URL for that database alone, or "
+                             "ssh://[user@]host[:port]/path (or host:path) on another machine"
                              + (f" (default: {default})" if default is not None else ""))
 
 
 def add_postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None:
-    """``--postgres URL`` / ``--no-postgres`` (and, when ``live``, ``--poll``/``--listen``)."""
-    parser.add_argument("--postgres", metavar="URL", type=database_url,
-                        help="also read the runs of this PostgreSQL database beside PATH "
-                             "(default: OPENPROSE_POSTGRES_URL in .env or the environment, then DATABASE_URL)")
-    parser.add_argument("--postgres-env", metavar="VAR", help="the target is the PostgreSQL database whose URL is in "
-                        "environment variable VAR (that database alone, as a URL target; kept out of the process list)")
-    parser.add_argument("--no-postgres", action="store_true", help="do not look for a PostgreSQL database")
-    if live:
-        parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
-                            help="how often a database is asked for changes (default 0.5)")
-        parser.add_argument("--listen", metavar="CHANNEL", help="also LISTEN on this channel and poll at once on a NOTIFY")
+    """The options every backend adds (``RunBackend.add_options``, in registry order): today
+    PostgreSQL's ``--postgres URL`` / ``--postgres-env VAR`` / ``--no-postgres`` (and, when
+    ``live``, ``--poll``/``--listen``)."""
+    for backend in backends():
+        backend.add_options(parser, live=live)
 
 
 def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
@@ -99,7 +111,7 @@ def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
     target: Target = getattr(args, dest)
     variable = getattr(args, "postgres_env", None)
     if not variable:
-        return target
+        return _localized(target)
     if target is not DEFAULT_TARGET:
         raise TargetError(f"give {target} or --postgres-env {variable}, not both")
     value = os.environ.get(variable, "").strip()
@@ -109,29 +121,16 @@ def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
     return named
 
 
-def sources_for(target: Target, args: argparse.Namespace | None = None) -> list:
-    """The PostgreSQL sources (``backends.postgres.PostgresSource``, attached to the backend)
-    that ``target`` and ``args`` ask for: the target's database alone for a URL; for a path,
-    ``args.postgres`` if given, else (unless ``args.no_postgres``) the database the VM of
-    that path would use. ``[]`` for none. No connection is made here."""
-    from prose_tui.backends.postgres.backend import attach
-    from prose_tui.backends.postgres.source import PostgresSource
-    from prose_tui.backends.postgres.url import USER_URL_VARIABLE, find_url
+def sources_for(target: Target, args: argparse.Namespace | None = None) -> list[RunSource]:
+    """The sources of runs off disk that ``target`` and ``args`` ask for, from every backend
+    (``RunBackend.sources_for``; PostgreSQL: the target's database alone for a URL; for a
+    path, ``--postgres`` if given, else, unless ``--no-postgres``, the database the VM of
+    that path would use). ``[]`` for none. No connection is made here."""
+    from prose_tui.remote import mirror_of
 
-    urls: list[DatabaseUrl] = []
-    project = target.path if target.path is not None else None
-    if target.database is not None:
-        urls.append(target.database)
-    given = getattr(args, "postgres", None)
-    if given is not None and given not in urls:
-        urls.append(given)
-    if not urls and project is not None and not getattr(args, "no_postgres", False) and str(project) != "-":
-        found = find_url(project)
-        urls += [found] if found is not None else []
-    user_url = find_url(project, variable=USER_URL_VARIABLE) if project is not None else None
-    poll = max(float(getattr(args, "poll", 0.5) or 0.5), 0.05)
-    return [attach(PostgresSource(url, poll_interval=poll, listen=getattr(args, "listen", None), user_url=user_url))
-            for url in urls]
+    if mirror_of(target.path) is not None:  # a remote target (ssh): no database is looked for
+        return []
+    return [source for backend in backends() for source in backend.sources_for(target, args)]
 
 
 def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) -> Run:
@@ -142,13 +141,16 @@ def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) ->
     be read."""
     from prose_tui.backends import NotARunError, open_run
     from prose_tui.backends.common.status import apply_staleness
+    from prose_tui.backends.registry import open_text
 
+    target = _localized(target)
     if target.database is None:
         assert target.path is not None
         if str(target.path) == "-":
-            from prose_tui.backends.narration.parse import parse_narration_text
-
-            return parse_narration_text(sys.stdin.read())
+            run = open_text(sys.stdin.read())  # a narration on stdin (RunBackend.open_text)
+            if run is None:
+                raise NotARunError("standard input: no backend reads a run from text")
+            return run
         return open_run(target.path, stale_after=stale_after)
     source = sources_for(Target(database=target.database))[0]
     if target.run_id is None:

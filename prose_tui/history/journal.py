@@ -44,7 +44,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -61,6 +61,7 @@ from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.history.current import remember_current, sha256_of
 from prose_tui.history.revisions import PACK_NAME, PackWriter, revision_lines
 from prose_tui.history.sources import source_for
+from prose_tui.model import Part
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "StoredRevision", "run_files"]
 
@@ -194,7 +195,9 @@ class Journal:
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
         """The journal folder of ``run_dir``: ``root/journals/<sha1 of its resolved path>``."""
-        key = hashlib.sha1(str(Path(run_dir).resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+        from prose_tui.remote import shown  # a remote run's journal is keyed by its ssh:// path, not the copy's
+
+        key = hashlib.sha1(shown(str(Path(run_dir).resolve())).encode("utf-8", "surrogateescape")).hexdigest()
         return self.root / "journals" / key
 
     def has(self, run_dir: Path) -> bool:
@@ -279,7 +282,8 @@ class Journal:
         return StoredRevision(self.folder(run_dir), sha256).read()  # a whole file nobody indexed
 
     # -- writing -------------------------------------------------------------------------------
-    def record(self, run_dir: Path, changed: set[Path], now: datetime) -> int:
+    def record(self, run_dir: Path, changed: set[Path], now: datetime, *, parts: Mapping[Path, Part] | None = None,
+               state: tuple[bytes, os.stat_result] | None = None) -> int:
         """Journal what changed in ``run_dir``; returns the number of entries added.
 
         ``changed`` holds absolute paths (others and paths outside the run are ignored);
@@ -289,19 +293,29 @@ class Journal:
         binding and segment writes come first (by mtime) and the ``state.md`` revision
         last, the order the VM Update Protocol of seeds/filesystem.md writes them in.
         ``now`` is stored as the time of each entry. Never writes inside ``run_dir``.
-        """
-        return len(self.record_entries(run_dir, changed, now))
 
-    def record_entries(self, run_dir: Path, changed: set[Path], now: datetime) -> list[JournalEntry]:
+        ``parts`` is the part of the run each changed path belongs to, as the live layer
+        classified it (``Delta.parts``): those paths are not classified again. ``state`` is
+        ``state.md``'s bytes and stat when the backend read it whole for this change
+        (``Delta.state_data``/``state_stat``): it is not read again.
+        """
+        return len(self.record_entries(run_dir, changed, now, parts=parts, state=state))
+
+    def record_entries(self, run_dir: Path, changed: set[Path], now: datetime, *,
+                       parts: Mapping[Path, Part] | None = None,
+                       state: tuple[bytes, os.stat_result] | None = None) -> list[JournalEntry]:
         """Like :meth:`record`, returning the entries added (this run's and its imports')."""
         run_dir = Path(run_dir).resolve()
         folder = self.folder(run_dir)
         if folder.resolve() == run_dir or run_dir in folder.resolve().parents:
             raise ValueError(f"journal folder {folder} is inside the run {run_dir}; refusing to write there")
         with self._writing:
-            return self._record(run_dir, folder, set(changed), now)
+            return self._record(run_dir, folder, set(changed), now, parts or {}, state)
 
-    def _record(self, run_dir: Path, folder: Path, changed: set[Path], now: datetime) -> list[JournalEntry]:
+    def _record(self, run_dir: Path, folder: Path, changed: set[Path], now: datetime,
+                kinds: Mapping[Path, Part] | None = None,
+                given: tuple[bytes, os.stat_result] | None = None) -> list[JournalEntry]:
+        kinds = kinds or {}
         seen = self._load_seen(run_dir, folder)
         if seen.entries == 0:
             changed |= run_files(run_dir)
@@ -326,12 +340,18 @@ class Journal:
             if not parts or parts[-1].startswith("."):
                 continue  # the run itself, or a VM's temporary file
             head = parts[0]
-            if head == "imports" and len(parts) >= 3:
+            # A changed path comes classified by the live layer (``parts``); the files a first
+            # record takes in (``run_files``) are told apart by the run folder layout here.
+            part = kinds.get(path)
+            if part is None:
+                part = (Part.IMPORT if head == "imports" else Part.STATE if len(parts) == 1 and head == "state.md"
+                        else Part.BINDING if head == "bindings" and len(parts) >= 2 and is_binding_name(parts[-1])
+                        else Part.AGENT if head == "agents" else Part.OTHER)
+            if part is Part.IMPORT and len(parts) >= 3:
                 imports.setdefault(parts[1], set()).add(full)
-            elif parts == ("state.md",):
+            elif part is Part.STATE and parts == ("state.md",):  # vm.log.md and state.db are their own history
                 state = full
-            elif (head == "bindings" and len(parts) >= 2 and is_binding_name(parts[-1])) or (
-                    head == "agents" and len(parts) == 3 and segment_number(full) is not None):
+            elif part is Part.BINDING or (part is Part.AGENT and len(parts) == 3 and segment_number(full) is not None):
                 try:
                     st: os.stat_result | None = os.lstat(full)
                     if st is not None and stat.S_ISLNK(st.st_mode):  # a link: followed only inside the run
@@ -357,7 +377,7 @@ class Journal:
             rows.append({"t": stamp, "k": kind, "p": rel_text, "size": st.st_size, "mtime": st.st_mtime})
             added.append(JournalEntry(now, kind, self._path(run_dir, rel_text, path), size=st.st_size, mtime=st.st_mtime))
         if state is not None:
-            entry = self._state_entry(state, folder, seen, now, run_dir)
+            entry = self._state_entry(state, folder, seen, now, run_dir, given)
             if entry is not None:
                 row: dict[str, object] = {"t": stamp, "k": entry.kind, "p": "state.md"}
                 if entry.kind == "state":
@@ -388,28 +408,28 @@ class Journal:
         return added
 
     def _state_entry(self, path: Path, folder: Path, seen: _Seen, now: datetime,
-                     run_dir: Path | None = None) -> JournalEntry | None:
+                     run_dir: Path | None = None,
+                     given: tuple[bytes, os.stat_result] | None = None) -> JournalEntry | None:
         # An event log is its own history and encrypted text tells nothing: neither is kept.
         # A log that only grew since it was last seen as one (same inode, not shorter) is
         # still one: it is not read again (it is the whole run, read per appended event).
+        # ``given``: the bytes and stat the backend's own read of this change gave (not read again).
         try:  # a state.md that links outside the run is never read (nor kept in the journal)
-            with open_regular(path, root=run_dir) as fh:
-                st = os.fstat(fh.fileno())
-                known = seen.event_log
-                if known is not None and known[:2] == (st.st_ino, st.st_dev) and st.st_size >= known[2]:
-                    seen.event_log = (st.st_ino, st.st_dev, st.st_size)
+            if given is not None and (run_dir is None or inside(path, run_dir)):
+                data, st = given
+                if self._state_kind(data[:65536], st, seen, path) is not None:
                     return None
-                head = fh.read(65536)
-                if seen.own_history is None:
-                    source = source_for(path)
-                    seen.own_history = source.keeps_own_history if source is not None else _snapshot
-                if seen.own_history(decode(head)):
-                    seen.event_log = (st.st_ino, st.st_dev, st.st_size)
-                    return None
-                seen.event_log = None
-                if looks_encrypted(decode(head[:4096])):
-                    return None
-                data = head + fh.read()
+            else:
+                with open_regular(path, root=run_dir) as fh:
+                    st = os.fstat(fh.fileno())
+                    known = seen.event_log
+                    if known is not None and known[:2] == (st.st_ino, st.st_dev) and st.st_size >= known[2]:
+                        seen.event_log = (st.st_ino, st.st_dev, st.st_size)
+                        return None
+                    head = fh.read(65536)
+                    if self._state_kind(head, st, seen, path) is not None:
+                        return None
+                    data = head + fh.read()
         except OSError:
             if seen.state is not None:
                 seen.state = None
@@ -429,6 +449,22 @@ class Journal:
             stored = StoredRevision(folder, sha, at)
         return JournalEntry(now, "state", self._path(path.parent, "state.md", path), sha256=sha, size=st.st_size,
                             mtime=st.st_mtime, stored=stored)
+
+    @staticmethod
+    def _state_kind(head: bytes, st: os.stat_result, seen: _Seen, path: Path) -> str | None:
+        """``"event log"`` or ``"encrypted"`` for a ``state.md`` whose first bytes say so (not
+        journaled), else ``None``; remembers an event log's inode and size in ``seen``. Whether
+        it is a log is the backend's call (``HistorySource.keeps_own_history``), asked once per run."""
+        if seen.own_history is None:
+            source = source_for(path)
+            seen.own_history = source.keeps_own_history if source is not None else _snapshot
+        if seen.own_history(decode(head)):
+            seen.event_log = (st.st_ino, st.st_dev, st.st_size)
+            return "event log"
+        seen.event_log = None
+        if looks_encrypted(decode(head[:4096])):
+            return "encrypted"
+        return None
 
     def _path(self, run_dir: Path, rel: str, path: Path) -> Path:
         """``path`` (``run_dir/rel``), the same object for every entry of the run."""

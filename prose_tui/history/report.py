@@ -385,4 +385,16 @@ def detail_json(run: Run, history: History, at: int | None = None) -> dict[str, 
     detail["events"] = events_json(history)
     detail["history"] = {"origin": history.origin, "note": history.note, "at": at,
                          "failures": [i for i in history.failures() if at is None or i <= at]}
+    detail["chain"] = chain_json(run)
     return detail
+
+
+def chain_json(run: Run) -> dict[str, Any] | None:
+    """``show --json``'s ``chain``: the check of the run's hash-chained ledger as last read
+    (``{"ok": bool, "checked": int, "problems": [str], "warnings": [str]}``;
+    ``RunBackend.chain``), ``None`` for a format that chains nothing or a run no backend reads."""
+    try:
+        report = backend_of(run).chain(run)
+    except (LookupError, OSError):
+        return None
+    return report.as_json() if report is not None else None

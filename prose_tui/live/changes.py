@@ -7,30 +7,22 @@ Textual-free.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
-from prose_tui.model import Delta, Run
+from prose_tui.model import Delta, Part, Run
 
-
-class Part(StrEnum):
-    """Which part of a run a changed path belongs to."""
-
-    STATE = "state"
-    BINDING = "binding"
-    AGENT = "agent"
-    IMPORT = "import"
-    PROGRAM = "program"
-    OTHER = "other"
+__all__ = ["Applied", "Part", "RunChange"]
 
 
 @dataclass(slots=True)
 class RunChange:
-    """What ``Workspace.apply`` changed in one run: the parts and the paths behind them."""
+    """What ``Workspace.apply`` changed in one run: the parts and the paths behind them, and
+    (``kinds``) the part each path belongs to, as classified once by the run's backend."""
 
     run: Run
     parts: set[Part] = field(default_factory=set)
     paths: set[Path] = field(default_factory=set)
+    kinds: dict[Path, Part] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

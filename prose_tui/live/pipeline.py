@@ -233,8 +233,8 @@ class LivePipeline:
             sink(delta)
 
     def _poll(self) -> None:
-        """Backends without files (``poll``/``poll_interval``, see ``RunBackend``): their open
-        runs (a summary has nothing to poll)."""
+        """Backends without files (``RunBackend.polls``: ``poll`` every ``poll_interval``
+        seconds): their open runs (a summary has nothing to poll)."""
         from prose_tui.backends import backend_of
 
         ws = self.workspace
@@ -248,15 +248,14 @@ class LivePipeline:
                 backend = backend_of(run)
             except LookupError:
                 continue
-            poll = getattr(backend, "poll", None)
-            if poll is None:
+            if not backend.polls:
                 continue
             due = self._next_poll.get(path)
             if due is None or now >= due:
-                self._next_poll[path] = now + float(getattr(backend, "poll_interval", 1.0))
+                self._next_poll[path] = now + float(backend.poll_interval)
                 try:
                     with ws.run_lock(path):
-                        delta = poll(run)
+                        delta = backend.poll(run)
                         if delta is None:
                             continue
                         with ws.lock:
@@ -315,7 +314,9 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
         if after_paint is not None:
             after_paint(PAINT_WAIT)
         try:
-            journal.record(run.path, delta.paths, clock())
+            # The change's own classification and state.md bytes: nothing is classified or read twice.
+            read = (delta.state_data, delta.state_stat) if delta.state_data is not None and delta.state_stat else None
+            journal.record(run.path, delta.paths, clock(), parts=delta.parts, state=read)
         except (OSError, ValueError, RecursionError) as exc:
             state["journal"] = None  # a convenience: losing it must not stop the live view
             if on_error is not None:

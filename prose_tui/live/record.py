@@ -180,7 +180,9 @@ def describe(run_dir: Path, entry: JournalEntry) -> str:
 
 
 def _say(text: str, *, err: bool = False) -> None:
-    print(redact(text), file=sys.stderr if err else sys.stdout, flush=True)
+    from prose_tui.remote import shown  # a remote target: the host's paths, not the local copy's
+
+    print(redact(shown(text)), file=sys.stderr if err else sys.stdout, flush=True)
 
 
 def follow_sources(sources: list, *, stop: threading.Event, on_line: Callable[[str], None],

@@ -3,8 +3,9 @@
 Kept apart from the file-system routing of ``workspace.py``: a source lists its runs, reads
 one in full, and is polled. Its runs share the workspace's ``runs``/``detailed`` with the
 runs on disk. :class:`SourceRuns` is a part of :class:`~prose_tui.live.workspace.Workspace`
-(its attributes are the workspace's); :class:`RunSource` is what a source provides
-(``backends.postgres.PostgresSource``). Textual-free.
+(its attributes are the workspace's); a source is a
+:class:`~prose_tui.backends.protocol.RunSource`, made by a backend from the command line
+(``RunBackend.sources_for``; PostgreSQL's). Textual-free.
 """
 
 from __future__ import annotations
@@ -13,34 +14,10 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
 
+from prose_tui.backends.protocol import RunSource
 from prose_tui.live.changes import Applied, Part, RunChange
-from prose_tui.model import Delta, Run
-
-
-class RunSource(Protocol):
-    """A place runs live that is not a folder (``backends.postgres.PostgresSource``).
-
-    ``first_runs(n)`` the newest ``n`` runs of ``list_runs`` (one short query: the run list
-    shows them while the whole list is read); ``open(path, first_screen=f)`` reads a run in
-    full, calling ``f`` first with a copy of what a screen shows at once (a run's last rows);
-    ``poll`` returns a delta per run read in full that changed (cheap: what changed);
-    ``poll_runs`` what happened to the list (``added``/``changed`` runs, ``removed``
-    paths), at most every few seconds and cheap when nothing did. Both block on I/O and
-    may raise ``OSError`` (``poll_runs``) while the source is unreachable."""
-
-    @property
-    def state(self) -> str: ...
-    @property
-    def poll_interval(self) -> float: ...
-
-    def owns(self, path: Path) -> bool: ...
-    def list_runs(self) -> list[Run]: ...
-    def first_runs(self, limit: int) -> list[Run]: ...
-    def open(self, path: Path, *, first_screen: Callable[[Run], None] | None = None) -> Run: ...
-    def poll(self, path: Path | None = None) -> dict[Path, Delta]: ...
-    def poll_runs(self) -> Any: ...
+from prose_tui.model import Run
 
 
 class SourceRuns:

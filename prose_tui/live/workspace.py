@@ -2,9 +2,12 @@
 
 Textual-free. The live pipeline (``pipeline.py``) hands batches of changed paths to
 ``apply`` in a worker thread; each path is routed to the run that owns it (a dictionary
-walk up the path's parents) and the run's backend applies the batch (``RunBackend.apply``:
-an appended event log is tailed, a binding re-reads that binding...), returning a
-``Delta``. A folder appearing in a ``runs`` folder is a new run, read at once.
+walk up the path's parents), each path is classified once by the run's backend
+(``RunBackend.classify``: state, binding, agent...) and the backend applies the batch with
+that classification (``RunBackend.apply``: an appended event log is tailed, a binding
+re-reads that binding...), returning a ``Delta`` that carries it on (``Delta.parts``) to the
+sinks. A folder appearing in a ``runs`` folder is a new run, read at once. Formats are
+reached through the backend protocol and the registry only.
 
 Locking: ``lock`` guards the dictionaries (``refs``, ``runs``, ``detailed``, ``observed``)
 and is never held while reading disk; each run has its own lock (``run_lock``) so a
@@ -20,22 +23,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
-from prose_tui.backends.common.status import (
-    DEFAULT_STALE_AFTER,
-    apply_staleness,
-    infer_status,
-    run_id_time,
-)
+from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness, run_id_time
 from prose_tui.backends.common.text import visible_name
-from prose_tui.backends.discover import RUN_PARTS, RunRef, runs_roots
-from prose_tui.backends.filesystem.folder import STATE_FILES
-from prose_tui.backends.filesystem.live import part_of
-from prose_tui.backends.narration.backend import NarrationBackend
-from prose_tui.backends.narration.parse import sniff_narration
-from prose_tui.backends.registry import backends
+from prose_tui.backends.discover import RUN_PARTS, RunRef, in_flat_run, runs_roots
+from prose_tui.backends.protocol import RunBackend
+from prose_tui.backends.registry import backend_for, backend_or_default, backends
 from prose_tui.live.changes import Applied, Part, RunChange
 from prose_tui.live.sources import RunSource, SourceRuns
-from prose_tui.model import Backend, Delta, Run, RunStatus
+from prose_tui.model import Backend, Delta, Run
 
 __all__ = ["Applied", "Part", "RunChange", "RunSource", "RunTable", "Workspace", "placeholder"]
 
@@ -203,10 +198,12 @@ class Workspace(SourceRuns):
             ref = self.refs.get(path)
             if summary is None:
                 summary = path not in self.detailed
-        if path.is_file() and path.name not in STATE_FILES and ref is not None and ref.flat:
-            with self.lock:
-                self.detailed.add(path)
-            return self._read_narration(path, progress=progress, partial=partial)
+        if ref is not None and ref.flat and path.is_file():
+            backend = backend_for(path)
+            if backend is not None and backend.grows:
+                with self.lock:
+                    self.detailed.add(path)
+                return self._read_growing(backend, path, progress=progress, partial=partial)
         try:
             run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
                            summary=summary)
@@ -228,24 +225,20 @@ class Workspace(SourceRuns):
             self.runs[path] = run
         return run
 
-    def _read_narration(self, path: Path, *, progress=None, partial=None) -> Run | None:
-        """Narration files are tailed: each read parses only the bytes appended since the last."""
-        narration = next(b for b in backends() if isinstance(b, NarrationBackend))
-        if not sniff_narration(path):
-            return None
-        tail, _created = narration.tail_for(path)  # one tail per file, however many threads ask
+    def _read_growing(self, backend: RunBackend, path: Path, *, progress=None, partial=None) -> Run | None:
+        """A file that only grows (a narration: ``RunBackend.grows``) is read on from where the
+        last read stopped; ``partial`` gets the run so far every ``PARTIAL_EVERY`` bytes."""
         shown = [0]
 
-        def report(done: int, total: int) -> None:
+        def report(done: int, total: int, so_far: Run) -> None:
             if progress is not None:
                 progress(done, total, "bytes")
             if partial is not None and done - shown[0] >= PARTIAL_EVERY and done < total:
                 shown[0] = done
-                partial(tail.run)
+                partial(so_far)
 
         with self.run_lock(path):
-            tail.poll(progress=report)
-            run = tail.run
+            run = backend.open_growing(path, report)
         apply_staleness(run, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path))
         with self.lock:
             self.runs[path] = run
@@ -283,25 +276,16 @@ class Workspace(SourceRuns):
                 items = list(self.runs.items())
             else:
                 items = [(path, self.runs[path]) for path in paths if path in self.runs]
-        rules: dict[Backend, Callable[..., tuple[RunStatus, str]] | None] = {}  # one backend lookup per kind, not per run (10,000 database runs)
+        rules: dict[Backend, RunBackend] = {}  # one backend lookup per kind, not per run (10,000 database runs)
         for path, run in items:
-            if run.backend not in rules:
+            backend = rules.get(run.backend)
+            if backend is None:
                 try:
-                    rules[run.backend] = getattr(backend_of(run), "status", None)
+                    backend = rules[run.backend] = backend_of(run)
                 except LookupError:
-                    rules[run.backend] = None
-            status_of = rules[run.backend]
-            if status_of is None and run.backend is not Backend.FILESYSTEM and run.status is not RunStatus.RUNNING:
-                continue  # staleness only ever turns a running run interrupted
-            if status_of is not None:  # the backend's own rule (a tailed log, a Reactor ledger)
-                status = status_of(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
-            elif run.backend is Backend.FILESYSTEM:
-                status = infer_status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
-            else:
-                before = (run.status, run.status_reason)
-                apply_staleness(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
-                status = (run.status, run.status_reason)
-                run.status, run.status_reason = before
+                    backend = rules[run.backend] = backend_or_default(None)
+            # The backend's own rule (a tailed log, a Reactor ledger), else staleness.
+            status = backend.status(run, now=now, stale_after=self.stale_after, observed=self.observed.get(path))
             if status != (run.status, run.status_reason):
                 run.status, run.status_reason = status
                 changed.append(run)
@@ -309,8 +293,10 @@ class Workspace(SourceRuns):
 
     # -- applying changes ------------------------------------------------------------------
     def part_of(self, run_dir: Path, path: Path) -> Part:
-        """Route a path inside ``run_dir`` to the part of the run it belongs to."""
-        return Part(part_of(run_dir, path))
+        """The part of the run at ``run_dir`` a path inside it belongs to, as the run's
+        backend classifies it (the run folder layout for a run not read yet)."""
+        run = self.runs.get(run_dir)  # one dict read (atomic): the UI thread asks, never waiting on the lock
+        return backend_or_default(run).classify(run_dir, path)
 
     def owner(self, path: Path) -> Path | None:
         """The run folder (or narration file) ``path`` belongs to: a walk up its parents in a
@@ -323,8 +309,7 @@ class Workspace(SourceRuns):
                 continue
             if ref.flat and candidate.is_dir() and candidate != path:
                 rel = path.relative_to(candidate).parts
-                if rel and rel[0] not in STATE_FILES and rel[0] not in RUN_PARTS and not rel[0].endswith(".prose") \
-                        and not rel[0].startswith("state.db"):
+                if rel and not in_flat_run(rel[0]):
                     return None
             return candidate
         return None
@@ -443,30 +428,41 @@ class Workspace(SourceRuns):
                 out.runs_added.append(ref.path)
 
     def _update(self, run_dir: Path, paths: set[Path], now: datetime) -> tuple[RunChange | None, Delta | None]:
-        parts = {self.part_of(run_dir, p) for p in paths}
+        """Apply ``paths`` to the run at ``run_dir``: each path is classified here, once, and
+        the classification goes with the change to the backend's ``apply`` and on to the
+        sinks (``Delta.parts``, ``RunChange.kinds``)."""
         with self.run_lock(run_dir):
             with self.lock:
                 run = self.runs.get(run_dir)
                 detailed = run_dir in self.detailed
+            backend = backend_or_default(run)
+            kinds = {p: backend.classify(run_dir, p) for p in paths}
+            parts = set(kinds.values())
             if run is None:
                 fresh = self._read(run_dir, summary=not detailed)
-                return (RunChange(fresh, parts, paths), Delta.whole(fresh, paths)) if fresh is not None else (None, None)
-            if not detailed and run.backend is Backend.FILESYSTEM:
+                if fresh is None:
+                    return None, None
+                whole = Delta.whole(fresh, paths)
+                whole.parts = kinds
+                return RunChange(fresh, parts, paths, kinds), whole
+            follows = backend.summary_parts
+            if not detailed and follows is not None:
                 # A run list row follows its state file only; the rest is read when it is opened.
-                paths = {p for p in paths if self.part_of(run_dir, p) is Part.STATE}
-                if not paths:
+                kinds = {p: kind for p, kind in kinds.items() if kind in follows}
+                if not kinds:
                     return None, None
             try:
-                delta = backend_of(run).apply(run, paths, now=now, stale_after=self.stale_after,
-                                              observed=self.observed.get(run_dir))
+                delta = backend.apply(run, kinds, now=now, stale_after=self.stale_after,
+                                      observed=self.observed.get(run_dir))
             except (OSError, NotARunError):
                 with self.lock:
                     self.runs.pop(run_dir, None)
                 return None, None
+            delta.parts = kinds
             with self.lock:
                 if self.runs.get(run_dir) is run:
                     self.runs[run_dir] = delta.run
-        return RunChange(delta.run, parts, paths), delta
+        return RunChange(delta.run, parts, set(kinds), kinds), delta
 
     def catch_up(self, path: Path) -> Delta | None:
         """After a full read: apply what the run's state file gained while it was read."""
@@ -476,8 +472,8 @@ class Workspace(SourceRuns):
             return None
         with self.run_lock(path):
             try:
-                delta = backend_of(run).apply(run, {run.state_file}, now=self.clock(), stale_after=self.stale_after,
-                                              observed=self.observed.get(path))
+                delta = backend_of(run).apply(run, {run.state_file: Part.STATE}, now=self.clock(),
+                                              stale_after=self.stale_after, observed=self.observed.get(path))
             except OSError:
                 return None
             with self.lock:
@@ -498,21 +494,16 @@ class Workspace(SourceRuns):
             backend = backend_of(run)
         except LookupError:
             return 0
-        older = getattr(backend, "older", None)
-        if older is None:
-            return 0
         with self.run_lock(path):
             with self.lock:
                 if self.runs.get(path) is not run:
                     return 0
-            return int(older(run, limit))
+            return int(backend.older(run, limit))
 
 
 def _forget(path: Path) -> None:
     for backend in backends():
-        forget = getattr(backend, "forget", None)
-        if forget is not None:
-            forget(path)
+        backend.forget(path)
 
 
 def _under_runs(path: Path) -> bool:

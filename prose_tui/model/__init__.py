@@ -3,7 +3,7 @@
 from prose_tui.model.agent import Agent, Segment
 from prose_tui.model.binding import Binding
 from prose_tui.model.chain import ChainReport
-from prose_tui.model.delta import VALUE_WINDOW, Delta, ValueWindow
+from prose_tui.model.delta import VALUE_WINDOW, Delta, Part, ValueWindow
 from prose_tui.model.event import Event, EventKind
 from prose_tui.model.failure import Failure, ending, run_failure, run_failures, statement_failures
 from prose_tui.model.frame import Frame
@@ -32,6 +32,7 @@ __all__ = [
     "Failure",
     "Frame",
     "Node",
+    "Part",
     "Receipt",
     "Run",
     "RunFormat",

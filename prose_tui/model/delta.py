@@ -3,11 +3,27 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from prose_tui.model.event import Event
 from prose_tui.model.run import Run
+
+
+class Part(StrEnum):
+    """Which part of a run a changed path belongs to (``RunBackend.classify``): its state
+    (the state file, ``state.db``, rows), a binding, an agent's file, an import, the program,
+    or anything else (the run is read again)."""
+
+    STATE = "state"
+    BINDING = "binding"
+    AGENT = "agent"
+    IMPORT = "import"
+    PROGRAM = "program"
+    OTHER = "other"
 
 
 VALUE_WINDOW = 32 * 1024  # bytes of a binding's value read with a change (the viewer's first window)
@@ -43,6 +59,11 @@ class Delta:
     ``streaming`` is true when the change came while the run streamed changes (the watcher
     then hands them over in batches of a few tenths of a second): a view may pace it as a
     stream even when it carries one batch.
+    ``parts`` says which part of the run each changed path belongs to, as the live layer
+    classified it once (``RunBackend.classify``); ``state_data`` holds the bytes of the
+    state file when the backend read it whole for this change (a snapshot ``state.md``
+    rewritten), and ``state_stat`` the file's stat from that same open, so a sink (the
+    journal) does not read it again; ``None`` otherwise.
     """
 
     run: Run
@@ -58,6 +79,9 @@ class Delta:
     reread: bool = False
     values: dict[Path, ValueWindow] = field(default_factory=dict)
     streaming: bool = False
+    parts: dict[Path, Part] = field(default_factory=dict)
+    state_data: bytes | None = field(default=None, repr=False)
+    state_stat: os.stat_result | None = field(default=None, repr=False)
 
     @property
     def empty(self) -> bool:
@@ -67,7 +91,7 @@ class Delta:
                     or self.reread)
 
     @classmethod
-    def whole(cls, run: Run, paths: set[Path] | None = None) -> Delta:
+    def whole(cls, run: Run, paths: Collection[Path] | None = None) -> Delta:
         """A delta that says "read again, redraw everything"."""
         return cls(run, set(paths or ()), list(run.events), None, {b.path for b in run.bindings},
                    True, True, True, True, True, True)

@@ -6,6 +6,8 @@ views only read them.
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,8 +35,34 @@ class RunStatus(StrEnum):
     UNREADABLE = "unreadable"
 
 
-class Backend(StrEnum):
-    """Which of the seed state backends a run was written with."""
+_KIND = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+_KIND_LOCK = threading.Lock()
+
+
+class OpenStrEnum(StrEnum):
+    """A ``StrEnum`` a backend outside the package may add a value to: ``Backend("ledger")``
+    gives the one member for ``"ledger"``, made on first use (a lowercase name of letters,
+    digits, ``-`` and ``_``, at most 40 characters; anything else is a ``ValueError``), so
+    ``run.backend is kind`` holds as for the built-in members. Not listed when iterating."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> OpenStrEnum | None:
+        if not isinstance(value, str) or not _KIND.fullmatch(value):
+            return None
+        with _KIND_LOCK:
+            known = cls._value2member_map_.get(value)
+            if known is not None:
+                return known  # type: ignore[return-value]
+            member = str.__new__(cls, value)
+            member._name_ = value.upper().replace("-", "_")
+            member._value_ = value
+            cls._value2member_map_[value] = member
+            return member
+
+
+class Backend(OpenStrEnum):
+    """Which state backend a run was written with: the seed backends and Reactor/PostgreSQL
+    below; a third-party backend names its own (``Backend("name")``, see :class:`OpenStrEnum`)."""
 
     FILESYSTEM = "filesystem"
     SQLITE = "sqlite"
@@ -44,8 +72,9 @@ class Backend(StrEnum):
     RECEIPT_LEDGER = "receipt-ledger"  # FORMATS.md generation 8: receipts.jsonl + run.json
 
 
-class RunFormat(StrEnum):
-    """The dialect family of a run's state, oldest first (FORMATS.md, Generations)."""
+class RunFormat(OpenStrEnum):
+    """The dialect family of a run's state, oldest first (FORMATS.md, Generations); a
+    third-party backend names its own (``RunFormat("name")``)."""
 
     SNAPSHOT = "snapshot"  # seeds/filesystem.md annotated state.md
     EVENT_LOG = "event-log"  # compact "# run:" log in state.md

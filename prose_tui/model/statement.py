@@ -6,6 +6,17 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+# An event-log step line (seeds/filesystem.md, generations 2-3: "3→ body", "3a-> body",
+# "10 → body"); an optional list bullet before the step is tolerated, and so are the arrow
+# look-alikes ⟶ => ➜ ➔. Trace lines keep this text, so a view lays them out by it.
+STEP_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?P<step>\d+(?:[A-Za-z._][A-Za-z0-9._]*)?)\s*(?:→|->|⟶|=>|➜|➔)\s*(?P<body>.*)$"
+)
+# An event log's terminator line ("--- end", "-- error ...", "--- resumed").
+TERMINATOR_RE = re.compile(
+    r"^\s*-{2,}\s*(?P<word>end|done|completed?|error|fail(?:ed)?|resumed?)\b\s*(?P<rest>.*)$",
+    re.IGNORECASE,
+)
 _ASSIGNED = re.compile(r"^\s*(?:(?:let|const|output|input)\s+)?([A-Za-z_]\w*)\s*=(?!=)")
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from typing import Literal
 
-from prose_tui.backends.filesystem.folder import fallback_trace
+from prose_tui.backends.registry import backend_or_default
 from prose_tui.history import FailureContext, Journal, failure_context, failure_events
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
@@ -444,7 +444,7 @@ class ExplorerModel:
         """The raw state file (or program) of a run with no parsed trace, read once per change."""
         key = (run.path, run.state_mtime, run.encrypted)
         if self._fallback[0] != key:
-            self._fallback = (key, fallback_trace(run))
+            self._fallback = (key, backend_or_default(run).raw_trace(run))
         return self._fallback[1]
 
     def frame_target(self, frame: Frame) -> tuple[Binding | None, TraceLine | None] | None:

@@ -15,7 +15,6 @@ from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import read_window, visible
 from prose_tui.backends.protocol import Value
 from prose_tui.backends.registry import backend_of
-from prose_tui.backends.sqlite.tables import read_table_page
 from prose_tui.model import Backend, Binding, Run, assigned_name
 
 TargetKind = Literal["binding", "memory", "segment", "program", "state", "section", "table"]
@@ -156,14 +155,12 @@ TABLE_ROWS = 200
 
 
 def table_target(run: Run, table: str) -> Target:
-    """An SQLite extension table, read as a Markdown table of its first ``TABLE_ROWS`` rows."""
-    run_dir = run.path
-
-    # A backend that holds tables itself (PostgreSQL x_* tables) reads them; else SQLite's file.
-    own = getattr(backend_of(run), "read_table", None) if run.backend is not Backend.SQLITE else None
+    """An extension table of the run (``Run.tables``), read by its backend (``read_table``) as a
+    Markdown table of its first ``TABLE_ROWS`` rows."""
+    backend = backend_of(run)  # the run's backend reads its tables (SQLite's file, PostgreSQL's x_* tables)
 
     def read() -> str:
-        columns, rows = own(run, table, 0, TABLE_ROWS) if own is not None else read_table_page(run_dir, table, 0, TABLE_ROWS)
+        columns, rows = backend.read_table(run, table, 0, TABLE_ROWS)
         if not columns:
             return f"{table} has no columns or could not be read."
 

@@ -91,3 +91,13 @@ def read_window(path: Path, *, offset: int = 0, max_bytes: int = 256 * 1024, tai
     if truncated and tail:
         text = text.split("\n", 1)[-1]  # start at a whole line
     return text, size, truncated
+
+
+def short(value: object) -> str:
+    """A content hash for a sentence: ``sha256:0123456789ab…`` (the algorithm and the first 12
+    hex digits); a value without ``algo:`` or as short is returned as it is, ``None`` as
+    ``null``, anything else as its ``repr``."""
+    if not isinstance(value, str):
+        return "null" if value is None else repr(value)
+    head, sep, tail = value.partition(":")
+    return f"{head}:{tail[:12]}…" if sep and len(tail) > 12 else value

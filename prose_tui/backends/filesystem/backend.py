@@ -4,6 +4,7 @@ generations 1-4 and their dialects; openprose-0.15 state/filesystem.md)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar
@@ -13,11 +14,11 @@ from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_proble
 from prose_tui.backends.filesystem.history import FilesystemHistory
 from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
-from prose_tui.backends.protocol import Value
-from prose_tui.model import Backend, Binding, Delta, Event, Run
+from prose_tui.backends.protocol import RunBackend, Value
+from prose_tui.model import Backend, Binding, Delta, Part, Run
 
 
-class FilesystemBackend:
+class FilesystemBackend(RunBackend):
     """A folder with ``state.md``/``vm.log.md`` (or a program, bindings...), or its state file.
 
     Per run folder it keeps the event-log tail (byte offset and parser state) of the last
@@ -26,6 +27,9 @@ class FilesystemBackend:
     """
 
     kind: ClassVar[Backend] = Backend.FILESYSTEM
+    name: ClassVar[str] = "filesystem"
+    priority: ClassVar[int] = 30  # after SQLite (a folder of state.db alone) and Reactor state dirs
+    summary_parts: ClassVar[frozenset[Part] | None] = frozenset({Part.STATE})  # a row reads state.md only
 
     def __init__(self) -> None:
         # Run folder -> the tails of the (at most two) runs last read there: a summary and a
@@ -48,6 +52,11 @@ class FilesystemBackend:
             pass
         return folder_read_problem(path) is not None
 
+    def is_run_folder(self, folder: Path) -> bool:
+        """A folder holding a file a VM writes into a run folder (state, program, bindings, a
+        0.11-0.15 manifest or ledger; ``folder.is_run_dir``). Raises ``OSError``."""
+        return is_run_dir(folder)
+
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
         run_dir = path.parent if path.is_file() else path
@@ -62,7 +71,7 @@ class FilesystemBackend:
                 self._summaries.pop(run_dir, None)
         return run
 
-    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         """See ``RunBackend.apply`` and :mod:`prose_tui.backends.filesystem.live`. ``run`` is
         changed in place where the change allows (an append); one caller per run at a time."""
@@ -109,13 +118,6 @@ class FilesystemBackend:
         version = (binding.fields or {}).get("version")  # 0.15 world-model/{node}/.version
         note = f"published by {binding.service}, content address {version}" if version else ""
         return Value(path=binding.path, offset=binding.value_offset, note=note, warning=binding.warning)
-
-    def chain(self, run: Run) -> None:
-        """None: this format keeps no hash-chained ledger."""
-        return None
-
-    def events(self, run: Run) -> list[Event]:
-        return run.events
 
     def history_source(self) -> FilesystemHistory:
         """Event logs cut at a line, snapshot revisions parsed, skill nodes as of a cursor (:mod:`.history`)."""

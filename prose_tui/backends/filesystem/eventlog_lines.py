@@ -23,6 +23,7 @@ from prose_tui.backends.filesystem.skill_lines import (
     test_verdict,
 )
 from prose_tui.model import EventKind, StatementState
+from prose_tui.model.statement import STEP_RE, TERMINATOR_RE
 
 # Outcome marks -> (event kind, default status, trace state). The spec's marks are ✓ ✗ ⊘;
 # their look-alikes (✔ ✅ ✘ ✖ ❌) are accepted because an LLM writes them. ⚠ is "completed with a
@@ -40,15 +41,6 @@ MARKS: dict[str, tuple[EventKind, str, StatementState]] = {
 }
 _MARK_CHARS = "".join(MARKS)
 
-# "3→ body", "3a-> body", "10 → body"; an optional list bullet before the step is tolerated,
-# and so are the arrow look-alikes ⟶ => ➜ ➔.
-STEP_RE = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?P<step>\d+(?:[A-Za-z._][A-Za-z0-9._]*)?)\s*(?:→|->|⟶|=>|➜|➔)\s*(?P<body>.*)$"
-)
-TERMINATOR_RE = re.compile(
-    r"^\s*-{2,}\s*(?P<word>end|done|completed?|error|fail(?:ed)?|resumed?)\b\s*(?P<rest>.*)$",
-    re.IGNORECASE,
-)
 _ISO = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
 # A timestamp in brackets anywhere, or a bare full ISO stamp at the start or end of the line.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import outside_binding, scan_bindings
-from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside, lexically_inside, run_root
+from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, lexically_inside, run_root
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.project import read_env, read_state_json, shown_env
 # STATE_FILES: still taken from here by loader, discover, filesystem.backend and live.workspace.
@@ -50,7 +50,7 @@ from prose_tui.backends.filesystem.snapshot import (
 )
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.filesystem.world_model import error_nodes, read_error
-from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section, TraceLine
+from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
 
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
 MAX_IMPORT_DEPTH = 32
@@ -129,6 +129,7 @@ def load_run(
     summary: bool = False,
     tails: dict | None = None,
     root: Path | None = None,
+    read: dict | None = None,
     _depth: int = 0,
     _seen: frozenset[Path] = frozenset(),
 ) -> Run:
@@ -139,7 +140,9 @@ def load_run(
 
     ``tails`` (a dict the caller keeps) receives, under ``run_dir``, the
     :class:`~prose_tui.backends.filesystem.eventlog_tail.EventLogTail` an event log was parsed with,
-    so a later change parses only appended bytes.
+    so a later change parses only appended bytes. ``read`` (a dict the caller keeps)
+    receives, under the state file's path, ``(bytes, os.stat_result)`` when the state file
+    was read whole: a change hands them on (``Delta.state_data``) instead of a second read.
 
     ``root`` is the folder every file the run names must lie in (default: ``run_dir``
     resolved once; an import is read with its top run's). A file outside it (a symlink to
@@ -161,7 +164,7 @@ def load_run(
         run.started = _id_time_as_logged(run)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
         return run
-    run, snapshot = _read_state(run_dir, tails, now, root)
+    run, snapshot = _read_state(run_dir, tails, now, root, read)
     if summary:
         _skill_hook(run, run_dir, summary=True)
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
@@ -209,7 +212,7 @@ def _skill_status(run: Run) -> None:
 
 
 def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None = None,
-                root: Path | None = None) -> tuple[Run, SnapshotState | None]:
+                root: Path | None = None, read: dict | None = None) -> tuple[Run, SnapshotState | None]:
     """A run from its state file alone (header, trace, call stack, events), and the parsed
     snapshot whose Index names its bindings and agents (``None`` for other formats).
     An event log is parsed with a tail kept in ``tails`` (see ``load_run``). A header or
@@ -233,6 +236,8 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
                 data = fh.read(MAX_STATE_BYTES + 1)
             run.state_mtime = st.st_mtime
             text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
+            if read is not None and not cut:
+                read[state_file] = (data, st)
             run.read_at = now or datetime.now(timezone.utc)
         except OSError as exc:  # permission denied, gone between the look and the open, I/O error
             text, cut, data, st = "", False, b"", None
@@ -318,13 +323,15 @@ _MERGED: dict[Path, tuple[list, list[Binding]]] = {}  # run -> (Index rows, bind
 
 
 def reload_state(previous: Run, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
-                 observed: datetime | None = None, home: Path | None = None, tails: dict | None = None) -> Run:
+                 observed: datetime | None = None, home: Path | None = None, tails: dict | None = None,
+                 read: dict | None = None) -> Run:
     """``previous`` (a run read in full) after its state file changed: the state file is read
     again, the binding files, agents and imports already read are kept. The Index may name
     new bindings (merged as missing until their files arrive) or new agents (agents re-read).
+    ``tails`` and ``read`` as for :func:`load_run`.
     """
     run_dir = previous.path
-    run, snapshot = _read_state(run_dir, tails, now, previous.root)
+    run, snapshot = _read_state(run_dir, tails, now, previous.root, read)
     merged = _MERGED.get(run_dir)
     if snapshot is not None and merged is not None and merged[1] is previous.bindings \
             and merged[0] == snapshot.binding_rows:
@@ -569,32 +576,3 @@ def _shown(path: Path, run_dir: Path) -> str:
         return path.relative_to(run_dir).as_posix()
     except ValueError:
         return visible_name(str(path))
-
-
-def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
-    """Lines to show when a run has no parsed trace, and the warning that says why.
-
-    The state file is shown raw (never hidden); without one, the program text; an
-    encrypted run, or an SQLite run (a ``state.db`` is not text), shows nothing but the reason.
-    """
-    if run.encrypted:
-        return [], f"{run.state_file.name if run.state_file else 'state'} is SOPS-encrypted; nothing to show without the key"
-    if run.read_problem is not None and run.read_at is None:
-        return [], None  # never read (status "unreadable"): the run's warning says why, once
-    if run.format is RunFormat.SQLITE:  # a database's bytes are never a trace; its rows are
-        return [], f"no execution rows read from {run.state_file.name if run.state_file else 'state.db'}"
-    for path, why in ((run.state_file, "no statements parsed from {name}; shown raw"),
-                      (run.program_path, "no state file; showing the program {name}")):
-        if path is None:
-            continue
-        try:
-            text, cut = read_text(path, 2 * 1024 * 1024, root=run.root)
-        except OutsideRun:
-            return [], f"{path.name}: {OUTSIDE_RUN}"
-        except OSError as exc:
-            return [], f"cannot read {path.name}: {exc.strerror or exc}"
-        if looks_encrypted(text[:4096]):
-            return [], f"{path.name} is SOPS-encrypted; nothing to show without the key"
-        lines = [TraceLine(line=i, text=t) for i, t in enumerate(text.splitlines(), start=1)]
-        return lines, why.format(name=path.name) + (" (first 2 MiB)" if cut else "")
-    return [], "this run folder has no state file and no program"

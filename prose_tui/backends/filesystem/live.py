@@ -17,13 +17,15 @@ the run folder layout) and only that part is read again:
 from __future__ import annotations
 
 import copy
+import os
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
-from prose_tui.backends.common.bindings import is_binding_path, read_binding
+from prose_tui.backends.common.bindings import read_binding
 from prose_tui.backends.common.status import COPY_GAP, as_utc, infer_status
 from prose_tui.backends.common.text import read_window, visible_name
 from prose_tui.backends.common.contained import inside
@@ -40,6 +42,7 @@ from prose_tui.backends.filesystem.skill import settle_status
 from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
 from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change
+from prose_tui.backends.protocol import classify_by_layout
 from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, ValueWindow
 
 EVENT_LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.VM_LOG, RunFormat.CONTRACT)
@@ -47,45 +50,38 @@ PREFETCH_VALUES = 8  # binding values read with a change (more in one batch: the
 _WROTE = re.compile(r"^\s*\S+?(?:→|->)\s*(?:\[[^\]]*\]\s*)?([.\w-]+)")
 
 
-def part_of(run_dir: Path, path: Path) -> str:
-    """``state``, ``binding``, ``agent``, ``import``, ``program`` or ``other``."""
-    try:
-        rel = path.relative_to(run_dir)
-    except ValueError:
-        return "other"
-    if not rel.parts:
-        return "other"
-    head = rel.parts[0]
-    if len(rel.parts) == 1 and (head in STATE_FILES or head.startswith("state.db")):
-        return "state"
-    if head == "bindings" and is_binding_path(path, run_dir):
-        return "binding"
-    if head == "agents" and len(rel.parts) >= 3:
-        return "agent"
-    if head == "imports" and len(rel.parts) >= 2:
-        return "import"
-    if len(rel.parts) == 1 and (head.endswith(".prose") or head in ("program.md", "root.prose.md")):
-        return "program"
-    return "other"
-
-
-def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, now: datetime,
+def apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail], *, now: datetime,
                 stale_after: float, observed: datetime | None, summary: bool) -> Delta:
     """Bring ``run`` (changed in place where it can be) up to date with ``paths``.
 
     ``tails`` holds the event-log tail of each run (by folder), filled by ``load_run``.
-    ``summary`` runs (a run list row) only follow their state file. Raises ``OSError``
-    when the run folder is gone.
+    ``summary`` runs (a run list row) only follow their state file. ``paths`` classified
+    by the live layer (a :data:`~prose_tui.backends.protocol.Changed` mapping) are not
+    classified again. A state file read whole for the change goes with the delta
+    (``Delta.state_data``/``state_stat``), for the journal. Raises ``OSError`` when the run
+    folder is gone.
     """
+    read: dict[Path, tuple[bytes, os.stat_result]] = {}
+    delta = _apply_paths(run, paths, tails, read, now=now, stale_after=stale_after, observed=observed,
+                         summary=summary)
+    state = delta.run.state_file
+    if state is not None and state in read:
+        delta.state_data, delta.state_stat = read[state]
+    return delta
+
+
+def _apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail],
+                 read: dict[Path, tuple[bytes, os.stat_result]], *, now: datetime, stale_after: float,
+                 observed: datetime | None, summary: bool) -> Delta:
     run_dir = run.path
-    parts = {p: part_of(run_dir, p) for p in paths}
+    parts = dict(paths) if isinstance(paths, Mapping) else {p: classify_by_layout(run_dir, p) for p in paths}
     # A skill run's ledger files are appended to: tailed (skill_live.py), not read again.
     ledgers = {p for p, part in parts.items() if part == "other" and run.format is RunFormat.SKILL
                and is_ledger_file(run_dir, p)}
     kinds = {part for p, part in parts.items() if p not in ledgers}
     if "program" in kinds or ("other" in kinds and not summary) or run.format is RunFormat.ENCRYPTED:
         fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
-                         root=run.root)
+                         root=run.root, read=read)
         delta = Delta.whole(fresh, paths)
         delta.reread = True
         return delta
@@ -93,13 +89,13 @@ def apply_paths(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], *, 
     before_status = (run.status, run.status_reason)
     if "state" in kinds:
         delta = _state_changed(run, paths, tails, delta, now=now, stale_after=stale_after, observed=observed,
-                               summary=summary)
+                               summary=summary, read=read)
         run = delta.run
     if ledgers and not summary and delta.run is run:  # (a state change read the run again, ledgers too)
         events = apply_receipts(run, ledgers)
         if events is None:  # not a run whose ledger is followed: read it again
             fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
-                         root=run.root)
+                         root=run.root, read=read)
             whole = Delta.whole(fresh, paths)
             whole.reread = True
             return whole
@@ -143,8 +139,9 @@ def run_status(run: Run, tail: EventLogTail | None, *, now: datetime, stale_afte
     return infer_status(view, now=now, stale_after=stale_after, observed=observed)
 
 
-def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,
-                   stale_after: float, observed: datetime | None, summary: bool) -> Delta:
+def _state_changed(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTail], delta: Delta, *, now: datetime,
+                   stale_after: float, observed: datetime | None, summary: bool,
+                   read: dict[Path, tuple[bytes, os.stat_result]] | None = None) -> Delta:
     run_dir = run.path
     tail = tails.get(run_dir)
     if tail is not None and run.format in EVENT_LOG_FORMATS and run.state_file == tail.file.path:
@@ -163,9 +160,9 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     tails.pop(run_dir, None)
     if summary:
         fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=True, tails=tails,
-                         root=run.root)
+                         root=run.root, read=read)
     else:
-        fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails)
+        fresh = reload_state(run, now=now, stale_after=stale_after, observed=observed, tails=tails, read=read)
     if fresh.read_problem is not None and fresh.state_file == run.state_file and run.read_at is not None:
         return kept_last_good(run, fresh.read_problem, paths)
     out = Delta(fresh, set(paths))
@@ -192,7 +189,7 @@ def _state_changed(run: Run, paths: set[Path], tails: dict[Path, EventLogTail], 
     return whole
 
 
-def kept_last_good(run: Run, problem: str, paths: set[Path]) -> Delta:
+def kept_last_good(run: Run, problem: str, paths: Collection[Path]) -> Delta:
     """The state file exists but could not be read (``problem``: "Permission denied", a file
     gone mid-read): ``run``, the state last read whole, stays, marked with the reason and the
     time it was read (``read_problem``, and a warning the header shows first) until a read

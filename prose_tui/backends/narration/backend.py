@@ -4,6 +4,7 @@ as a text file or a Claude Code ``.jsonl`` transcript, recognised by content."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
@@ -12,13 +13,14 @@ from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_stalenes
 from prose_tui.backends.narration.parse import (
     NarrationTail,
     load_narration,
+    parse_narration_text,
     sniff_narration,
 )
-from prose_tui.backends.protocol import Value
-from prose_tui.model import Backend, Binding, Delta, Event, Run
+from prose_tui.backends.protocol import RunBackend, Value
+from prose_tui.model import Backend, Binding, Delta, Run
 
 
-class NarrationBackend:
+class NarrationBackend(RunBackend):
     """A narration text or transcript file (never a folder).
 
     Narration files and transcripts only grow: ``apply`` tails them (a
@@ -27,6 +29,9 @@ class NarrationBackend:
     """
 
     kind: ClassVar[Backend] = Backend.NARRATION
+    name: ClassVar[str] = "narration"
+    priority: ClassVar[int] = 40  # claims by content: asked after the backends that claim by name
+    grows: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._tails: dict[Path, NarrationTail] = {}
@@ -54,7 +59,7 @@ class NarrationBackend:
         apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
         return run
 
-    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         tail, created = self.tail_for(run.path)
         resets = tail.resets
@@ -70,17 +75,19 @@ class NarrationBackend:
                      bindings={b.path for b in fresh.bindings} if new else set(), agents=bool(new),
                      stack=bool(new), status=(fresh.status, fresh.status_reason) != (run.status, run.status_reason))
 
+    def open_growing(self, path: Path, progress: Callable[[int, int, Run], None] | None = None) -> Run:
+        """The narration at ``path`` (claimed) read on from where the last read stopped (one
+        tail per file, however many threads ask), ``progress(done, total, run_so_far)`` in
+        bytes as it reads."""
+        tail, _created = self.tail_for(path)
+        tail.poll(progress=None if progress is None else lambda done, total: progress(done, total, tail.run))
+        return tail.run
+
+    def open_text(self, text: str) -> Run | None:
+        """A narration read from standard input (``prose-tui show -``); always a run, with
+        its warnings when the text narrates nothing."""
+        return parse_narration_text(text)
+
     def read_value(self, run: Run, binding: Binding) -> Value:
         # Narrated values live on the binding itself (seeds/in-context.md, Binding markers).
         return Value(text=(binding.fields or {}).get("value") or "", warning=binding.warning)
-
-    def chain(self, run: Run) -> None:
-        """None: this format keeps no hash-chained ledger."""
-        return None
-
-    def events(self, run: Run) -> list[Event]:
-        return run.events
-
-    def history_source(self) -> None:
-        """None: the run's ``events`` are its whole history (``RunBackend.history_source``)."""
-        return None

@@ -9,19 +9,28 @@ Stateless itself; the per-run reading state lives in the source.
 
 Live without NOTIFY: :meth:`PostgresBackend.poll` is what a watcher calls every
 :attr:`PostgresBackend.poll_interval` seconds for a database run.
+
+On the command line it adds ``--postgres URL``, ``--postgres-env VAR``, ``--no-postgres``
+(and ``--poll``/``--listen`` for live commands), and makes the sources a target asks for
+(:meth:`PostgresBackend.sources_for`: a ``postgresql://`` target, ``--postgres``, or the
+database the VM of a folder would use).
 """
 
 from __future__ import annotations
 
+import argparse
 import threading
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from prose_tui.backends.common.dburl import DatabaseUrl, Target, parse_target
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
 from prose_tui.backends.postgres.source import DEFAULT_POLL, PostgresSource
-from prose_tui.backends.protocol import Value
-from prose_tui.model import Backend, Binding, Delta, Event, Run
+from prose_tui.backends.postgres.url import USER_URL_VARIABLE, find_url
+from prose_tui.backends.protocol import RunBackend, RunSource, Value
+from prose_tui.model import Backend, Binding, Delta, Run
 
 _SOURCES: list[PostgresSource] = []
 _LOCK = threading.Lock()
@@ -49,10 +58,13 @@ def source_of(path: Path) -> PostgresSource | None:
     return next((s for s in sources if s.owns(path)), None)
 
 
-class PostgresBackend:
+class PostgresBackend(RunBackend):
     """Runs kept in a PostgreSQL ``openprose`` schema, read through an attached source."""
 
     kind: ClassVar[Backend] = Backend.POSTGRES
+    name: ClassVar[str] = "postgres"
+    priority: ClassVar[int] = 50  # claims database keys (postgres:/…) only
+    polls: ClassVar[bool] = True
 
     @property
     def poll_interval(self) -> float:
@@ -82,7 +94,7 @@ class PostgresBackend:
         apply_staleness(run, now=now, stale_after=stale_after, observed=observed)
         return run
 
-    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
               observed: datetime | None = None) -> Delta:
         delta = self.poll(run)
         return delta if delta is not None else Delta(run, set(paths))
@@ -110,13 +122,50 @@ class PostgresBackend:
         """One page of an ``x_*`` table (this run's rows where it has ``run_id``)."""
         return self._source(run.path).read_table(run, table, offset, limit)
 
-    def chain(self, run: Run) -> None:
-        """None: this format keeps no hash-chained ledger."""
-        return None
+    def add_options(self, parser: argparse.ArgumentParser, *, live: bool) -> None:
+        """``--postgres URL`` / ``--postgres-env VAR`` / ``--no-postgres`` (and, when ``live``,
+        ``--poll``/``--listen``). The URL is parsed into a :class:`DatabaseUrl` at once, so
+        the parsed options never hold it as text."""
+        parser.add_argument("--postgres", metavar="URL", type=database_url,
+                            help="also read the runs of this PostgreSQL database beside PATH "
+                                 "(default: OPENPROSE_POSTGRES_URL in .env or the environment, then DATABASE_URL)")
+        parser.add_argument("--postgres-env", metavar="VAR", help="the target is the PostgreSQL database whose URL is in "
+                            "environment variable VAR (that database alone, as a URL target; kept out of the process list)")
+        parser.add_argument("--no-postgres", action="store_true", help="do not look for a PostgreSQL database")
+        if live:
+            parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
+                                help="how often a database is asked for changes (default 0.5)")
+            parser.add_argument("--listen", metavar="CHANNEL",
+                                help="also LISTEN on this channel and poll at once on a NOTIFY")
 
-    def events(self, run: Run) -> list[Event]:
-        return run.events
+    def sources_for(self, target: Target, options: argparse.Namespace | None) -> list[RunSource]:
+        """The sources (attached to this backend) ``target`` and ``options`` ask for: the
+        target's database alone for a URL; for a path, ``--postgres`` if given, else (unless
+        ``--no-postgres``) the database the VM of that path would use (openprose-0.15
+        state/postgres.md, Environment Variable Precedence). ``[]`` for none. No connection
+        is made here."""
+        urls: list[DatabaseUrl] = []
+        project = target.path if target.path is not None else None
+        if target.database is not None:
+            urls.append(target.database)
+        given = getattr(options, "postgres", None)
+        if given is not None and given not in urls:
+            urls.append(given)
+        if not urls and project is not None and not getattr(options, "no_postgres", False) and str(project) != "-":
+            found = find_url(project)
+            urls += [found] if found is not None else []
+        user_url = find_url(project, variable=USER_URL_VARIABLE) if project is not None else None
+        poll = max(float(getattr(options, "poll", 0.5) or 0.5), 0.05)
+        return [attach(PostgresSource(url, poll_interval=poll, listen=getattr(options, "listen", None), user_url=user_url))
+                for url in urls]
 
-    def history_source(self) -> None:
-        """None: the run's ``events`` are its whole history (``RunBackend.history_source``)."""
-        return None
+
+def database_url(text: str) -> DatabaseUrl:
+    """``--postgres URL`` as a :class:`DatabaseUrl` (an argparse ``type``): a URL that is not
+    ``postgresql://``/``postgres://``, or one naming a run, is a usage error."""
+    target = parse_target(text, "--postgres")
+    if target.database is None:
+        raise argparse.ArgumentTypeError("expected a postgresql:// or postgres:// URL")
+    if target.run_id is not None:
+        raise argparse.ArgumentTypeError("a database, without #RUN_ID")
+    return target.database

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from prose_tui.backends.postgres import tables as T
 from prose_tui.backends.postgres.connect import (
@@ -42,6 +42,7 @@ from prose_tui.backends.postgres.run import (
     run_path,
 )
 from prose_tui.backends.postgres.url import DatabaseUrl
+from prose_tui.backends.protocol import RunSource
 from prose_tui.model import Delta, Run
 
 DEFAULT_POLL = 0.5
@@ -64,9 +65,12 @@ class RunsChange:
         return not (self.added or self.changed or self.removed)
 
 
-class PostgresSource:
-    """Runs of the database at ``url``. ``poll_interval`` (seconds) is how often a watcher
-    should call :meth:`poll`; ``listen`` a channel to ``LISTEN`` on (optional)."""
+class PostgresSource(RunSource):
+    """Runs of the database at ``url`` (a :class:`~prose_tui.backends.protocol.RunSource`).
+    ``poll_interval`` (seconds) is how often a watcher should call :meth:`poll`; ``listen`` a
+    channel to ``LISTEN`` on (optional): :meth:`wait` returns early on a notification."""
+
+    notifies: ClassVar[bool] = True
 
     def __init__(self, url: DatabaseUrl, *, poll_interval: float = DEFAULT_POLL, listen: str | None = None,
                  user_url: DatabaseUrl | None = None, statement_timeout_ms: int = 5000) -> None:

@@ -10,6 +10,7 @@ state dir again.
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
@@ -17,8 +18,7 @@ from typing import ClassVar
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.loader import NotARunError
-from prose_tui.backends.protocol import Value
+from prose_tui.backends.protocol import NotARunError, RunBackend, Value
 from prose_tui.backends.reactor.assemble import (
     ReactorState,
     add_receipts,
@@ -51,16 +51,18 @@ from prose_tui.backends.reactor.ledger import (
     short,
 )
 from prose_tui.backends.reactor.topology import read_topology
-from prose_tui.model import Backend, Binding, ChainReport, Delta, Event, Run, RunStatus
+from prose_tui.model import Backend, Binding, ChainReport, Delta, Run, RunStatus
 
 MAX_KEPT = 64  # state dirs whose reading state is kept for live updates
 
 
-class ReactorBackend:
+class ReactorBackend(RunBackend):
     """Reactor state dirs. Keeps, per state dir, the ledger cursor and node index of the last
     ``open`` so that ``apply`` parses only appended receipts."""
 
     kind: ClassVar[Backend] = Backend.REACTOR
+    name: ClassVar[str] = "reactor"
+    priority: ClassVar[int] = 20
 
     def __init__(self) -> None:
         self._states: OrderedDict[Path, ReactorState] = OrderedDict()
@@ -99,7 +101,7 @@ class ReactorBackend:
         with self._lock:
             return self._states.get(run.path)
 
-    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         state = self._state(run)
         if state is None or not state.belongs_to(run) or any(_needs_reopen(state.state_dir, p) for p in paths):
@@ -192,9 +194,6 @@ class ReactorBackend:
         problems = tuple(state.chain_problems)
         return ChainReport(ok=not problems, checked=state.cursor.count, problems=problems,
                            warnings=tuple(state.ledger_warnings))
-
-    def events(self, run: Run) -> list[Event]:
-        return run.events
 
     def history_source(self) -> ReactorHistory:
         """Nodes redrawn as of a cursor (:mod:`.history`)."""

@@ -34,20 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from prose_tui.backends.common.contained import run_root
-from prose_tui.backends.common.text import open_regular
+from prose_tui.backends.common.text import open_regular, short
 from prose_tui.model import Receipt
 
 RAW_SHOWN = 64 * 1024  # characters of an unparsable rest kept for the raw view
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
-
-
-def short(value: object) -> str:
-    """A hash for a sentence: ``sha256:0123456789ab…``."""
-    if not isinstance(value, str):
-        return "null" if value is None else repr(value)
-    head, sep, tail = value.partition(":")
-    return f"{head}:{tail[:12]}…" if sep and len(tail) > 12 else value
 
 
 def canonical(obj: dict[str, Any]) -> bytes:

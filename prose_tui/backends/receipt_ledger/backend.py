@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
 from prose_tui.backends.common.bindings import is_binding_path, scan_bindings
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.common.errors import NotARunError
-from prose_tui.backends.protocol import Value
+from prose_tui.backends.protocol import NotARunError, RunBackend, Value, classify_by_layout
 from prose_tui.backends.receipt_ledger.assemble import (
     LedgerRun,
     add_entries,
@@ -35,16 +35,19 @@ from prose_tui.backends.receipt_ledger.assemble import (
 )
 from prose_tui.backends.receipt_ledger.layout import ANCHOR, RECEIPTS, STATE, run_dir_of
 from prose_tui.backends.receipt_ledger.state_md import Statement
-from prose_tui.model import Backend, Binding, ChainReport, Delta, Event, Run, RunStatus
+from prose_tui.model import Backend, Binding, ChainReport, Delta, Event, Part, Run, RunStatus
 
 MAX_KEPT = 64  # run folders whose reading state is kept for live updates
 
 
-class ReceiptLedgerBackend:
+class ReceiptLedgerBackend(RunBackend):
     """Per-statement receipt ledgers. Keeps, per run folder, the ledger's reading state of the
     last ``open`` so that ``apply`` costs what was appended."""
 
     kind: ClassVar[Backend] = Backend.RECEIPT_LEDGER
+    name: ClassVar[str] = "receipt-ledger"
+    priority: ClassVar[int] = 25  # before the filesystem: its folders also hold a state.md
+    grows: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._runs: OrderedDict[Path, LedgerRun] = OrderedDict()
@@ -52,6 +55,16 @@ class ReceiptLedgerBackend:
 
     def claims(self, path: Path) -> bool:
         return run_dir_of(path) is not None
+
+    def is_run_folder(self, folder: Path) -> bool:
+        """A folder holding ``receipts.jsonl`` (FORMATS.md generation 8). Raises ``OSError``."""
+        return (folder / RECEIPTS).is_file()
+
+    def classify(self, run_path: Path, path: Path) -> Part:
+        """The ledger and its anchor are the run's state; the rest as the run folder layout says."""
+        if path.parent == run_path and path.name in (RECEIPTS, ANCHOR):
+            return Part.STATE
+        return classify_by_layout(run_path, path)
 
     def open(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
              observed: datetime | None = None, summary: bool = False) -> Run:
@@ -74,7 +87,7 @@ class ReceiptLedgerBackend:
             lrun = self._runs.get(run.path)
         return lrun if lrun is not None and lrun.belongs_to(run) else None
 
-    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         lrun = self._kept(run)
         if lrun is None:
@@ -121,7 +134,7 @@ class ReceiptLedgerBackend:
         delta.status = (run.status, run.status_reason, run.warnings) != before
         return delta
 
-    def _whole(self, run: Run, paths: set[Path], now: datetime | None, stale_after: float,
+    def _whole(self, run: Run, paths: Collection[Path], now: datetime | None, stale_after: float,
                observed: datetime | None) -> Delta:
         return Delta.whole(self.open(run.path, now=now, stale_after=stale_after, observed=observed), paths)
 
@@ -147,17 +160,11 @@ class ReceiptLedgerBackend:
         assert lrun is not None
         return lrun.report
 
-    def history_source(self) -> None:
-        """None: the receipts are the run's whole history (``RunBackend.history_source``)."""
-        return None
-
     def forget(self, path: Path) -> None:
         """Drop the reading state of a run folder that disappeared."""
         with self._lock:
             self._runs.pop(path, None)
 
-    def events(self, run: Run) -> list[Event]:
-        return run.events
 
 
 def _said(statements: dict[str, Statement], sid: str) -> tuple[str, str | None] | None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
-from prose_tui.backends.common.state_files import state_file_of
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
-from prose_tui.backends.protocol import Value
+from prose_tui.backends.common.state_files import state_file_of
+from prose_tui.backends.protocol import RunBackend, Value
 from prose_tui.backends.sqlite.connect import (
     DbUnavailable,
     ReadOnlyDb,
@@ -20,15 +21,17 @@ from prose_tui.backends.sqlite.connect import (
 )
 from prose_tui.backends.sqlite.live import SqliteTail
 from prose_tui.backends.sqlite.run import is_sqlite_run, load_sqlite_run
-from prose_tui.backends.sqlite.tables import list_extension_tables, metrics_summary
+from prose_tui.backends.sqlite.tables import list_extension_tables, metrics_summary, read_table_page
 from prose_tui.backends.sqlite.values import read_sqlite_binding_value
-from prose_tui.model import Backend, Binding, Delta, Event, Run, Section
+from prose_tui.model import Backend, Binding, Delta, Run, Section
 
 
-class SqliteBackend:
+class SqliteBackend(RunBackend):
     """A ``state.db`` file, or a run folder holding one and no ``state.md``/``vm.log.md``."""
 
     kind: ClassVar[Backend] = Backend.SQLITE
+    name: ClassVar[str] = "sqlite"
+    priority: ClassVar[int] = 10  # first: a folder with only state.db
 
     def __init__(self) -> None:
         # Per database: a read-only connection kept open and the ``PRAGMA data_version`` seen
@@ -131,7 +134,7 @@ class SqliteBackend:
             with self._lock:
                 self._tails[dbp] = tail
 
-    def apply(self, run: Run, paths: set[Path], *, now: datetime | None = None,
+    def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
         dbp = run.state_file or db_path_for(run.path)
         version = self._data_version(dbp)
@@ -160,7 +163,7 @@ class SqliteBackend:
         delta.reread = True
         return delta
 
-    def _apply_commit(self, dbp: Path, run: Run, paths: set[Path], version: int | None, *, now: datetime | None,
+    def _apply_commit(self, dbp: Path, run: Run, paths: Collection[Path], version: int | None, *, now: datetime | None,
                       stale_after: float, observed: datetime | None) -> Delta | None:
         """A commit applied from the rows it changed (live.py); ``None``: read the run again."""
         with self._lock:
@@ -200,16 +203,9 @@ class SqliteBackend:
         return Value(text=read_sqlite_binding_value(run.path, binding.name, binding.execution_id),
                      warning=binding.warning)
 
-    def chain(self, run: Run) -> None:
-        """None: this format keeps no hash-chained ledger."""
-        return None
-
-    def events(self, run: Run) -> list[Event]:
-        return run.events
-
-    def history_source(self) -> None:
-        """None: the run's ``events`` are its whole history (``RunBackend.history_source``)."""
-        return None
+    def read_table(self, run: Run, table: str, offset: int = 0, limit: int = 200) -> tuple[list[str], list[tuple]]:
+        """One page of an ``x_*`` table of the run's ``state.db`` (read-only)."""
+        return read_table_page(run.path, table, offset, limit)
 
 
 NOTE = "state.db could not be read just now"

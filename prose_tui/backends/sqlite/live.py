@@ -22,6 +22,7 @@ Older rows than the window are read with :meth:`SqliteTail.older` (the trace pag
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,7 +88,7 @@ class SqliteTail:
         return tail
 
     # -- a commit ----------------------------------------------------------------------------
-    def apply(self, conn: sqlite3.Connection, run: Run, paths: set[Path]) -> Delta | None:
+    def apply(self, conn: sqlite3.Connection, run: Run, paths: Collection[Path]) -> Delta | None:
         """Fold what the last commits changed into ``run`` (in place); ``None`` when the run
         must be read again instead (schema changed, unknown files, another run object)."""
         if run is not self.run or any(not _db_file(p, self.dbp) for p in paths):
@@ -100,7 +101,7 @@ class SqliteTail:
         finally:
             conn.execute("ROLLBACK")
 
-    def _apply(self, conn: sqlite3.Connection, run: Run, paths: set[Path]) -> Delta:
+    def _apply(self, conn: sqlite3.Connection, run: Run, paths: Collection[Path]) -> Delta:
         delta = Delta(run, set(paths))
         key = self.key
         reread = [rid for rid, r in self.rows.items() if (r.status or "").strip().lower() in OPEN_STATUSES]

@@ -50,7 +50,7 @@ class SourcePoll:
         worker = get_current_worker()
         sources = self.workspace.sources
         interval = min(s.poll_interval for s in sources)
-        wait = getattr(sources[0], "wait", None) if len(sources) == 1 else None
+        wait = sources[0].wait if len(sources) == 1 and sources[0].notifies else None
         shown: list[str] | None = None
         due = time.monotonic()
         gone = [False]

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from rich.cells import cell_len, chop_cells, get_character_cell_size
 
 from prose_tui.backends.common.text import visible_name
-from prose_tui.backends.filesystem.eventlog_lines import STEP_RE, TERMINATOR_RE
 from prose_tui.model import StatementState, TraceLine
+from prose_tui.model.statement import STEP_RE, TERMINATOR_RE
 
 SEPARATION = 2  # cells between the code and an annotation standing on the same row
 RIGHT_MARGIN = 1  # cells kept free right of an annotation (off the scrollbar and border)

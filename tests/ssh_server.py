@@ -1,0 +1,132 @@
+"""A real OpenSSH server on 127.0.0.1 for the remote-run tests and benchmarks (issue 34).
+
+:func:`start_sshd` starts Debian's ``/usr/sbin/sshd`` in the foreground on a free port with a
+throwaway host key, a throwaway user key allowed through an ``AuthorizedKeysFile`` in a
+temporary folder, and an ``ssh_config`` that uses them (``BatchMode yes``, known hosts in the
+folder). :attr:`SshServer.command` is the ``PROSE_TUI_SSH_COMMAND`` that reaches it:
+``ssh -F <folder>/ssh_config``, host ``testhost``. :func:`sshd_missing` says why it cannot
+run here (no sshd, no ssh, no ssh-keygen), for a visible skip.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+HOST = "testhost"
+
+
+def sshd_missing() -> str | None:
+    """Why no test sshd can be started here, or ``None``."""
+    if not os.path.exists(SSHD):
+        return f"{SSHD} is not installed (apt-get install openssh-server)"
+    for tool in ("ssh", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install openssh-client)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SshServer:
+    folder: Path
+    port: int
+    process: subprocess.Popen
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def config(self) -> Path:
+        return self.folder / "ssh_config"
+
+    @property
+    def command(self) -> str:
+        return f"ssh -F {self.config}"
+
+    def target(self, path: Path | str) -> str:
+        return f"ssh://{HOST}{path}"
+
+    def pause(self) -> None:
+        """Stop listening (logins fail; sessions already open go on)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def resume(self) -> None:
+        """Listen again on the same port with the same keys."""
+        self.process = _launch(self.folder)
+        _wait_for_login(self)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_sshd(*, force_command: str | None = None, set_env_path: str | None = None) -> SshServer:
+    """Start sshd on a free port of 127.0.0.1 and wait until it accepts a login.
+    ``force_command``: sshd's ``ForceCommand`` (the remote command every login runs);
+    ``set_env_path``: ``PATH`` for the session (``SetEnv``), e.g. one without python3."""
+    folder = Path(tempfile.mkdtemp(prefix="prose-tui-sshd-"))
+    os.chmod(folder, 0o700)
+    for name in ("host_key", "user_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)], check=True)
+    shutil.copy(folder / "user_key.pub", folder / "authorized_keys")
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation folder (Debian's packaging makes it at boot)
+    port = _free_port()
+    lines = [f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {folder / 'host_key'}",
+             f"AuthorizedKeysFile {folder / 'authorized_keys'}", "StrictModes no", "UsePAM no",
+             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
+             f"PidFile {folder / 'sshd.pid'}", "LogLevel ERROR", "AcceptEnv none", "PrintMotd no"]
+    if force_command:
+        lines.append(f"ForceCommand {force_command}")
+    if set_env_path:
+        lines.append(f"SetEnv PATH={set_env_path}")
+    (folder / "sshd_config").write_text("\n".join(lines) + "\n")
+    (folder / "ssh_config").write_text("\n".join([
+        f"Host {HOST}", "  HostName 127.0.0.1", f"  Port {port}", f"  User {getpass.getuser()}",
+        f"  IdentityFile {folder / 'user_key'}", "  IdentitiesOnly yes", "  BatchMode yes",
+        f"  UserKnownHostsFile {folder / 'known_hosts'}", "  StrictHostKeyChecking accept-new",
+        "  LogLevel ERROR"]) + "\n")
+    server = SshServer(folder, port, _launch(folder))
+    try:
+        _wait_for_login(server)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
+def _launch(folder: Path) -> subprocess.Popen:
+    return subprocess.Popen([SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait_for_login(server: SshServer) -> None:
+    process = server.process
+    for _ in range(200):  # until it accepts a login (bounded: 200 tries)
+        if process.poll() is not None:
+            err = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"sshd exited: {err.strip()}")
+        probe = subprocess.run(["ssh", "-F", str(server.config), HOST, "true"], capture_output=True)
+        if probe.returncode == 0:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"sshd on port {server.port} never accepted a login: {probe.stderr.decode().strip()}")
