@@ -29,11 +29,11 @@ from __future__ import annotations
 import argparse
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from prose_tui.backends.common.bindings import is_binding_path
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
@@ -43,19 +43,24 @@ from prose_tui.backends.common.errors import NotARunError
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness
 from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.model import (
+    ActiveConstruct,
     Backend,
     Binding,
     ChainReport,
     Delta,
     Event,
+    Frame,
     Part,
     Run,
     RunFormat,
     RunStatus,
+    Section,
+    StatementState,
     TraceLine,
 )
 
-__all__ = ["Changed", "NotARunError", "RunBackend", "RunSource", "Value", "classify_by_layout", "fallback_trace"]
+__all__ = ["Changed", "HistorySource", "NotARunError", "Revision", "RunBackend", "RunSource", "TableRow", "Value",
+           "classify_by_layout", "fallback_trace"]
 
 Changed = Mapping[Path, Part]
 """The changed paths of one run and the part each belongs to, classified once by the live
@@ -228,7 +233,13 @@ class RunBackend(ABC):
         Never raises for a bad ledger: that is the report. Default: ``None``."""
         return None
 
-    # -- history (helper ``hist``: the history capability goes here) --------------------------
+    # -- history -----------------------------------------------------------------------------
+    def history_source(self) -> HistorySource | None:
+        """What this backend knows of its runs' past beyond :meth:`events`, for
+        :mod:`prose_tui.history` (see :class:`HistorySource`: a state file's revisions
+        parsed, a log cut at a line, nodes as of a cursor). Default: ``None``, the events
+        are the whole history."""
+        return None
 
     # -- the command line --------------------------------------------------------------------
     def add_options(self, parser: argparse.ArgumentParser, *, live: bool) -> None:
@@ -365,3 +376,74 @@ def fallback_trace(run: Run) -> tuple[list[TraceLine], str | None]:
         lines = [TraceLine(line=i, text=t) for i, t in enumerate(text.splitlines(), start=1)]
         return lines, why.format(name=path.name) + (" (first 2 MiB)" if cut else "")
     return [], "this run folder has no state file and no program"
+
+
+# -- history: what a backend knows of its runs' past (issue 30) -------------------------------
+# prose_tui.history shows a run as of any event (a cursor) and replays what it journaled of
+# a snapshot run. What of that depends on a format is asked here, of the
+# backend that read the run (``RunBackend.history_source``); history/ imports no backend.
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One revision of a run's state file as its backend parses it: a snapshot ``state.md``
+    (seeds/filesystem.md, generation 1) that the journal kept. The journal replay diffs two
+    of them into events; the cursor shows one as the run at that moment.
+
+    ``header`` keys are lower-cased; ``started``/``updated`` are its times parsed (``None``
+    when absent or not ISO 8601). ``index`` are the rows of its bindings Index (columns
+    ``name``, ``path``, ``kind``, ``execution id``), for the bindings it names before their
+    files are written.
+    The lists are the parse's own and its ``TraceLine`` objects are shared with the revision
+    parsed before (a line unchanged is the same object): never change them in place.
+    """
+
+    header: dict[str, str] = field(default_factory=dict)
+    trace: list[TraceLine] = field(default_factory=list)
+    constructs: list[ActiveConstruct] = field(default_factory=list)
+    call_stack: list[Frame] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    index: Sequence[TableRow] = ()
+    started: datetime | None = None
+    updated: datetime | None = None
+
+
+class TableRow(Protocol):
+    """One row of a table in a state file, by lower-cased column name."""
+
+    def get(self, *names: str) -> str | None:
+        """The first of the columns ``names`` with a value (an empty or "—" cell is none)."""
+        ...
+
+
+class HistorySource(Protocol):
+    """The format knowledge :mod:`prose_tui.history` asks a backend for. Stateless (the
+    caches are the backend's own), safe to call from any thread; nothing here writes."""
+
+    def keeps_own_history(self, head: str) -> bool:
+        """True when a state file whose text starts with ``head`` (its first 64 KiB,
+        decoded) is its own history, a log the run's ``events`` come from: the journal
+        keeps no revisions of it. Never raises."""
+        ...
+
+    def revision(self, text: str, key: Hashable | None = None) -> Revision:
+        """``text``, one revision of a state file, parsed. ``key`` names a series (one
+        run's journal): a revision parsed under the key of the one before shares its
+        unchanged trace lines with it. Never raises: what cannot be parsed is left out."""
+        ...
+
+    def log_prefix(self, run: Run, lines: int) -> tuple[list[TraceLine], list[Frame]] | None:
+        """The trace and call stack ``run`` had when its log held its first ``lines`` trace
+        lines (the log read again up to there), or ``None`` when its format's trace is not
+        a log (the cursor then folds the events instead)."""
+        ...
+
+    def nodes_at(self, out: Run, run: Run, states: dict[str, StatementState], rendered: set[str],
+                 cursor: int, total: int) -> None:
+        """Redraw ``out``, a copy of ``run`` as of event ``cursor`` of ``total`` whose
+        ``nodes``, ``receipts`` and ``bindings`` are already those of that moment, the way
+        the format shows nodes: the trace lines standing for nodes (in ``states``, the
+        trace state of each node then), the versions its node bindings had published,
+        cost and metrics, sections and status. ``rendered``: the nodes with a rendered
+        receipt by then. A backend whose runs have no nodes leaves ``out`` as it is."""
+        ...

@@ -12,15 +12,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prose_tui.backends.filesystem.eventlog import parse_event_log
-from prose_tui.backends.filesystem.snapshot import (
-    SnapshotState,
-    parse_time,
-)
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+from prose_tui.backends.protocol import HistorySource, Revision
 from prose_tui.history.node_cursor import apply_nodes_at
-from prose_tui.history.replay import _rel, current_state
-from prose_tui.history.stream import History
+from prose_tui.history.current import current_state
+from prose_tui.history.refs import run_relative
+from prose_tui.history.sources import source_of
+from prose_tui.history.timeline import History
 from prose_tui.model import (
     Agent,
     Binding,
@@ -28,7 +25,6 @@ from prose_tui.model import (
     EventKind,
     Frame,
     Run,
-    RunFormat,
     RunStatus,
     StatementState,
     TraceLine,
@@ -37,11 +33,10 @@ from prose_tui.model import (
 if TYPE_CHECKING:  # pragma: no cover
     from prose_tui.history.journal import Journal
 
-__all__ = ["state_at"]
+__all__ = ["WRITE_KINDS", "copy_run", "fold_frames", "state_at", "trace_index"]
 
 K = EventKind
 S = StatementState
-_EVENT_LOGS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
 _STATE_OF = {
     K.STATEMENT_STARTED: S.EXECUTING, K.PARALLEL_STARTED: S.EXECUTING, K.LOOP_ITERATION: S.EXECUTING,
     K.RETRY: S.RETRYING, K.STATEMENT_COMPLETED: S.COMPLETE, K.PARALLEL_JOINED: S.COMPLETE,
@@ -85,7 +80,8 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
     Raises ``IndexError`` for a cursor outside ``0..len-1`` (an empty history accepts only
     the end, ``-1``, and gives the live run).
 
-    * Event logs: the log cut after the cursor's line and parsed again, so trace states,
+    * Event logs: the log cut after the cursor's line and parsed again by the run's
+      backend (``HistorySource.log_prefix``), so trace states,
       open parallels and the call stack are what the file said then; lines after it are
       dropped. (A line holding several events, ``a ✓ | b ✓``, is shown whole.)
     * Skill runs and Reactor state dirs (runs with nodes): the nodes recomputed from the
@@ -95,8 +91,8 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
       receipt so far failed, else ``running`` (see :mod:`.node_cursor`).
     * SQLite/narration: every trace line keeps its place; lines the events so far touched
       take the state of their latest event, the others have state ``None``.
-    * Journal: the ``state.md`` revision current at the cursor, parsed with
-      ``parse_snapshot`` (trace, constructs, call stack, header).
+    * Journal: the ``state.md`` revision current at the cursor, parsed by the run's
+      backend (``HistorySource.revision``: trace, constructs, call stack, header).
     * Reconstructed: statements whose events come later are ``next`` (the first) or
       ``pending``; the cursor's statement is ``executing`` unless its event finished it.
 
@@ -116,16 +112,17 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
         return copy_run(run)
     out = copy_run(run)
     out.events = history.events[: cursor + 1]
+    source = source_of(run) if history.origin != "reconstructed" else None
     if history.origin == "journal":
-        _journal_state(out, run, history, cursor, journal)
+        _journal_state(out, run, history, cursor, journal, source)
     elif history.origin == "reconstructed":
         _reconstructed_state(out, run, history, cursor)
     else:
-        _log_state(out, run, history, cursor)
+        _log_state(out, run, history, cursor, source)
     _agents_at(out, history, cursor)
     _status_at(out, history, cursor)
     if history.origin == "log" and (run.nodes or run.receipts):
-        apply_nodes_at(out, run, history, cursor)
+        apply_nodes_at(out, run, history, cursor, source)
     return out
 
 
@@ -159,7 +156,9 @@ def _status_at(out: Run, history: History, cursor: int) -> None:
 # event logs, sqlite, narration ----------------------------------------------------------------
 
 
-def _trace_index(run: Run, line: int | None) -> int | None:
+def trace_index(run: Run, line: int | None) -> int | None:
+    """The index in ``run.trace`` of the trace line numbered ``line`` (1-based
+    ``TraceLine.line``), or ``None`` when ``line`` is ``None`` or not in the trace."""
     if line is None:
         return None
     if 0 < line <= len(run.trace) and run.trace[line - 1].line == line:
@@ -167,19 +166,13 @@ def _trace_index(run: Run, line: int | None) -> int | None:
     return next((i for i, t in enumerate(run.trace) if t.line == line), None)
 
 
-def _log_state(out: Run, run: Run, history: History, cursor: int) -> None:
-    index = _trace_index(run, history.refs[cursor].trace_line)
-    if run.format in _EVENT_LOGS and index is not None:
-        head = f"# run:{run.id} {run.program or ''}\n"
-        if run.header.get("started"):
-            head += f"started: {run.header['started']}\n"
-        log = parse_event_log(head + "\n".join(t.text for t in run.trace[: index + 1]) + "\n")
-        if len(log.trace) == index + 1:
-            out.trace = [_copy_line(t, binding=run.trace[i].binding if t.state is not None else None)
-                         for i, t in enumerate(log.trace)]
-            out.call_stack = log.call_stack
-        else:  # pragma: no cover - the trace did not survive a round trip; fall back
-            _fold_trace(out, run, history, cursor)
+def _log_state(out: Run, run: Run, history: History, cursor: int, source: HistorySource | None) -> None:
+    index = trace_index(run, history.refs[cursor].trace_line)
+    prefix = source.log_prefix(run, index + 1) if source is not None and index is not None else None
+    if prefix is not None:  # the log read again up to the cursor's line
+        trace, out.call_stack = prefix
+        out.trace = [_copy_line(t, binding=run.trace[i].binding if t.state is not None else None)
+                     for i, t in enumerate(trace)]
     else:
         _fold_trace(out, run, history, cursor)
     out.bindings = _log_bindings(run, history, cursor)
@@ -225,12 +218,12 @@ def fold_frames(events: list[Event]) -> list[Frame]:
     return list(reversed(open_frames))
 
 
-_WRITES = (K.STATEMENT_COMPLETED, K.BINDING_WRITTEN)
+WRITE_KINDS = (K.STATEMENT_COMPLETED, K.BINDING_WRITTEN)  # the events that write a binding
 
 
 def _log_bindings(run: Run, history: History, cursor: int) -> list[Binding]:
-    mentioned = {e.name for e in history.events if e.kind in _WRITES and e.name}
-    so_far = {e.name for e in history.events[: cursor + 1] if e.kind in _WRITES and e.name}
+    mentioned = {e.name for e in history.events if e.kind in WRITE_KINDS and e.name}
+    so_far = {e.name for e in history.events[: cursor + 1] if e.kind in WRITE_KINDS and e.name}
     return [b for b in run.bindings
             if b.name in so_far or (b.name not in mentioned and (b.kind or "").lower() == "input")]
 
@@ -244,7 +237,7 @@ def _written(history: History, cursor: int, run_dir: Path, kinds: tuple[EventKin
     for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
         if ref.path is None:
             continue
-        rel = _rel(ref.path, run_dir)
+        rel = run_relative(ref.path, run_dir)
         if event.kind in kinds:
             paths.add(rel)
         elif event.kind is K.NOTE and event.text.startswith("removed "):
@@ -269,23 +262,24 @@ def _revision(run: Run, sha: str | None, journal: Journal | None) -> str | None:
     return text
 
 
-def _journal_state(out: Run, run: Run, history: History, cursor: int, journal: Journal | None) -> None:
+def _journal_state(out: Run, run: Run, history: History, cursor: int, journal: Journal | None,
+                   source: HistorySource | None) -> None:
     text = _revision(run, history.refs[cursor].revision, journal)
-    snap = parse_snapshot_cached(text) if text is not None else SnapshotState()
+    snap = source.revision(text) if text is not None and source is not None else Revision()
     if text is None and history.refs[cursor].revision is not None:
         out.warnings.append("the journal has lost this state.md revision; its trace cannot be shown")
-    out.header = snap.header
+    out.header = dict(snap.header)
     out.program = snap.header.get("program") or run.program
-    out.started = parse_time(snap.header.get("started")) or run.started
-    out.updated = parse_time(snap.header.get("updated"))
-    out.trace = snap.trace
-    out.constructs = snap.constructs
-    out.call_stack = snap.call_stack
-    out.sections = snap.sections
+    out.started = snap.started or run.started
+    out.updated = snap.updated
+    out.trace = list(snap.trace)
+    out.constructs = list(snap.constructs)
+    out.call_stack = list(snap.call_stack)
+    out.sections = list(snap.sections)
     written = _written(history, cursor, run.path, (K.BINDING_WRITTEN,))
-    kept = [b for b in run.bindings if b.exists and _rel(b.path, run.path) in written]
-    have = {_rel(b.path, run.path) for b in kept}
-    for row in snap.binding_rows:
+    kept = [b for b in run.bindings if b.exists and run_relative(b.path, run.path) in written]
+    have = {run_relative(b.path, run.path) for b in kept}
+    for row in snap.index:
         name = row.get("name") or ""
         rel = row.get("path") or f"bindings/{name}.md"
         if rel.startswith("("):
@@ -306,11 +300,11 @@ def _agents_at(out: Run, history: History, cursor: int) -> None:
     ``agent_segment`` events, else by time; segments no event speaks of are kept."""
     events, refs = history.events, history.refs
     if history.origin in ("journal", "reconstructed"):
-        seen = {_rel(r.path, out.path) for e, r in zip(events, refs) if e.kind is K.AGENT_SEGMENT and r.path}
+        seen = {run_relative(r.path, out.path) for e, r in zip(events, refs) if e.kind is K.AGENT_SEGMENT and r.path}
         written = _written(history, cursor, out.path, (K.AGENT_SEGMENT,))
 
         def keep(agent: Agent, seg) -> bool:
-            rel = _rel(seg.path, out.path)
+            rel = run_relative(seg.path, out.path)
             return rel not in seen or rel in written
     else:
         told = {(e.name, e.status) for e in events if e.kind is K.AGENT_SEGMENT}
@@ -361,11 +355,11 @@ def _reconstructed_state(out: Run, run: Run, history: History, cursor: int) -> N
     out.trace = trace
     out.call_stack = fold_frames(history.events[: cursor + 1])
     written = _written(history, cursor, run.path, (K.BINDING_WRITTEN,))
-    mentioned = {_rel(r.path, run.path) for e, r in zip(history.events, history.refs)
+    mentioned = {run_relative(r.path, run.path) for e, r in zip(history.events, history.refs)
                  if e.kind is K.BINDING_WRITTEN and r.path is not None}
     out.bindings = [b for b in run.bindings
-                    if _rel(b.path, run.path) in written
-                    or (_rel(b.path, run.path) not in mentioned and (b.kind or "").lower() == "input")]
+                    if run_relative(b.path, run.path) in written
+                    or (run_relative(b.path, run.path) not in mentioned and (b.kind or "").lower() == "input")]
 
 
 def _entered_blocks(trace: list[TraceLine], begun: set[int]) -> set[int]:

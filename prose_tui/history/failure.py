@@ -8,17 +8,17 @@ import re
 from dataclasses import dataclass, field, replace
 
 from prose_tui.backends.common.text import open_regular
-from prose_tui.backends.filesystem.eventlog_lines import MARKS, classify_line
-from prose_tui.history.cursor import _EVENT_LOGS, _WRITES, _trace_index, state_at
+from prose_tui.history.cursor import WRITE_KINDS, state_at, trace_index
 from prose_tui.history.nodes import (
     RECEIPT_KINDS,
     binding_node,
     failure_words,
     receipt_events,
 )
-from prose_tui.history.stream import History
+from prose_tui.history.timeline import History
 from prose_tui.history.transitions import error_text
 from prose_tui.model import Binding, Event, EventKind, Failure, Run, RunFormat, TraceLine, assigned_name, run_failures
+from prose_tui.model.failure import FAIL_MARKS, error_message
 
 __all__ = ["FailureContext", "failure_context", "failure_events"]
 
@@ -57,8 +57,7 @@ class FailureContext:
 
 
 # the formats whose trace is a log or node rows: no ``## Error`` section, no context lines in the trace
-_LOGS = (*_EVENT_LOGS, RunFormat.REACTOR)
-_FAIL_MARKS = "".join(ch for ch, (kind, _s, _t) in MARKS.items() if kind is K.STATEMENT_FAILED)
+_LOGS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL, RunFormat.REACTOR)
 _CONTEXT = re.compile(r"^\s*(?:context|evidence|inputs?)\s*:\s*(.*)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w]*")
 _BARE = ("", "rejected", "failed", "error", "fail", "✗")  # outcome words that say nothing of why
@@ -191,20 +190,21 @@ def _node_context(run: Run, at: Run, node: str) -> list[Binding]:
 
 
 def _line_at(run: Run, line: int | None) -> TraceLine | None:
-    index = _trace_index(run, line)
+    index = trace_index(run, line)
     return run.trace[index] if index is not None else None
 
 
 def _error_words(event: Event) -> str | None:
+    """What a failure event's text says went wrong: a ``---error`` line's message, the words
+    after a failure mark (``✗``: the model's ``FAIL_MARKS``, which event logs and database
+    rows both write), a snapshot line's annotation, else its plain words."""
     if event.kind is K.RUN_ERRORED:
-        info = classify_line(event.text)
-        message = info.items[0].message if info.items else None
-        if message:
+        if message := error_message(event.text):
             return message
         return None if event.text.startswith("---") else event.text or None
     if event.kind is K.STATEMENT_FAILED:
         for i, ch in enumerate(event.text):
-            if ch in _FAIL_MARKS:
+            if ch in FAIL_MARKS:
                 words = event.text[i + 1:].lstrip("\ufe0f").strip()
                 return words or event.status
         if "#" in event.text:  # a snapshot line: its annotation, "<-- FAILED: reason"
@@ -232,7 +232,7 @@ def _retries_before(history: History, index: int) -> list[Event]:
 def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]:
     """Names in the ``context:`` lines of the statement at ``index``."""
     line = history.refs[index].trace_line
-    if run.format not in _LOGS and (i := _trace_index(at, line)) is not None:
+    if run.format not in _LOGS and (i := trace_index(at, line)) is not None:
         return _block_context([t.text for t in at.trace], i)
     program = _program_lines(run)
     if not program:
@@ -252,7 +252,7 @@ def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]
 def _program_position_of_last_binding(program: list[str], history: History, index: int) -> int:
     for j in range(index - 1, -1, -1):
         name = history.events[j].name
-        if history.events[j].kind in _WRITES and name and _IDENT.fullmatch(name):
+        if history.events[j].kind in WRITE_KINDS and name and _IDENT.fullmatch(name):
             found = next((i for i, text in enumerate(program) if assigned_name(text) == name), None)
             if found is not None:
                 return found + 1

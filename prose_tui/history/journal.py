@@ -44,10 +44,11 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import platformdirs
 
@@ -57,8 +58,9 @@ from prose_tui.backends.common.contained import inside
 from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import decode, open_regular
-from prose_tui.backends.filesystem.eventlog import looks_like_event_log
+from prose_tui.history.current import remember_current, sha256_of
 from prose_tui.history.revisions import PACK_NAME, PackWriter, revision_lines
+from prose_tui.history.sources import source_for
 from prose_tui.model import Part
 
 __all__ = ["Journal", "JournalEntry", "MAX_JOURNAL_BYTES", "MAX_REVISION_BYTES", "StoredRevision", "run_files"]
@@ -131,6 +133,8 @@ class _Seen:
     stored: int = 0  # bytes of revisions kept for this run, on disk
     event_log: tuple[int, int, int] | None = None  # (inode, device, size) of state.md when last seen as an event log
     pack: PackWriter | None = None  # appends this run's revisions; holds the last one written
+    # whether a state file's head is a log, its own history (the backend's, asked once)
+    own_history: Callable[[str], bool] | None = None
 
 
 MAX_WALK_DEPTH = 8
@@ -163,18 +167,29 @@ class Journal:
     """The journals of every watched run, under ``root/journals/`` (see module doc).
 
     ``root`` defaults to ``platformdirs.user_state_dir("prose-tui")``. One instance may be
-    shared by threads (``record`` holds a lock). Raises ``ValueError`` from ``record`` when
+    shared by threads: writers (``record``) take turns; readers (``entries``,
+    ``revision_text``, ``has``) never wait for a writer's file reads or writes, and see a
+    record's entries once its index lines are written. Raises ``ValueError`` from ``record`` when
     the journal folder would be inside the run folder (it never writes into a run).
     """
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else Path(platformdirs.user_state_dir("prose-tui"))
-        self._lock = threading.Lock()
-        self._seen: dict[Path, _Seen] = {}
+        # Two locks, so a reader (the UI thread building a history) never waits on a disk
+        # write (issue 31): ``_writing`` serialises writers and is held across their file
+        # reads and writes; ``_published`` guards only the in-memory entry lists below and
+        # is never held across I/O.
+        self._writing = threading.Lock()
+        self._published = threading.Lock()
+        self._seen: dict[Path, _Seen] = {}  # the writers' own state (under ``_writing``)
         # Entries of the runs this process read or journaled: the index is read at most once
         # per run; what ``record`` appends is added here, not read back. No texts (see
         # ``JournalEntry.text``); paths are shared between a run's entries.
         self._entries: dict[Path, list[JournalEntry]] = {}
+        # Per run, a count that is odd while a writer is appending to its index (a
+        # sequence lock): a reader that read the index from disk keeps what it read only
+        # when no append began or ended meanwhile.
+        self._version: dict[Path, int] = {}
         self._paths: dict[Path, dict[str, Path]] = {}
 
     # -- places --------------------------------------------------------------------------------
@@ -203,15 +218,26 @@ class Journal:
         no journal. Raises ``OSError`` only when the index exists but cannot be read.
         """
         run_dir = Path(run_dir).resolve()
-        with self._lock:
+        with self._published:
             known = self._entries.get(run_dir)
             if known is not None:
                 return list(known)
+            version = self._version.get(run_dir, 0)
+        out = self._read_index(run_dir)
+        if out is None:
+            return []
+        with self._published:
+            if version % 2 == 0 and self._version.get(run_dir, 0) == version:
+                return list(self._entries.setdefault(run_dir, out))
+        return out  # a record landed while the index was read: right as read, not kept
+
+    def _read_index(self, run_dir: Path) -> list[JournalEntry] | None:
+        """Every entry of the index of ``run_dir`` (resolved), or ``None`` when there is none."""
         folder = self.folder(run_dir)
         try:
             data = (folder / "index.jsonl").read_bytes()
         except FileNotFoundError:
-            return []
+            return None
         try:
             whole = {name[:-3] for name in os.listdir(folder / "revisions") if name.endswith(".md")}
         except OSError:
@@ -240,9 +266,7 @@ class Journal:
                 mtime=row.get("mtime") if isinstance(row.get("mtime"), (int, float)) else None,
                 stored=stored,
             ))
-        with self._lock:
-            self._entries.setdefault(run_dir, out)
-            return list(self._entries[run_dir])
+        return out
 
     def revision_text(self, run_dir: Path, sha256: str) -> str | None:
         """The stored text of the ``state.md`` revision ``sha256`` (UTF-8, bad bytes
@@ -285,7 +309,7 @@ class Journal:
         folder = self.folder(run_dir)
         if folder.resolve() == run_dir or run_dir in folder.resolve().parents:
             raise ValueError(f"journal folder {folder} is inside the run {run_dir}; refusing to write there")
-        with self._lock:
+        with self._writing:
             return self._record(run_dir, folder, set(changed), now, parts or {}, state)
 
     def _record(self, run_dir: Path, folder: Path, changed: set[Path], now: datetime,
@@ -363,11 +387,20 @@ class Journal:
                 rows.append(row)
                 added.append(entry)
         if rows:
-            self._append(folder, run_dir, rows)
+            with self._published:
+                self._version[run_dir] = self._version.get(run_dir, 0) + 1  # odd: appending
+            try:
+                self._append(folder, run_dir, rows)
+            except BaseException:
+                with self._published:
+                    self._version[run_dir] += 1
+                raise
+            with self._published:
+                self._version[run_dir] += 1
+                known = self._entries.get(run_dir)
+                if known is not None:
+                    known.extend(added)  # this run's entries only: its imports' follow below
             seen.entries += len(rows)
-            known = self._entries.get(run_dir)
-            if known is not None:
-                known.extend(added)  # this run's entries only: its imports' follow below
         for handle, paths in sorted(imports.items()):
             child = run_dir / "imports" / handle
             if child.is_dir() and inside(child, run_dir):  # an import that links out of the run is not kept
@@ -384,7 +417,7 @@ class Journal:
         try:  # a state.md that links outside the run is never read (nor kept in the journal)
             if given is not None and (run_dir is None or inside(path, run_dir)):
                 data, st = given
-                if self._state_kind(data[:65536], st, seen) is not None:
+                if self._state_kind(data[:65536], st, seen, path) is not None:
                     return None
             else:
                 with open_regular(path, root=run_dir) as fh:
@@ -394,7 +427,7 @@ class Journal:
                         seen.event_log = (st.st_ino, st.st_dev, st.st_size)
                         return None
                     head = fh.read(65536)
-                    if self._state_kind(head, st, seen) is not None:
+                    if self._state_kind(head, st, seen, path) is not None:
                         return None
                     data = head + fh.read()
         except OSError:
@@ -402,9 +435,7 @@ class Journal:
                 seen.state = None
                 return JournalEntry(now, "removed", path)
             return None
-        sha = hashlib.sha256(data).hexdigest()
-        from prose_tui.history.replay import remember_current
-
+        sha = sha256_of(data)
         remember_current(path, st, data, sha)  # the history's "state.md as it is now" without a read on the UI thread
         if sha == seen.state:
             return None
@@ -420,10 +451,14 @@ class Journal:
                             mtime=st.st_mtime, stored=stored)
 
     @staticmethod
-    def _state_kind(head: bytes, st: os.stat_result, seen: _Seen) -> str | None:
+    def _state_kind(head: bytes, st: os.stat_result, seen: _Seen, path: Path) -> str | None:
         """``"event log"`` or ``"encrypted"`` for a ``state.md`` whose first bytes say so (not
-        journaled), else ``None``; remembers an event log's inode and size in ``seen``."""
-        if looks_like_event_log(decode(head)):
+        journaled), else ``None``; remembers an event log's inode and size in ``seen``. Whether
+        it is a log is the backend's call (``HistorySource.keeps_own_history``), asked once per run."""
+        if seen.own_history is None:
+            source = source_for(path)
+            seen.own_history = source.keeps_own_history if source is not None else _snapshot
+        if seen.own_history(decode(head)):
             seen.event_log = (st.st_ino, st.st_dev, st.st_size)
             return "event log"
         seen.event_log = None
@@ -446,7 +481,14 @@ class Journal:
         with open(index, "ab") as fh:
             if fh.tell() > 0 and not _ends_with_newline(index):
                 payload = b"\n" + payload  # a half-written line before us stays on its own
-            fh.write(payload)
+            self.write_index(fh, payload)
+
+    def write_index(self, fh: BinaryIO, payload: bytes) -> None:
+        """Append ``payload`` (whole JSON lines, UTF-8) to the open index file ``fh``: the
+        write that makes a record's entries part of the journal. Runs on the writer's
+        thread under the writer lock only; a reader (:meth:`entries`) never waits for it.
+        A subclass may wrap it (the tests hold a write here to show a reader goes on)."""
+        fh.write(payload)
 
     def _load_seen(self, run_dir: Path, folder: Path) -> _Seen:
         seen = self._seen.get(run_dir)
@@ -489,6 +531,11 @@ class Journal:
                 seen.files[rel] = (st.st_size, st.st_mtime_ns)
         self._seen[run_dir] = seen
         return seen
+
+
+def _snapshot(head: str) -> bool:
+    """A state file no backend claims is kept as a snapshot (never its own history)."""
+    return False
 
 
 def _row(raw: bytes) -> dict | None:

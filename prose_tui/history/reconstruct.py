@@ -31,7 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common.status import COPY_GAP, as_utc
-from prose_tui.history.stream import EventRef, History
+from prose_tui.history.refs import EventRef
+from prose_tui.history.timeline import History
 from prose_tui.history.transitions import statement_name, transition
 from prose_tui.model import (
     Binding,

@@ -18,7 +18,7 @@ from typing import overload
 
 @dataclass(slots=True)
 class EventRef:
-    """Where one event of a :class:`~prose_tui.history.stream.History` points, beside the
+    """Where one event of a :class:`~prose_tui.history.timeline.History` points, beside the
     :class:`Event` itself.
 
     ``trace_line`` is the 1-based ``TraceLine.line`` of the statement it concerns in the
@@ -110,3 +110,16 @@ class LineRefs(MutableSequence[EventRef]):
 
     def __repr__(self) -> str:
         return f"LineRefs({[None if t == _NONE else t for t in self._lines]!r})"
+
+
+def run_relative(path: Path, run_dir: Path) -> str:
+    """``path`` relative to ``run_dir`` as a POSIX string (``bindings/x.md``), comparing
+    resolved paths when the plain ones differ (a run reached through a link); ``path``
+    itself (POSIX) when it is outside the run. Never raises."""
+    try:
+        return path.relative_to(run_dir).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(run_dir.resolve()).as_posix()
+        except (ValueError, OSError):
+            return path.as_posix()

@@ -1,36 +1,37 @@
 """A watched snapshot run's history, replayed from the journal prose-tui kept (origin "journal").
 
-Each journaled ``state.md`` revision is diffed against the one before
+Each journaled ``state.md`` revision, parsed by the run's backend
+(``HistorySource.revision``), is diffed against the one before
 (:func:`~prose_tui.history.transitions.snapshot_events`); binding and segment writes
 become ``binding_written`` / ``agent_segment`` events, in the order they were seen. A
 replay is kept per run and extended by the entries journaled since (``journal_replay``).
-``current_state`` is the run's ``state.md`` as it is now, read once per (mtime, size).
+The run's ``state.md`` as it is now (:func:`~.current.current_state`) closes the replay.
 No Textual, no writes.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.bindings import name_and_scope
-from prose_tui.backends.common.text import open_regular
-from prose_tui.backends.filesystem.snapshot import SnapshotState
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
-from prose_tui.history.refs import EventRef
-from prose_tui.history.stream import _HISTORIES, History, _keep
-from prose_tui.history.transitions import sha256_of, snapshot_events
+from prose_tui.backends.protocol import HistorySource, Revision
+from prose_tui.history.current import current_state
+from prose_tui.history.refs import EventRef, run_relative
+from prose_tui.history.sources import source_of
+from prose_tui.history.timeline import KEPT, History
+from prose_tui.history.transitions import snapshot_events
 from prose_tui.model import Event, EventKind, Run
 
 if TYPE_CHECKING:  # pragma: no cover
     from prose_tui.history.journal import Journal, JournalEntry
 
-__all__ = ["current_state", "journal_history", "journal_replay", "remember_current"]
+__all__ = ["current_state", "journal_history", "journal_replay"]
 
 K = EventKind
 
@@ -38,7 +39,7 @@ K = EventKind
 # A replay is extended entry by entry and keeps only the last revision's parse; these keep
 # a few more (by content hash), for a replay started again (another Journal, a run whose
 # kept replay was dropped). Small on purpose: a parse holds the whole run (issue 35).
-_PARSE_CACHE: OrderedDict[str, SnapshotState] = OrderedDict()
+_PARSE_CACHE: OrderedDict[str, Revision] = OrderedDict()
 _DIFF_CACHE: OrderedDict[tuple, list] = OrderedDict()
 _PARSES_KEPT = 4
 _DIFFS_KEPT = 256  # a revision's events: a few hundred bytes
@@ -52,16 +53,16 @@ def _remember(cache: OrderedDict, key, value):
     return value
 
 
-def _parsed_revision(sha: str | None, text: str, key: object = None) -> SnapshotState:
+def _parsed_revision(source: HistorySource, sha: str | None, text: str, key: Hashable | None = None) -> Revision:
     if sha is not None and sha in _PARSE_CACHE:
         _PARSE_CACHE.move_to_end(sha)
         return _PARSE_CACHE[sha]
-    snap = parse_snapshot_cached(text, key)
+    snap = source.revision(text, key)
     return _remember(_PARSE_CACHE, sha, snap) if sha is not None else snap
 
 
-def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha: str | None,
-                      snap: SnapshotState, when) -> list:
+def _revision_changes(prev_sha: str | None, previous: Revision | None, sha: str | None,
+                      snap: Revision, when) -> list:
     key = (prev_sha, sha, when)
     if sha is not None and key in _DIFF_CACHE:
         return _DIFF_CACHE[key]
@@ -74,11 +75,12 @@ def _revision_changes(prev_sha: str | None, previous: SnapshotState | None, sha:
 class _Replay:
     """Journal entries replayed so far (see :func:`journal_history`), extended entry by entry."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, source: HistorySource | None) -> None:
         self.run_dir = run_dir
+        self.source = source  # parses the revisions (the run's backend's); None: none can be
         self.events: list[Event] = []
         self.refs: list[EventRef] = []
-        self.previous: SnapshotState | None = None
+        self.previous: Revision | None = None
         self.revision: str | None = None
         self.consumed = 0
         self.first: JournalEntry | None = None
@@ -90,15 +92,15 @@ class _Replay:
 
     def feed(self, entries: list[JournalEntry]) -> None:
         for entry in entries:
-            rel = _rel(entry.path, self.run_dir)
+            rel = run_relative(entry.path, self.run_dir)
             if entry.kind == "state":
-                if entry.stored is None or entry.sha256 == self.revision:
-                    continue  # a revision too large to keep, or the same one journaled twice
+                if entry.stored is None or entry.sha256 == self.revision or self.source is None:
+                    continue  # a revision too large to keep, the same one journaled twice, or unreadable
                 text = entry.text  # read back from the journal folder, not kept
                 if text is None:
                     continue  # lost (a pack cut short, a revision file removed)
                 # parsed against the revision before (unchanged trace lines are reused)
-                snap = _parsed_revision(entry.sha256, text, ("journal", self.run_dir))
+                snap = _parsed_revision(self.source, entry.sha256, text, ("journal", self.run_dir))
                 changes = _revision_changes(self.revision, self.previous, entry.sha256, snap, entry.time)
                 self.revision = entry.sha256
                 for event, line in changes:
@@ -123,8 +125,9 @@ class _Replay:
         note = "replayed from the journal prose-tui kept while watching; times are when changes were seen"
         events, refs = list(self.events), list(self.refs)
         current, current_sha = current_state(run)
-        if current is not None and self.previous is not None and current_sha != self.revision:
-            snap = _parsed_revision(current_sha, current)
+        if current is not None and self.previous is not None and self.source is not None \
+                and current_sha != self.revision:
+            snap = _parsed_revision(self.source, current_sha, current)
             when = datetime.fromtimestamp(run.state_mtime).astimezone() if run.state_mtime else None
             tail = snapshot_events(self.previous, snap, when)
             if not tail:
@@ -143,7 +146,7 @@ def journal_history(run: Run, entries: list[JournalEntry]) -> History:
     When the run's current ``state.md`` is not the last journaled revision (it changed
     while nobody watched), the difference is appended as if seen now, and the note says so.
     """
-    replay = _Replay(run.path)
+    replay = _Replay(run.path, source_of(run))
     replay.feed(entries)
     return replay.history(run)
 
@@ -151,59 +154,10 @@ def journal_history(run: Run, entries: list[JournalEntry]) -> History:
 def journal_replay(run: Run, journal: Journal, entries: list[JournalEntry]) -> History:
     """``journal_history`` that replays only the entries added since the last call."""
     key = (run.path, "journal")
-    replay = _HISTORIES.get(key)
+    replay = KEPT.get(key)
     if not isinstance(replay, _Replay) or replay.consumed > len(entries) or (entries and replay.first is not entries[0]):
-        replay = _keep(key, _Replay(run.path))
+        replay = KEPT.keep(key, _Replay(run.path, source_of(run)))
         replay.first = entries[0] if entries else None
     replay.feed(entries[replay.consumed:])
-    _HISTORIES.move_to_end(key)
+    KEPT.touch(key)
     return replay.history(run)
-
-
-def _rel(path: Path, run_dir: Path) -> str:
-    try:
-        return path.relative_to(run_dir).as_posix()
-    except ValueError:
-        try:
-            return path.resolve().relative_to(run_dir.resolve()).as_posix()
-        except (ValueError, OSError):
-            return path.as_posix()
-
-
-_CURRENT: OrderedDict[tuple[Path, float | None, int], tuple[str, str]] = OrderedDict()
-_CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
-
-
-def current_state(run: Run) -> tuple[str | None, str | None]:
-    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``.
-    Kept per (file, mtime, size), so asking again about an unchanged file reads nothing."""
-    if run.state_file is None:
-        return None, None
-    try:
-        st = run.state_file.stat()
-        key = (run.state_file, st.st_mtime, st.st_size)
-        known = _CURRENT.get(key)
-        if known is not None:
-            return known
-        with open_regular(run.state_file, root=run.root) as fh:  # never a file outside the run
-            data = fh.read()
-    except OSError:
-        return None, None
-    return _remember_current(key, data, sha256_of(data))
-
-
-def remember_current(path: Path, st, data: bytes, sha: str) -> None:
-    """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
-    is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
-    worker, tells it here so a history built on the UI thread does not read it again."""
-    _remember_current((path, st.st_mtime, st.st_size), data, sha)
-
-
-def _remember_current(key: tuple, data: bytes, sha: str) -> tuple[str, str]:
-    value = (data.decode("utf-8", "replace"), sha)
-    with _CURRENT_LOCK:
-        _CURRENT[key] = value
-        while len(_CURRENT) > 16:
-            _CURRENT.popitem(last=False)
-    return value
-

@@ -18,15 +18,13 @@ reconstruction, file times of the run's own files.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import is_
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prose_tui.history.nodes import with_receipt_failures
 from prose_tui.history.refs import EventRef, LineRefs
 from prose_tui.history.step_lines import StepLines
+from prose_tui.history.timeline import KEPT, History
 from prose_tui.model import (
     Event,
     EventKind,
@@ -47,86 +45,6 @@ LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFor
 LINE_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL)
 # formats whose events map to trace lines by step (``StepLines``): a row per line
 STEP_FORMATS = (RunFormat.SQLITE, RunFormat.POSTGRES)
-_FAILED = (K.STATEMENT_FAILED, K.RUN_ERRORED)
-
-
-@dataclass
-class History:
-    """A run's events in order, ``seq`` dense 0..n-1, and where they came from.
-
-    ``origin`` is ``"log"``, ``"journal"`` or ``"reconstructed"``; ``note`` one sentence
-    for the UI saying how far to trust the order. ``refs[i]`` says where ``events[i]``
-    points (same length as ``events``; see :class:`EventRef`).
-    """
-
-    events: list[Event]
-    origin: str
-    note: str
-    refs: list[EventRef] | LineRefs = field(default_factory=list)  # LineRefs: a log's (4 bytes each)
-    # Events put before the first one since this history was built (older rows paged in):
-    # a cursor on an event moves by as many to stay on it.
-    prepended: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.refs) < len(self.events):
-            self.refs = self.refs + [EventRef() for _ in range(len(self.events) - len(self.refs))]
-
-    def failures(self) -> list[int]:
-        """Indexes of events where the run went wrong: ``statement_failed``,
-        ``run_errored`` and ``receipt_failed``. A failed attempt that the same statement got
-        past later (a ``retry``, a new start, a completion, a later failure) is part of that
-        retry, not a failure (see :meth:`retries`); so is a failed receipt the same node
-        wrote another receipt after. A log line and a receipt reporting one node failure
-        count once (see :func:`~prose_tui.history.nodes.with_receipt_failures`)."""
-        out: list[int] = []
-        for i, event in enumerate(self.events):
-            if event.kind is K.RUN_ERRORED:
-                out.append(i)
-            elif event.kind is K.STATEMENT_FAILED and not self._retried(i):
-                out.append(i)
-        return with_receipt_failures(self.events, out)
-
-    def retries(self) -> list[int]:
-        """Indexes of ``retry`` events, in order."""
-        return [i for i, e in enumerate(self.events) if e.kind is K.RETRY]
-
-    def first_failure(self) -> int | None:
-        """The first index of :meth:`failures`, or ``None`` for a run that did not fail."""
-        failures = self.failures()
-        return failures[0] if failures else None
-
-    def revision_cursors(self) -> list[tuple[str, int]]:
-        """Journal origin: ``(sha256, index)`` for each ``state.md`` revision in order, where
-        ``index`` is the last event that revision's changes produced: the cursor at which
-        :func:`~prose_tui.history.state_at` shows that revision exactly as it was seen.
-        Empty for other origins."""
-        out: list[tuple[str, int]] = []
-        for i, ref in enumerate(self.refs):
-            if ref.revision is None or ref.path is not None:
-                continue
-            if out and out[-1][0] == ref.revision and out[-1][1] == i - 1:
-                out[-1] = (ref.revision, i)
-            else:
-                out.append((ref.revision, i))
-        return out
-
-    def same_statement(self, a: int, b: int) -> bool:
-        """True when events ``a`` and ``b`` concern the same statement: the same step label
-        and, where both name one, the same name (VMs reuse step numbers); without step
-        labels, the same trace line."""
-        ea, eb = self.events[a], self.events[b]
-        if ea.step is not None or eb.step is not None:
-            return ea.step == eb.step and (ea.name is None or eb.name is None or ea.name == eb.name)
-        ta, tb = self.refs[a].trace_line, self.refs[b].trace_line
-        return ta is not None and ta == tb
-
-    def _retried(self, index: int) -> bool:
-        """A failed attempt is not final when the same statement is retried, started
-        again, completes or fails again later."""
-        again = (K.RETRY, K.STATEMENT_STARTED, K.STATEMENT_COMPLETED, K.STATEMENT_FAILED)
-        return any(self.events[j].kind in again and self.same_statement(index, j)
-                   for j in range(index + 1, len(self.events)))
-
 
 def extends_cheaply(run: Run | None) -> bool:
     """True when ``history_of(run)`` after a live change costs what the change appended (a
@@ -180,18 +98,6 @@ class _LogCache:
     steps: StepLines | None = None  # a database run's line mapping, extended with the run
 
 
-_HISTORIES: OrderedDict[tuple[Path, str], Any] = OrderedDict()
-_KEEP = 8  # runs whose history is kept for extension
-
-
-def _keep(key: tuple[Path, str], value: Any) -> Any:
-    _HISTORIES[key] = value
-    _HISTORIES.move_to_end(key)
-    while len(_HISTORIES) > _KEEP:
-        _HISTORIES.popitem(last=False)
-    return value
-
-
 def events_json(history: History) -> list[dict[str, Any]]:
     """One dict per event for ``prose-tui show --json``: ``{seq, time, kind, step, name,
     status, text}``; ``time`` is ISO 8601 or ``None``, ``kind`` the ``EventKind`` value."""
@@ -223,7 +129,7 @@ def _log_note(run: Run, events: list[Event]) -> str:
 
 def _log_history(run: Run) -> History:
     key = (run.path, "log")
-    cached = _HISTORIES.get(key)
+    cached = KEPT.get(key)
     src = run.events
     if isinstance(cached, _LogCache) and cached.note_format is run.format and cached.sources:
         mine = cached.sources
@@ -234,19 +140,19 @@ def _log_history(run: Run) -> History:
             same -= 1
         if same > 0:
             _extend_log(cached, run, same)
-            _HISTORIES.move_to_end(key)
+            KEPT.touch(key)
             return cached.history
         older = len(src) - len(mine)
         if older > 0 and all(map(is_, src[older:], mine)):
             _prepend_log(cached, run, older)
-            _HISTORIES.move_to_end(key)
+            KEPT.touch(key)
             return cached.history
     events = [_share(e, i) for i, e in enumerate(src)]
     steps = StepLines(run.trace) if run.format in STEP_FORMATS else None
     lines = steps.lines_for(events) if steps is not None else _log_trace_lines(run, events)
     refs = LineRefs(lines)  # a trace line per event, 4 bytes each
     history = History(events, "log", _log_note(run, events), refs)
-    _keep(key, _LogCache(history, list(src), run.format, steps))
+    KEPT.keep(key, _LogCache(history, list(src), run.format, steps))
     return history
 
 

@@ -9,7 +9,6 @@ times (:mod:`.reconstruct`) both build on it. No I/O, no Textual.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import datetime
 from itertools import chain, compress
@@ -17,18 +16,13 @@ from operator import is_not
 from pathlib import Path
 
 from prose_tui.backends.common.bindings import name_and_scope
-from prose_tui.backends.filesystem.snapshot import SnapshotState
+from prose_tui.backends.protocol import Revision
 from prose_tui.model import Event, EventKind, Frame, Run, StatementState, TraceLine, assigned_name
 
-__all__ = ["error_text", "sha256_of", "snapshot_events", "statement_name", "transition"]
+__all__ = ["error_text", "snapshot_events", "statement_name", "transition"]
 
 K = EventKind
 S = StatementState
-
-
-def sha256_of(data: bytes) -> str:
-    """The sha256 (hex) a journal keys a ``state.md`` revision by: of the file's bytes."""
-    return hashlib.sha256(data).hexdigest()
 
 
 _PARALLEL = re.compile(r"^\s*(?:(?:let|const)\s+\w+\s*=\s*)?parallel\b", re.IGNORECASE)
@@ -75,7 +69,7 @@ def _frame_key(f: Frame) -> tuple[int | None, str]:
     return (f.execution_id, f.block)
 
 
-def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: datetime | None) -> list[tuple[Event, int | None]]:
+def snapshot_events(before: Revision | None, after: Revision, when: datetime | None) -> list[tuple[Event, int | None]]:
     """Events that turn snapshot ``before`` into ``after`` (``before=None``: from nothing).
 
     Returned as ``(event, trace_line)`` pairs with ``seq`` 0 (the caller numbers them).
@@ -131,7 +125,7 @@ def snapshot_events(before: SnapshotState | None, after: SnapshotState, when: da
     return out
 
 
-def error_text(snap: SnapshotState | Run) -> str | None:
+def error_text(snap: Revision | Run) -> str | None:
     """The text of a snapshot's (or a run's) ``## Error`` / ``## Failure`` section (a
     real-world extension), if any."""
     for section in snap.sections:

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_problem, is_run_dir, load_run
+from prose_tui.backends.filesystem.history import FilesystemHistory
 from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.backends.protocol import RunBackend, Value
@@ -117,3 +118,10 @@ class FilesystemBackend(RunBackend):
         version = (binding.fields or {}).get("version")  # 0.15 world-model/{node}/.version
         note = f"published by {binding.service}, content address {version}" if version else ""
         return Value(path=binding.path, offset=binding.value_offset, note=note, warning=binding.warning)
+
+    def history_source(self) -> FilesystemHistory:
+        """Event logs cut at a line, snapshot revisions parsed, skill nodes as of a cursor (:mod:`.history`)."""
+        return _HISTORY
+
+
+_HISTORY = FilesystemHistory()

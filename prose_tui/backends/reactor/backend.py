@@ -35,6 +35,7 @@ from prose_tui.backends.reactor.frames import (
     render_world_model,
     version_file,
 )
+from prose_tui.backends.reactor.history import ReactorHistory
 from prose_tui.backends.reactor.layout import (
     RECEIPTS,
     WORLD_MODELS,
@@ -193,6 +194,13 @@ class ReactorBackend(RunBackend):
         problems = tuple(state.chain_problems)
         return ChainReport(ok=not problems, checked=state.cursor.count, problems=problems,
                            warnings=tuple(state.ledger_warnings))
+
+    def history_source(self) -> ReactorHistory:
+        """Nodes redrawn as of a cursor (:mod:`.history`)."""
+        return _HISTORY
+
+
+_HISTORY = ReactorHistory()
 
 
 def _frame_value(path: Path, node: str, version: str | None, root: Path | None) -> Value:

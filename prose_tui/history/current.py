@@ -1,0 +1,65 @@
+"""A run's ``state.md`` as it is now, read once per (file, mtime, size).
+
+The journal replay and the cursor compare the last journaled revision with the file as it
+is now (:func:`current_state`). The journal, which reads each revision on the live worker,
+hands what it read over (:func:`remember_current`), so a history built on the UI thread
+does not read the file again. A few entries, shared by threads under a lock held for
+dictionary operations only. No Textual, no writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from prose_tui.backends.common.text import open_regular
+from prose_tui.model import Run
+
+__all__ = ["current_state", "remember_current", "sha256_of"]
+
+_KEPT = 16
+_CURRENT: OrderedDict[tuple[Path, float, int], tuple[str, str]] = OrderedDict()
+_CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
+
+
+def sha256_of(data: bytes) -> str:
+    """The sha256 (hex) a journal keys a ``state.md`` revision by: of the file's bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def current_state(run: Run) -> tuple[str | None, str | None]:
+    """The run's ``state.md`` as it is now: ``(text, sha256 of its bytes)``, or ``(None, None)``.
+    Kept per (file, mtime, size), so asking again about an unchanged file reads nothing."""
+    if run.state_file is None:
+        return None, None
+    try:
+        st = run.state_file.stat()
+        key = (run.state_file, st.st_mtime, st.st_size)
+        with _CURRENT_LOCK:
+            known = _CURRENT.get(key)
+        if known is not None:
+            return known
+        with open_regular(run.state_file, root=run.root) as fh:  # never a file outside the run
+            data = fh.read()
+    except OSError:
+        return None, None
+    return _remember(key, data, sha256_of(data))
+
+
+def remember_current(path: Path, st: os.stat_result, data: bytes, sha: str) -> None:
+    """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
+    is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
+    worker, tells it here so a history built on the UI thread does not read it again."""
+    _remember((path, st.st_mtime, st.st_size), data, sha)
+
+
+def _remember(key: tuple[Path, float, int], data: bytes, sha: str) -> tuple[str, str]:
+    value = (data.decode("utf-8", "replace"), sha)
+    with _CURRENT_LOCK:
+        _CURRENT[key] = value
+        while len(_CURRENT) > _KEPT:
+            _CURRENT.popitem(last=False)
+    return value
