@@ -10,7 +10,7 @@ from conftest import FIXTURES
 
 from prose_tui.backends import open_run
 from prose_tui.model import Binding, Delta, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel
+from prose_tui.viewmodel.explorer_model import ExplorerModel
 
 RUN = Path("/runs/20260301-100000-a1b2c3")
 EVENT_LOG_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"

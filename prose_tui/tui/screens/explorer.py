@@ -34,10 +34,10 @@ from textual.worker import Worker, WorkerState
 from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
+from prose_tui.viewmodel.explorer_model import ExplorerModel, Moved, when_text
 from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.navigator import HistoryNavigator
+from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
 from prose_tui.tui.screens.explorer_feed import RunFeed
 from prose_tui.tui.screens.explorer_live import LiveProblem, RunsChanged

@@ -24,7 +24,7 @@ from prose_tui.history import FailureContext
 from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Binding, Frame, Run, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, LivePlace, when_text
+from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree

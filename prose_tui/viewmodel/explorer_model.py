@@ -23,13 +23,13 @@ decides is here so it can be tested without an app:
   ``take_live_place`` keep the live view (trace cursor, follow, value) to restore on ``}``.
 * ``shown_line(line)``: a trace line number as the trace shows it (one numbering).
 
-An event-log run's program annotated from its log is ``tui/program_trace.py``.
+An event-log run's program annotated from its log is ``viewmodel/program_trace.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from typing import Literal
@@ -54,14 +54,14 @@ from prose_tui.model import (
 )
 from prose_tui.model.failure import first_line
 from prose_tui.model.run import binding_of_event, newest_binding
-from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
-from prose_tui.tui.navigator import HistoryNavigator
-from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
+from prose_tui.viewmodel.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
+from prose_tui.viewmodel.navigator import HistoryNavigator
+from prose_tui.viewmodel.statement_clock import StatementClock, StatementTime
+from prose_tui.viewmodel.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
 
 __all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
            "ValueChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
 
-_STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
 
 
@@ -130,21 +130,6 @@ class Moved:
     message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class StatementTime:
-    """Seconds spent on one statement (summed over its attempts), how many times it began."""
-
-    name: str
-    seconds: float
-    attempts: int
-
-
-def _utc(time: datetime) -> datetime:
-    """``time`` comparable with any other event time: one without a zone is taken as UTC
-    (a backend may give both, e.g. SQLite timestamps stored with and without an offset)."""
-    return time if time.tzinfo is not None else time.replace(tzinfo=timezone.utc)
-
-
 def failure_line(lines: list[TraceLine]) -> int:
     """The index a failed run's trace cursor rests on until (or without) its failure event
     in the history: the first line marked failed, else the last line (0 for no lines)."""
@@ -176,7 +161,7 @@ class ExplorerModel:
         self.values: dict[Path, ValueWindow] = {}  # binding values the last live delta read (take_value)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
         self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
-        self._clock: _Clock | None = None  # statement_times carried forward
+        self._clock: StatementClock | None = None  # statement_times carried forward
 
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
@@ -573,60 +558,14 @@ class ExplorerModel:
         """Seconds per statement up to the cursor, slowest first: each start (or retry) runs
         until the next event with a time; times that run backwards count as 0.
 
-        Following a live run this costs what was appended since the last call (``_Clock``
+        Following a live run this costs what was appended since the last call (``StatementClock``
         carries on where it stopped while the history only grew)."""
         events = self.nav.events
         end = (self.nav.position if upto is None else upto) + 1
         clock = self._clock
         if clock is None or not clock.continues(events, end):
-            clock = self._clock = _Clock()
+            clock = self._clock = StatementClock()
         return clock.advance(events, end)
-
-
-class _Clock:
-    """``ExplorerModel.statement_times`` carried forward over a growing list of events.
-
-    ``done`` events are counted; ``pending`` are the starts (name, time) still waiting for
-    the next event with a time; ``totals`` maps a name to [seconds, starts]. Times without a
-    zone count as UTC (``_utc``)."""
-
-    def __init__(self) -> None:
-        self.done = 0
-        self.last: object = None  # the last event counted (the list may be a new one that grew)
-        self.pending: list[tuple[str, datetime]] = []
-        self.totals: dict[str, list[float]] = {}
-        self.sorted: list[StatementTime] | None = None
-
-    def continues(self, events: list, end: int) -> bool:
-        """True when ``events[:end]`` extends what was counted (same events, not fewer)."""
-        if end < self.done:
-            return False
-        if self.done == 0:
-            return True
-        return len(events) >= self.done and events[self.done - 1] is self.last
-
-    def advance(self, events: list, end: int) -> list[StatementTime]:
-        end = min(end, len(events))
-        if end > self.done:
-            totals, pending = self.totals, self.pending
-            for event in events[self.done:end]:
-                time = event.time
-                if time is not None and pending:
-                    for name, began in pending:
-                        totals[name][0] += max(0.0, (_utc(time) - _utc(began)).total_seconds())
-                    pending.clear()
-                if event.kind in _STARTS and time is not None:
-                    name = event.name or event.step or event.text.strip()[:40]
-                    entry = totals.setdefault(name, [0.0, 0])
-                    entry[1] += 1
-                    pending.append((name, time))
-            self.done = end
-            self.last = events[end - 1]
-            self.sorted = None
-        if self.sorted is None:
-            out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
-            self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
-        return self.sorted
 
 
 def trace_as_shown(run: Run, at: int | None = None, journal: Journal | None = None) -> list[TraceLine]:
