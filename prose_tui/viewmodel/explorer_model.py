@@ -28,14 +28,13 @@ An event-log run's program annotated from its log is ``viewmodel/program_trace.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from typing import Literal
-
 from prose_tui.backends.filesystem.folder import fallback_trace
 from prose_tui.history import FailureContext, Journal, failure_context, failure_events
+from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
     Binding,
@@ -57,46 +56,13 @@ from prose_tui.model.run import binding_of_event, newest_binding
 from prose_tui.viewmodel.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.viewmodel.statement_clock import StatementClock, StatementTime
+from prose_tui.viewmodel.view_change import TraceRepaint, Touch, ValueChange, ViewChange
 from prose_tui.viewmodel.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
 
-__all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
-           "ValueChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
+__all__ = ["ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
+           "ValueChange", "ViewChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
 
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
-
-
-@dataclass(frozen=True, slots=True)
-class Touch:
-    """What one change to the shown run touches: ``same`` run as before, ``live`` change
-    (``changed`` files given), ``only_bindings`` when nothing but binding files changed;
-    ``follow``: whether the trace follows the executing statement from now on (``None``:
-    as it was, the user's ``f`` stands); ``failed``: the run is seen failed for the first
-    time, so the cursor goes to its failure (``failure_line``, then its failure event)."""
-
-    same: bool
-    live: bool
-    only_bindings: bool
-    follow: bool | None = None
-    failed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ValueChange:
-    """What the value pane does after a change: ``show`` ``binding`` (``None``: nothing),
-    ``reload`` the file it shows (``binding``: that file's new read, for its offsets), or
-    ``keep`` what it shows."""
-
-    action: Literal["show", "reload", "keep"]
-    binding: Binding | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaTouch:
-    """What one live delta touches: ``shown``, the run on screen; ``show``, its files changed
-    (or it was read anew), so the panes show it again; else only its header (a status tick)."""
-
-    shown: bool
-    show: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +123,8 @@ class ExplorerModel:
         self._failures: tuple[tuple, list[Failure]] = ((), [])  # (key, the run's failures, events placed)
         self.failure_shown: int | None = None  # the line (as shown) the run's failure is marked on
         self._pending: set[int] | None = None  # run.trace indexes live deltas changed since trace_lines
+        self._delta_noted = False  # a live delta changed the run's own trace list since the trace was repainted
+        self._trace_shown: list[TraceLine] | None = None  # the list the trace widget holds (trace_repaint)
         self.lines_changed: set[int] | None = None  # what trace_lines changed in the list it returned before
         self.values: dict[Path, ValueWindow] = {}  # binding values the last live delta read (take_value)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
@@ -224,6 +192,7 @@ class ExplorerModel:
         if run is None or delta.run.path != run.path:
             return
         self.values = dict(delta.values)
+        self._delta_noted = True
         if delta.trace_lines is None or delta.run.trace is not run.trace:
             self._pending = None
         elif self._pending is not None:
@@ -233,18 +202,84 @@ class ExplorerModel:
         """The start of ``path``'s value as the last live delta read it (once), else ``None``."""
         return self.values.pop(path, None) if path is not None else None
 
-    def delta_touch(self, delta: Delta) -> DeltaTouch:
-        """What a live delta touches (see ``DeltaTouch``)."""
+    # -- the record of what changed for the views ----------------------------------------------
+    def show(self, run: Run | None, changed: set[Path] | None = None, *, value_shown: Path | None = None) -> ViewChange:
+        """Show ``run`` (a read of it, or a live change: ``changed`` are the files it wrote);
+        ``value_shown``: the file the value pane shows. Loads the history now, or says it
+        catches up later (``history_later``: a journal replay or reconstruction after a live
+        change; a log's history grows by its new events at once)."""
+        touch = self.touch(run, changed)
+        later = touch.live and not extends_cheaply(run)
+        if not later:
+            self.load_history()
+        if run is None:
+            return replace(self.repaint(), touch=touch, value=ValueChange("show"))
+        change = self.repaint(only_bindings=touch.only_bindings)
+        failure_cursor = self.failure_index(self._trace_shown or []) if touch.failed else None
+        value = self.value_after(touch, changed, value_shown)
+        if value.action == "show":
+            shown = value.binding.path if value.binding is not None else None
+            value = replace(value, window=self.take_value(shown) if changed is not None else None)
+        elif value.action == "reload":
+            value = replace(value, window=self.take_value(value_shown))
+        return replace(change, history_later=later, touch=touch, failure_cursor=failure_cursor, value=value,
+                       full_read=self.is_full_read(run))
+
+    def apply(self, delta: Delta, *, value_shown: Path | None = None) -> ViewChange | None:
+        """A live delta (merged, from the live worker): ``None`` when it is not the run shown
+        (its run list row alone changes); a status tick (no file changed, the same read) is
+        ``header_only``; else what ``show`` says, the trace repainting the lines it names."""
         current = self.run
         if current is None or delta.run.path != current.path:
-            return DeltaTouch(shown=False)
-        return DeltaTouch(shown=True, show=bool(delta.paths) or delta.run is not current)
+            return None
+        self.note_delta(delta)  # the program view and failure marks follow these lines
+        if not delta.paths and delta.run is current:
+            return ViewChange(run=delta.run, header_only=True)
+        return self.show(delta.run, set(delta.paths), value_shown=value_shown)
 
-    def repaint_in_place(self, delta: Delta, shown: list[TraceLine]) -> bool:
-        """After ``delta`` is shown: whether the trace repaints ``delta.trace_lines`` in place.
-        Only live, and while it shows the run's own trace list, which the live worker grew or
-        re-stated (a frozen moment or the program view is a new list from ``trace_lines``)."""
-        return self.nav.live and shown is delta.run.trace and (delta.trace_lines is None or bool(delta.trace_lines))
+    def repaint(self, *, only_bindings: bool = False) -> ViewChange:
+        """Every pane as of the history cursor (the run itself when live); ``only_bindings``:
+        the trace and the call stack are left as they are (unless a live delta changed trace
+        lines since the trace was last repainted)."""
+        run = self.run
+        if run is None:
+            return ViewChange(run=None, trace=self.trace_repaint(), stack=True, events=[], position=0)
+        view = self.view() or run
+        trace = self.trace_repaint(only_noted=only_bindings)
+        return ViewChange(run=run, view=view, trace=trace, stack=not only_bindings, events=self.nav.events,
+                          position=self.nav.position)
+
+    def trace_repaint(self, *, only_noted: bool = False) -> TraceRepaint | None:
+        """What the trace widget does now (the one place it is decided): a new list to show,
+        rows of the list it holds to repaint, or nothing (``None``). The run's own trace list
+        is grown or re-stated in place by the live worker: its rows are repainted only after
+        a live delta (``note_delta``) while the cursor is live. ``only_noted``: only that."""
+        shown = self._trace_shown
+        if only_noted:
+            run = self.run
+            if not (self._delta_noted and self.nav.live and run is not None and shown is run.trace and self._pending):
+                return None
+            noted_rows, self._pending = self._pending, set()
+            self._delta_noted = False
+            return TraceRepaint(shown, new=False, rows=noted_rows)
+        noted, self._delta_noted = self._delta_noted, False
+        lines = self.trace_lines()
+        if lines is shown:
+            own = self.run is not None and lines is (self.view() or self.run).trace
+            rows = self.lines_changed
+            if (own and not (noted and self.nav.live)) or (rows is not None and not rows):
+                return None
+            return TraceRepaint(lines, new=False, rows=rows)
+        if shown is not None and lines == shown:
+            return None  # the same lines in another list: the widget keeps the one it holds
+        self._trace_shown = lines
+        return TraceRepaint(lines, new=True)
+
+    def rows_prepended(self) -> None:
+        """Older rows were put before the run's own trace list (a database's window paged
+        back): the trace repaints all of it on the next ``repaint``."""
+        self._pending = None
+        self._delta_noted = True
 
     def load_history(self) -> None:
         self.nav.load(self.run)

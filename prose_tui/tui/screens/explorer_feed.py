@@ -443,11 +443,8 @@ class RunFeed:
             return
         trace = screen.query_one(TraceView)
         screen.model.load_history()  # the older rows' events come before the others
-        if trace.lines is run.trace:
-            trace.lines_changed(None)
-            screen.refresh_view(only_bindings=True)  # the timeline and the header's moment
-        else:
-            screen.refresh_view()
+        screen.model.rows_prepended()
+        screen.refresh_view()
         index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)
         trace.move_cursor(max(0, index - 1))
 

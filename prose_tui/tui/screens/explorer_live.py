@@ -29,7 +29,6 @@ from prose_tui.live.workspace import Applied, Workspace
 from prose_tui.model import Delta
 from prose_tui.tui.live_inbox import LiveInbox
 from prose_tui.tui.widgets.run_list import RunList
-from prose_tui.tui.widgets.trace_view import TraceView
 
 if TYPE_CHECKING:
     from prose_tui.tui.screens.explorer import ExplorerScreen
@@ -208,23 +207,12 @@ class LiveFeed:
         self.screen.notify(text, severity="warning", markup=False)
 
     def delta(self, delta: Delta) -> None:
-        """Show what one delta changed: the run's row, and the panes when it is the run shown."""
+        """Show what one delta changed: the run's row, and the panes when it is the run shown
+        (the model says what to repaint: ``ExplorerModel.apply``). The history (timeline)
+        catches up by the delta's events, not rebuilt (prose_tui.history.stream)."""
         screen = self.screen
-        run = delta.run
-        screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
-        touch = screen.model.delta_touch(delta)
-        if not touch.shown:
-            return
-        screen.model.note_delta(delta)  # the program view and failure marks follow these lines
-        if touch.show:
-            screen.show_run(run, changed=set(delta.paths))
-        else:
-            screen.panes.head(run)  # a status tick: nothing on disk changed
-        trace = screen.query_one(TraceView)
-        if screen.model.repaint_in_place(delta, trace.lines):
-            trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
-        # The history (timeline) catches up just after: show_run schedules it, and it is
-        # extended by the delta's events, not rebuilt (prose_tui.history.stream).
+        screen.query_one(RunList).update_run(delta.run, clock=self.workspace.clock)
+        screen.panes.show_delta(delta)
 
     def stop(self) -> None:
         """The screen is going: stop watching (and never start)."""

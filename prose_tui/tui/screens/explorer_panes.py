@@ -21,10 +21,10 @@ from textual.widgets import Static
 
 from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext
-from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Workspace
-from prose_tui.model import Binding, Frame, Run, TraceLine
+from prose_tui.model import Binding, Delta, Frame, Run, TraceLine
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
+from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -67,46 +67,80 @@ class Panes:
         self.status()
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
-        """Show ``run`` in every pane; ``changed`` are the files that changed (live update).
-        The model says what that touches; its full read, once shown, is ``loaded_run``."""
-        model = self.model
-        touch = model.touch(run, changed)
-        if touch.live and not extends_cheaply(run):
-            # The panes show the run (or keep their frozen moment); the history and its count of
-            # new events catch up just after, off the hot path. A log's history grows by its new
-            # events (a few ms): in the same paint, not in a second one.
-            self._history_later()
-        else:
-            model.load_history()
-        viewer = self.screen.query_one(ValueViewer)
-        if run is None:
-            self.refresh()
-            viewer.show_target(None)
+        """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
+        self.paint(self.model.show(run, changed, value_shown=self._value_shown()))
+
+    def show_delta(self, delta: Delta) -> None:
+        """Show one merged live delta of the run shown (its run list row is the feed's)."""
+        change = self.model.apply(delta, value_shown=self._value_shown())
+        if change is not None:
+            self.paint(change)
+
+    def _value_shown(self) -> Path | None:
+        target = self.screen.query_one(ValueViewer).target
+        return target.path if target is not None else None
+
+    def paint(self, change: ViewChange) -> None:
+        """Hand each widget its part of ``change`` (the model decided what to repaint)."""
+        if change.header_only:
+            self.head(change.run)  # a status tick: nothing on disk changed
             return
+        if change.history_later:
+            self._history_later()
         trace = self.screen.query_one(TraceView)
-        if touch.follow is not None:
+        touch = change.touch
+        if touch is not None and touch.follow is not None and change.run is not None:
             trace.set_following(touch.follow)
-        self.refresh(only_bindings=touch.only_bindings)
-        if touch.failed:
-            trace.move_cursor(model.failure_index(trace.lines))
-        target = viewer.target
-        change = model.value_after(touch, changed, target.path if target is not None else None)
-        # A binding the live worker read with the change is shown without reading it here.
-        if change.action == "show":
-            shown = change.binding.path if change.binding is not None else None
-            viewer.show_target(binding_target(change.binding, run) if change.binding is not None else None,
-                               prefetched=model.take_value(shown) if changed is not None else None)
-        elif change.action == "reload":
-            # The header may have changed length: read the value with the new binding's offset.
-            fresh = change.binding if change.binding is not None and target is not None and target.binding else None
-            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None,
-                          prefetched=model.take_value(target.path if target is not None else None))
-        if model.is_full_read(run):
+        self._paint_trace(change.trace)
+        run, view = change.run, change.view
+        if run is None or view is None:
+            self.screen.query_one(CallStackView).set_frames([])
+            self.screen.query_one(BindingTree).set_run(None)
+            self.screen.query_one(Timeline).set_events([], 0)
+            self.screen.query_one(ContextStrip).show(None, None, None, absent=self.absent())
+            self.head(None)
+            if change.value is not None:
+                self.screen.query_one(ValueViewer).show_target(None)
+            return
+        if change.stack:
+            self._stack(view)
+        self.screen.query_one(BindingTree).show(view)
+        timeline = self.screen.query_one(Timeline)
+        if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position):
+            timeline.set_events(change.events, change.position)
+        self._time_summary()
+        self.head(run)
+        if change.failure_cursor is not None:
+            trace.move_cursor(change.failure_cursor)
+        if change.value is not None:
+            self._paint_value(change.value, run)
+        if change.full_read:
             self.open_on_failure()
-            model.loaded_run = run.path
+            self.model.loaded_run = run.path
             heap = self.screen.heap
             if heap.frozen != run.path or heap.holding:  # after the frame that shows it
                 self.screen.call_after_refresh(heap.run_shown, run.path)
+
+    def _paint_trace(self, repaint: TraceRepaint | None) -> None:
+        if repaint is None:
+            return
+        trace = self.screen.query_one(TraceView)
+        if repaint.new:
+            trace.set_lines(repaint.lines)
+        else:
+            trace.lines_changed(repaint.rows)  # the same list grew or was re-stated in place
+
+    def _paint_value(self, value: ValueChange, run: Run) -> None:
+        viewer = self.screen.query_one(ValueViewer)
+        target = viewer.target
+        # A binding the live worker read with the change is shown without reading it here.
+        if value.action == "show":
+            viewer.show_target(binding_target(value.binding, run) if value.binding is not None else None,
+                               prefetched=value.window)
+        elif value.action == "reload":
+            # The header may have changed length: read the value with the new binding's offset.
+            fresh = value.binding if value.binding is not None and target is not None and target.binding else None
+            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None, prefetched=value.window)
 
     def open_on_failure(self) -> None:
         """A failed run seen for the first time opens on its first failure, once its full read
@@ -134,33 +168,7 @@ class Panes:
 
     def refresh(self, *, only_bindings: bool = False) -> None:
         """Render the current run as of the history cursor (the run itself when live)."""
-        run = self.model.run
-        trace = self.screen.query_one(TraceView)
-        if run is None:
-            trace.set_lines([])
-            self.screen.query_one(CallStackView).set_frames([])
-            self.screen.query_one(BindingTree).set_run(None)
-            self.screen.query_one(Timeline).set_events([], 0)
-            self.screen.query_one(ContextStrip).show(None, None, None, absent=self.absent())
-            self.head(None)
-            return
-        view = self.model.view() or run
-        if not only_bindings:
-            lines = self.model.trace_lines()
-            if lines is trace.lines and lines is not view.trace:
-                # The model's own list (program view, failure marks), changed in place.
-                changed = self.model.lines_changed
-                if changed is None or changed:
-                    trace.lines_changed(changed)
-            elif lines != trace.lines:
-                trace.set_lines(lines)
-            self._stack(view)
-        self.screen.query_one(BindingTree).show(view)
-        timeline = self.screen.query_one(Timeline)
-        if timeline.events is not self.model.nav.events or timeline.cursor != self.model.nav.position:
-            timeline.set_events(self.model.nav.events, self.model.nav.position)
-        self._time_summary()
-        self.head(run)
+        self.paint(self.model.repaint(only_bindings=only_bindings))
 
     def _stack(self, view: Run) -> None:
         stack, nodes, constructs = self.screen.query_one(CallStackView), self.screen.query_one(NodeTable), self.screen.query_one("#constructs", Static)
