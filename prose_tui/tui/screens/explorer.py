@@ -41,7 +41,7 @@ from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
 from prose_tui.tui.screens.explorer_feed import RunFeed
 from prose_tui.tui.screens.explorer_live import LiveProblem, RunsChanged
-from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, Panes
+from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, PaneWidgets, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -100,7 +100,6 @@ class ExplorerScreen(Screen[None]):
                  journal: Journal | None = None) -> None:
         super().__init__()
         self.workspace = workspace
-        self.feed = RunFeed(self, workspace, live=watch, journal=journal, initial=initial)
         self.model = ExplorerModel(journal, workspace=workspace)  # its follow_on_start is the app's, set on mount
         self.active = TRACE
         self.zoomed = False
@@ -108,6 +107,7 @@ class ExplorerScreen(Screen[None]):
         self.search_term = ""
         self.first_read_done = False  # every run listed and the layout settled after the first read
         self.panes = Panes(self, self.model, workspace)
+        self.feed = RunFeed(self, workspace, self.model, self.panes, live=watch, journal=journal, initial=initial)
         self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
         self._run_list_width = (0, 0)  # (screen width, run list width wanted): it never narrows within one
@@ -163,6 +163,25 @@ class ExplorerScreen(Screen[None]):
     def watcher_state(self) -> str:
         return self.feed.watcher_state
 
+    def gone(self) -> str | None:
+        """Why the run chosen is not shown: its folder went from disk (``LiveFeed.gone``)."""
+        live = self.feed.live
+        return live.gone.text() if live is not None and live.gone is not None else None
+
+    # -- what the components use of the screen (their hosts: FeedHost, LiveHost, PanesHost) ---------
+    @property
+    def run_list(self) -> RunList:
+        return self.query_one(RunList)
+
+    @property
+    def runs_pane(self) -> Widget:
+        return self.query_one("#runs-pane")
+
+    @property
+    def after_frame(self) -> Callable[[Callable[[], None]], None] | None:
+        """``ProseTUI.after_frame`` (a callback once the next frame is out), ``None`` in another app."""
+        return getattr(self.app, "after_frame", None)
+
     # -- layout -------------------------------------------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "scan" and event.state is WorkerState.SUCCESS:
@@ -205,7 +224,7 @@ class ExplorerScreen(Screen[None]):
 
     def _start(self) -> None:
         self._started = True
-        self.panes.start()
+        self.panes.start(PaneWidgets.of(self))
         self._layout()
         self._hold_heap()
         self.feed.scan()

@@ -12,11 +12,13 @@ on screen (``failure``). ``PANES`` names the panes in key order (``1``..``6``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rich.text import Text
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Static
 
 from prose_tui.backends.common.status import age
@@ -25,6 +27,7 @@ from prose_tui.live.workspace import Workspace
 from prose_tui.model import Binding, Delta, Frame, Run, TraceLine
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
 from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
+from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -39,31 +42,92 @@ from prose_tui.tui.widgets.timeline import Timeline, elapsed
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
-if TYPE_CHECKING:
-    from prose_tui.tui.screens.explorer import ExplorerScreen
-
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
          ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 TRACE, STACK, VALUE = 1, 2, 4
 HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
 
 
-class Panes:
-    """Renders ``model`` on ``screen``'s widgets; ``workspace`` gives clocks, ages and file parts."""
+@dataclass(frozen=True, slots=True)
+class PaneWidgets:
+    """The widgets the painter draws on, found once when the screen is composed; ``frames``:
+    each pane's container by id (``PANES``), for its border title."""
 
-    def __init__(self, screen: ExplorerScreen, model: ExplorerModel, workspace: Workspace) -> None:
+    trace: TraceView
+    header: RunHeader
+    stack: CallStackView
+    nodes: NodeTable
+    constructs: Static
+    tree: BindingTree
+    viewer: ValueViewer
+    timeline: Timeline
+    time_summary: Static
+    strip: ContextStrip
+    status: StatusLine
+    frames: dict[str, Widget]
+
+    @classmethod
+    def of(cls, screen: Widget) -> PaneWidgets:
+        """The widgets ``ExplorerScreen.compose`` mounted in ``screen``."""
+        return cls(trace=screen.query_one(TraceView), header=screen.query_one(RunHeader),
+                   stack=screen.query_one(CallStackView), nodes=screen.query_one(NodeTable),
+                   constructs=screen.query_one("#constructs", Static), tree=screen.query_one(BindingTree),
+                   viewer=screen.query_one(ValueViewer), timeline=screen.query_one(Timeline),
+                   time_summary=screen.query_one("#time-summary", Static), strip=screen.query_one(ContextStrip),
+                   status=screen.query_one(StatusLine),
+                   frames={pane_id: screen.query_one(f"#{pane_id}") for _, pane_id, _ in PANES})
+
+
+class PanesHost(Protocol):
+    """What the painter uses of the screen that lays the panes out: the layout (``compact``,
+    ``zoomed``, ``active`` pane), the trace's ``breadcrumb``, the status line's
+    ``watcher_state``, why no run is shown (``gone``), the ``heap`` keeper, and
+    ``bring_up`` (a pane an action filled), ``notify`` and timers."""
+
+    @property
+    def compact(self) -> bool: ...
+    @property
+    def breadcrumb(self) -> str: ...
+    @property
+    def watcher_state(self) -> str: ...
+    zoomed: bool
+    active: int
+    heap: HeapKeeper
+
+    def gone(self) -> str | None: ...
+    def bring_up(self, index: int) -> None: ...
+    def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
+    def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
+    def set_timer(self, delay: float, callback: Any = ...) -> Timer: ...
+
+
+class Panes:
+    """Renders ``model`` on the widgets (``start`` is handed them once composed) of
+    ``screen`` (the narrow ``PanesHost``); ``workspace`` gives clocks, ages and file parts."""
+
+    def __init__(self, screen: PanesHost, model: ExplorerModel, workspace: Workspace) -> None:
         self.screen = screen
         self.model = model
         self.workspace = workspace
         self.head_text = Text()  # the run header as shown
         self._history_timer: Timer | None = None
+        self._widgets: PaneWidgets | None = None
 
-    def start(self) -> None:
-        """The panes' titles and the status line before anything is read."""
+    @property
+    def w(self) -> PaneWidgets:
+        """The widgets painted (``start``)."""
+        if self._widgets is None:
+            raise RuntimeError("the panes are painted once the screen is composed (Panes.start)")
+        return self._widgets
+
+    def start(self, widgets: PaneWidgets) -> None:
+        """Paint on ``widgets`` from now on: the panes' titles and the status line before
+        anything is read."""
+        self._widgets = widgets
         titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents",
                   "value-pane": "Value", "history-pane": "History"}
         for pane_id, title in titles.items():
-            self.screen.query_one(f"#{pane_id}").border_title = title
+            self.w.frames[pane_id].border_title = title
         self.status()
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
@@ -77,7 +141,7 @@ class Panes:
             self.paint(change)
 
     def _value_shown(self) -> Path | None:
-        target = self.screen.query_one(ValueViewer).target
+        target = self.w.viewer.target
         return target.path if target is not None else None
 
     def paint(self, change: ViewChange) -> None:
@@ -87,25 +151,25 @@ class Panes:
             return
         if change.history_later:
             self._history_later()
-        trace = self.screen.query_one(TraceView)
+        trace = self.w.trace
         touch = change.touch
         if touch is not None and touch.follow is not None and change.run is not None:
             trace.set_following(touch.follow)
         self._paint_trace(change.trace)
         run, view = change.run, change.view
         if run is None or view is None:
-            self.screen.query_one(CallStackView).set_frames([])
-            self.screen.query_one(BindingTree).set_run(None)
-            self.screen.query_one(Timeline).set_events([], 0)
-            self.screen.query_one(ContextStrip).show(None, None, None, absent=self.absent())
+            self.w.stack.set_frames([])
+            self.w.tree.set_run(None)
+            self.w.timeline.set_events([], 0)
+            self.w.strip.show(None, None, None, absent=self.absent())
             self.head(None)
             if change.value is not None:
-                self.screen.query_one(ValueViewer).show_target(None)
+                self.w.viewer.show_target(None)
             return
         if change.stack:
             self._stack(view)
-        self.screen.query_one(BindingTree).show(view)
-        timeline = self.screen.query_one(Timeline)
+        self.w.tree.show(view)
+        timeline = self.w.timeline
         if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position):
             timeline.set_events(change.events, change.position)
         self._time_summary()
@@ -124,14 +188,14 @@ class Panes:
     def _paint_trace(self, repaint: TraceRepaint | None) -> None:
         if repaint is None:
             return
-        trace = self.screen.query_one(TraceView)
+        trace = self.w.trace
         if repaint.new:
             trace.set_lines(repaint.lines)
         else:
             trace.lines_changed(repaint.rows)  # the same list grew or was re-stated in place
 
     def _paint_value(self, value: ValueChange, run: Run) -> None:
-        viewer = self.screen.query_one(ValueViewer)
+        viewer = self.w.viewer
         target = viewer.target
         # A binding the live worker read with the change is shown without reading it here.
         if value.action == "show":
@@ -171,7 +235,7 @@ class Panes:
         self.paint(self.model.repaint(only_bindings=only_bindings))
 
     def _stack(self, view: Run) -> None:
-        stack, nodes, constructs = self.screen.query_one(CallStackView), self.screen.query_one(NodeTable), self.screen.query_one("#constructs", Static)
+        stack, nodes, constructs = self.w.stack, self.w.nodes, self.w.constructs
         has_nodes = bool(view.nodes)
         nodes.display, stack.display = has_nodes, not has_nodes
         if has_nodes:
@@ -185,7 +249,7 @@ class Panes:
                 text.append(f"\n  {item.strip()}", "dim")
         constructs.display = bool(view.constructs)
         show_text(constructs, text)
-        pane = self.screen.query_one("#stack-pane")
+        pane = self.w.frames["stack-pane"]
         set_border(pane, title=f"Nodes ({len(view.nodes)})" if has_nodes else (
             f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else "")))
 
@@ -197,13 +261,13 @@ class Panes:
             for i, t in enumerate(times[:6]):
                 text.append(("  " if i else "") + t.name, "bold" if i == 0 else "")
                 text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
-        box = self.screen.query_one("#time-summary", Static)
+        box = self.w.time_summary
         box.display = bool(times)
         show_text(box, text)
 
     def remember_live(self) -> None:
         """Before a history move: keep the live view (trace cursor, follow, value) to restore."""
-        trace, viewer = self.screen.query_one(TraceView), self.screen.query_one(ValueViewer)
+        trace, viewer = self.w.trace, self.w.viewer
         self.model.remember_live(LivePlace(following=trace.following, cursor=trace.cursor, value=viewer.target))
 
     def to_moment(self) -> bool:
@@ -212,7 +276,7 @@ class Panes:
         failure report at a failure; live again, the live view as it was left. True when a
         failure report was put in the value pane."""
         model = self.model
-        trace, viewer = self.screen.query_one(TraceView), self.screen.query_one(ValueViewer)
+        trace, viewer = self.w.trace, self.w.viewer
         if model.nav.live:
             place = model.take_live_place()
             if place is None:
@@ -238,7 +302,7 @@ class Panes:
     def show_trace_line(self, line: int) -> bool:
         """Put the trace cursor on trace line ``line`` (stops following); False when the trace
         does not show that line (yet)."""
-        trace = self.screen.query_one(TraceView)
+        trace = self.w.trace
         index = self.model.trace_index(line, trace.lines)
         if index is None:
             return False
@@ -250,15 +314,17 @@ class Panes:
 
     def absent(self) -> str | None:
         """Why no run is shown when the chosen one went from disk (``LiveFeed.gone``), else ``None``."""
-        live = self.screen.feed.live
-        gone = live.gone if live is not None else None
-        return gone.text() if gone is not None and self.model.run is None else None
+        return self.screen.gone() if self.model.run is None else None
+
+    def no_runs(self, said: str) -> None:
+        """The header says why there is no run to show (``said``: where the explorer looked)."""
+        self.w.header.update(Text(said, "yellow"))
 
     def head(self, run: Run | None) -> None:
         view = (self.model.view() if run is not None and not self.model.nav.live else run) or run
         moment = self.model.moment()
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
-        header = self.screen.query_one(RunHeader)
+        header = self.w.header
         absent = self.absent() if run is None else None
         header.show(Text(f"⚠ {absent}", "yellow") if absent else
                     header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
@@ -272,7 +338,7 @@ class Panes:
         self.strip()
 
     def strip(self) -> None:
-        strip = self.screen.query_one(ContextStrip)
+        strip = self.w.strip
         if not strip.display:
             return
         run = self.model.run
@@ -286,8 +352,8 @@ class Panes:
         strip.show(view, self.model.newest_binding_now(), label, absent=self.absent())
 
     def titles(self) -> None:
-        trace = self.screen.query_one(TraceView)
-        pane = self.screen.query_one("#trace-pane")
+        trace = self.w.trace
+        pane = self.w.frames["trace-pane"]
         nav = self.model.nav
         moment = self.model.moment()
         if moment is not None and not moment.live:
@@ -303,7 +369,7 @@ class Panes:
         elif self.model.raw_log:
             title = f"{title} · raw log (L: program)"
         set_border(pane, title=title, subtitle=subtitle)  # unchanged titles: no repaint of the pane
-        history = self.screen.query_one("#history-pane")
+        history = self.w.frames["history-pane"]
         note = f" · {nav.history.origin}" if nav.history and nav.events else ""
         set_border(history, title=f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen"),
                    subtitle=nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None)
@@ -318,8 +384,8 @@ class Panes:
         view = self.model.view() if moment is not None and not moment.live else run
         as_of = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         watcher = " · ".join([self.screen.watcher_state, *self.workspace.source_states()])
-        self.screen.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
-                                        following=self.screen.query_one(TraceView).following, pending=self.model.nav.pending,
+        self.w.status.show(view, last_change=changed, watcher=watcher,
+                                        following=self.w.trace.following, pending=self.model.nav.pending,
                                         as_of=as_of, said_above=self.status_said_above(), absent=self.absent())
 
     def status_said_above(self) -> bool:
@@ -327,7 +393,7 @@ class Panes:
         context strip (compact layout, trace pane), or in the run header atop the trace pane
         (wide layout, unless another pane is zoomed). The status line then leaves both out."""
         screen = self.screen
-        if screen.query_one(ContextStrip).display:
+        if self.w.strip.display:
             return True
         return not screen.compact and (not screen.zoomed or screen.active == TRACE)
 
@@ -364,8 +430,8 @@ class Panes:
         """The user chose ``binding`` (of ``run``): selected in the tree, its value in the
         value pane; the viewer stops switching to newer writes."""
         self.model.viewer_follows_writes = False
-        self.screen.query_one(BindingTree).select_binding_path(binding.path)
-        self.screen.query_one(ValueViewer).show_target(binding_target(binding, run))
+        self.w.tree.select_binding_path(binding.path)
+        self.w.viewer.show_target(binding_target(binding, run))
 
     def failure_if_any(self, *, bring_up: bool = True) -> bool:
         """On a failure event: its report in the value pane (brought up where hidden) and its
@@ -384,11 +450,11 @@ class Panes:
         statement = None
         if ctx.statement is not None:  # numbered and worded as the trace shows it
             shown = self.model.shown_line(ctx.statement.line)
-            lines = self.screen.query_one(TraceView).lines
+            lines = self.w.trace.lines
             index = self.model.trace_index(ctx.statement.line, lines)
             text = lines[index].text.strip() if index is not None else ctx.statement.text.strip()
             statement = (shown, text)
-        self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}",
+        self.w.viewer.show_target(Target("section", f"Failure at event {ctx.event.seq}",
                                        text=failure_markdown(ctx, failures, statement=statement)))
         shown = ctx.statement is None or self.show_trace_line(ctx.statement.line) or self.model.unmatched(
             ctx.statement.line)  # a log line no program statement matched: the report quotes it, as logged
