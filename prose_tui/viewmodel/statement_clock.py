@@ -7,11 +7,12 @@ event with a time, summed per statement and sorted slowest first (the history pa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
+from prose_tui.backends.common.status import as_utc
 from prose_tui.model import Event, EventKind
 
-__all__ = ["STATEMENT_STARTS", "StatementClock", "StatementTime", "as_utc"]
+__all__ = ["STATEMENT_STARTS", "StatementClock", "StatementTime"]
 
 STATEMENT_STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 """The events that start a statement's clock (a retry starts another attempt)."""
@@ -26,18 +27,12 @@ class StatementTime:
     attempts: int
 
 
-def as_utc(time: datetime) -> datetime:
-    """``time`` comparable with any other event time: one without a zone is taken as UTC
-    (a backend may give both, e.g. SQLite timestamps stored with and without an offset)."""
-    return time if time.tzinfo is not None else time.replace(tzinfo=timezone.utc)
-
-
 class StatementClock:
     """``ExplorerModel.statement_times`` carried forward over a growing list of events.
 
     ``done`` events are counted; ``pending`` are the starts (name, time) still waiting for
     the next event with a time; ``totals`` maps a name to [seconds, starts]. Times without a
-    zone count as UTC (``as_utc``)."""
+    zone count as UTC (``backends.common.status.as_utc``)."""
 
     def __init__(self) -> None:
         self.done = 0
