@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 
 from prose_tui.backends.filesystem.folder import fallback_trace
-from prose_tui.history import FailureContext, Journal, failure_context, failure_events
+from prose_tui.history import FailureContext, History, Journal, failure_context, failure_events
 from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
@@ -63,6 +63,9 @@ __all__ = ["ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "Stat
            "ValueChange", "ViewChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
 
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
+HISTORY_DELAY = 0.4
+"""Seconds after a live change before a snapshot run's history (timeline) catches up: after
+the change is painted, and once for a burst of changes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +208,17 @@ class ExplorerModel:
     # -- the record of what changed for the views ----------------------------------------------
     def show(self, run: Run | None, changed: set[Path] | None = None, *, value_shown: Path | None = None) -> ViewChange:
         """Show ``run`` (a read of it, or a live change: ``changed`` are the files it wrote);
-        ``value_shown``: the file the value pane shows. Loads the history now, or says it
-        catches up later (``history_later``: a journal replay or reconstruction after a live
-        change; a log's history grows by its new events at once)."""
+        ``value_shown``: the file the value pane shows. Loads a log's history now (it grows by
+        its new events), or says another is built off the UI thread (``history_later``: a
+        journal replay or a reconstruction reads the disk) and taken with ``adopt_history``."""
         touch = self.touch(run, changed)
-        later = touch.live and not extends_cheaply(run)
-        if not later:
+        later: float | None = None
+        if self.history_elsewhere():
+            # A journal replay or a reconstruction (disk): built off the UI thread, after a
+            # live change once the change is painted (HISTORY_DELAY), for a run read at once.
+            later = HISTORY_DELAY if touch.live else 0.0
+            self.nav.switch(run)
+        else:
             self.load_history()
         if run is None:
             return replace(self.repaint(), touch=touch, value=ValueChange("show"))
@@ -282,7 +290,23 @@ class ExplorerModel:
         self._delta_noted = True
 
     def load_history(self) -> None:
+        """The shown run's history, built on this thread (``HistoryNavigator.load``)."""
         self.nav.load(self.run)
+
+    def adopt_history(self, run: Run, history: History) -> bool:
+        """Take ``history``, built off the UI thread for ``run`` (``nav.build``); ``False``
+        (not taken) when another read of the run, or another run, is shown now: a history
+        built from a summary must not replace the full read's (``history_elsewhere`` then
+        says whether to build it again)."""
+        if self.run is not run:
+            return False
+        self.nav.adopt(run, history)
+        return True
+
+    def history_elsewhere(self) -> bool:
+        """Whether the shown run's history is built off the UI thread (a journal replay or
+        a reconstruction reads the disk), not here at once (a log's)."""
+        return self.run is not None and not extends_cheaply(self.run)
 
     def view(self) -> Run | None:
         return self.nav.view(self.run) if self.run is not None else None

@@ -65,8 +65,9 @@ class ViewChange:
     * ``trace``: the trace's repaint (``None``: none); ``stack``: the call stack, nodes
       and constructs again (``False`` when only binding files changed).
     * ``events``/``position``: the history (timeline) and its cursor, as loaded; the
-      history's length is ``len(events)``. ``history_later``: the history catches up
-      after ``HISTORY_DELAY`` (a journal replay or reconstruction, off the hot path).
+      history's length is ``len(events)``. ``history_later``: seconds after which the
+      history is built off the UI thread (a journal replay or a reconstruction reads the
+      disk; ``ExplorerModel.adopt_history`` takes it), ``None`` when it was loaded.
     * ``touch``: for a run shown or changed, the follow policy and a first failure (the
       trace cursor then goes to ``failure_cursor``, an index in the lines shown); ``value``: what the value pane does
       (``None``: nothing); ``full_read``: the run is the workspace's full read of its path.
@@ -79,7 +80,7 @@ class ViewChange:
     stack: bool = False
     events: list[Event] | None = None
     position: int = -1
-    history_later: bool = False
+    history_later: float | None = None
     touch: Touch | None = None
     failure_cursor: int | None = None
     value: ValueChange | None = None

@@ -106,7 +106,7 @@ class ExplorerScreen(Screen[None]):
         self.reads_done = 0
         self.search_term = ""
         self.first_read_done = False  # every run listed and the layout settled after the first read
-        self.panes = Panes(self, self.model, workspace)
+        self.panes = Panes(self, self.model, workspace, widgets=lambda: PaneWidgets.of(self))
         self.feed = RunFeed(self, workspace, self.model, self.panes, live=watch, journal=journal, initial=initial)
         self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
@@ -224,7 +224,7 @@ class ExplorerScreen(Screen[None]):
 
     def _start(self) -> None:
         self._started = True
-        self.panes.start(PaneWidgets.of(self))
+        self.panes.start()
         self._layout()
         self._hold_heap()
         self.feed.scan()

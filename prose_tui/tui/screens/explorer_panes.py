@@ -13,16 +13,19 @@ on screen (``failure``). ``PANES`` names the panes in key order (``1``..``6``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from rich.text import Text
+from textual.app import App
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
 from prose_tui.backends.common.status import age
-from prose_tui.history import FailureContext
+from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Binding, Delta, Frame, Run, TraceLine
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
@@ -45,7 +48,6 @@ from prose_tui.tui.widgets.value_viewer import ValueViewer
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
          ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 TRACE, STACK, VALUE = 1, 2, 4
-HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ class PanesHost(Protocol):
     """What the painter uses of the screen that lays the panes out: the layout (``compact``,
     ``zoomed``, ``active`` pane), the trace's ``breadcrumb``, the status line's
     ``watcher_state``, why no run is shown (``gone``), the ``heap`` keeper, and
-    ``bring_up`` (a pane an action filled), ``notify`` and timers."""
+    ``bring_up`` (a pane an action filled), ``notify``, timers and a worker (the history's)."""
 
     @property
     def compact(self) -> bool: ...
@@ -98,32 +100,40 @@ class PanesHost(Protocol):
     def bring_up(self, index: int) -> None: ...
     def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
     def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
+    def call_later(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
     def set_timer(self, delay: float, callback: Any = ...) -> Timer: ...
+    def run_worker(self, work: Any, name: str | None = ..., group: str = ..., description: str = ...,
+                   exit_on_error: bool = ..., start: bool = ..., exclusive: bool = ..., thread: bool = ...) -> Any: ...
+    @property
+    def app(self) -> App[Any]: ...
 
 
 class Panes:
-    """Renders ``model`` on the widgets (``start`` is handed them once composed) of
+    """Renders ``model`` on the widgets ``widgets()`` finds once the screen is composed, for
     ``screen`` (the narrow ``PanesHost``); ``workspace`` gives clocks, ages and file parts."""
 
-    def __init__(self, screen: PanesHost, model: ExplorerModel, workspace: Workspace) -> None:
+    def __init__(self, screen: PanesHost, model: ExplorerModel, workspace: Workspace, *,
+                 widgets: Callable[[], PaneWidgets]) -> None:
         self.screen = screen
         self.model = model
         self.workspace = workspace
+        self._find = widgets
         self.head_text = Text()  # the run header as shown
-        self._history_timer: Timer | None = None
+        self._history_waiting = False  # the history's build, waiting for its timer (history_pending)
+        self._history_building = False  # the history being built in a worker
+        self._history_again = False  # a change came while it was built: build it again after
         self._widgets: PaneWidgets | None = None
 
     @property
     def w(self) -> PaneWidgets:
-        """The widgets painted (``start``)."""
+        """The widgets painted, found on the first paint once the screen is composed (a
+        database's first page may choose a run before the screen's start)."""
         if self._widgets is None:
-            raise RuntimeError("the panes are painted once the screen is composed (Panes.start)")
+            self._widgets = self._find()  # NoMatches while not composed (or torn down)
         return self._widgets
 
-    def start(self, widgets: PaneWidgets) -> None:
-        """Paint on ``widgets`` from now on: the panes' titles and the status line before
-        anything is read."""
-        self._widgets = widgets
+    def start(self) -> None:
+        """The panes' titles and the status line before anything is read."""
         titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents",
                   "value-pane": "Value", "history-pane": "History"}
         for pane_id, title in titles.items():
@@ -149,8 +159,8 @@ class Panes:
         if change.header_only:
             self.head(change.run)  # a status tick: nothing on disk changed
             return
-        if change.history_later:
-            self._history_later()
+        if change.history_later is not None:
+            self._history_later(change.history_later)
         trace = self.w.trace
         touch = change.touch
         if touch is not None and touch.follow is not None and change.run is not None:
@@ -218,17 +228,46 @@ class Panes:
     @property
     def history_pending(self) -> bool:
         """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
-        return self._history_timer is not None
+        return self._history_waiting or self._history_building
 
-    def _history_later(self) -> None:
-        if self._history_timer is None:
-            self._history_timer = self.screen.set_timer(HISTORY_DELAY, self._history_now)
+    def _history_later(self, delay: float) -> None:
+        """Build the shown run's history in a worker after ``delay`` seconds (once for the
+        changes meanwhile; again after a build under way, which a change made stale)."""
+        if self._history_building:
+            self._history_again = True
+        elif not self._history_waiting:
+            self._history_waiting = True
+            if delay > 0:
+                self.screen.set_timer(delay, self._build_history)
+            else:
+                self.screen.call_later(self._build_history)
 
-    def _history_now(self) -> None:
-        self._history_timer = None
-        self.model.load_history()
-        self.refresh(only_bindings=True)
-        self.open_on_failure()
+    def _build_history(self) -> None:
+        self._history_waiting = False
+        run = self.model.run
+        if run is None:
+            return
+        self._history_building = True
+        self.screen.run_worker(partial(self._history_off_thread, run), name="history", group="history",
+                               thread=True, exit_on_error=False)
+
+    def _history_off_thread(self, run: Run) -> None:
+        history = self.model.nav.build(run)  # the journal is read here, never on the UI thread
+        try:
+            self.screen.app.call_from_thread(self._history_built, run, history)
+        except RuntimeError:  # the app stopped meanwhile
+            pass
+
+    def _history_built(self, run: Run, history: History) -> None:
+        self._history_building = False
+        if self.model.adopt_history(run, history):
+            self.refresh(only_bindings=True)
+            self.open_on_failure()
+        elif self.model.history_elsewhere():
+            self._history_again = True  # built for another read of the run: again, for this one
+        if self._history_again:
+            self._history_again = False
+            self._history_later(0.0)
 
     def refresh(self, *, only_bindings: bool = False) -> None:
         """Render the current run as of the history cursor (the run itself when live)."""
