@@ -1,8 +1,12 @@
 """What the explorer shows, without Textual: the current run, the history cursor, the follow
-policy and what a live change touches.
+policy and what a change means for the views.
 
-The screen (``tui/screens/explorer.py``) lays this out and maps keys to it; everything it
-decides is here so it can be tested without an app:
+A change flows one way: ``show(run, changed)`` (a run read, or a live change), ``apply(delta)``
+(a live delta) and ``repaint()`` (a history move, a toggle) each return one ``ViewChange``
+(``viewmodel.view_change``) that the screen's painter hands to the widgets;
+``trace_repaint`` is the one place that decides what the trace repaints. The screen
+(``tui/screens/explorer.py``) lays this out and maps keys to it; everything it decides is
+here so it can be tested without an app:
 
 * ``run``: the run on screen; ``nav`` the history cursor on it (``HistoryNavigator``).
 * ``view()``: the run as of the cursor (the run itself when live); every pane, the header
@@ -10,8 +14,7 @@ decides is here so it can be tested without an app:
 * ``moment()``: where the cursor is (event index, 0-based like ``Event.seq`` and
   ``prose-tui show --at N``), its time and the status as of then.
 * ``touch(run, changed)``: what showing a run (or a change to it) means for the panes,
-  and the follow policy (``Touch``); ``value_after`` what the value pane does then;
-  ``delta_touch``/``repaint_in_place`` what a live delta touches.
+  and the follow policy (``Touch``); ``value_after`` what the value pane does then.
 * ``trace_lines()``: the lines the trace shows (program from the log or ``raw_log``, the
   raw state file as a fallback, failures marked); ``trace_index`` finds a line in them.
 * ``loaded_run``: the run whose full read is on screen (a ready signal).

@@ -4,7 +4,7 @@ through ``LiveFeed`` (``explorer_live``), polled sources through ``SourcePoll``
 
 ``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
 in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
-run list, and hands every run to show to ``ExplorerScreen.show_run``. When the screen
+run list, and hands every run to show to the painter (``Panes.show_run``). When the screen
 watches, its ``live`` (a ``LiveFeed``) starts the process's live pipeline once the first
 read has read every run (from the reader's thread) and shows the deltas it delivers; the UI
 thread reads no disk for a live change.

@@ -1,13 +1,15 @@
-"""The explorer's panes: what the model says, put on the widgets.
+"""The explorer's painter: the model's record of what changed, put on the widgets.
 
-``Panes`` is owned by ``ExplorerScreen`` (which lays the panes out and maps keys): it shows
-a run (``show_run``: the model's ``touch`` says what a change touches), renders every pane
-as of the history cursor (``refresh``), keeps the header, titles, strip and status line
-(``head``, ``titles``, ``strip``, ``status``), puts the trace cursor and the value pane on
-the moment under the history cursor and restores the live view on return (``remember_live``,
-``to_moment``), lets the history catch up just after a live
-change (``history_pending`` is the ready signal), and puts a failure's report and statement
-on screen (``failure``). ``PANES`` names the panes in key order (``1``..``6``).
+``Panes`` is owned by ``ExplorerScreen`` (which lays the panes out and maps keys) and sees
+it only as a ``PanesHost``. ``paint`` hands each widget its part of a ``ViewChange``
+(``viewmodel.view_change``), which the model returns for a run shown (``show_run``), a live
+delta (``show_delta``) or a history move (``refresh``): the model decides what to repaint,
+the painter never does. It also keeps the header, titles, strip and status line (``head``,
+``titles``, ``strip``, ``status``), puts the trace cursor and the value pane on the moment
+under the history cursor and restores the live view on return (``remember_live``,
+``to_moment``), builds a snapshot run's history in a worker (``history_pending`` is the
+ready signal), and puts a failure's report and statement on screen (``failure``).
+``PANES`` names the panes in key order (``1``..``6``).
 """
 
 from __future__ import annotations
