@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from prose_tui.backends.filesystem.backend import FilesystemBackend  # noqa: E402
-from prose_tui.tui.explorer_model import ExplorerModel  # noqa: E402
+from prose_tui.viewmodel.explorer_model import ExplorerModel  # noqa: E402
 
 STATEMENTS = 300
 

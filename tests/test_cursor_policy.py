@@ -15,7 +15,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 
 from prose_tui.model import Run, RunStatus, StatementState, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, failure_line
+from prose_tui.viewmodel.explorer_model import ExplorerModel, failure_line
 from prose_tui.tui.widgets.trace_view import TraceView
 
 RUN = Path("/runs/20260305-120000-e1e2e3")

@@ -10,7 +10,7 @@ from conftest import FIXTURES
 
 from prose_tui.backends import open_run
 from prose_tui.model import Binding, Delta, Frame, Run, RunFormat, RunStatus, StatementState, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel
+from prose_tui.viewmodel.explorer_model import ExplorerModel
 
 RUN = Path("/runs/20260301-100000-a1b2c3")
 EVENT_LOG_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
@@ -67,26 +67,28 @@ def test_at_a_past_event_the_value_pane_keeps_its_moment():
 def test_a_delta_touches_the_shown_run_only_and_a_status_tick_only_its_header():
     model = ExplorerModel()
     shown = _run(trace=[TraceLine(line=1, text="let a = session", state=StatementState.EXECUTING)])
-    model.touch(shown, None)
+    model.show(shown)
     other = Run(id="other", path=Path("/runs/other"))
-    assert not model.delta_touch(Delta(run=other, paths={other.path / "state.md"})).shown
-    tick = model.delta_touch(Delta(run=shown))
-    assert tick.shown and not tick.show
-    wrote = model.delta_touch(Delta(run=shown, paths={RUN / "state.md"}, trace_lines={0}))
-    assert wrote.shown and wrote.show
+    assert model.apply(Delta(run=other, paths={other.path / "state.md"})) is None  # its run list row alone
+    tick = model.apply(Delta(run=shown))
+    assert tick is not None and tick.header_only
+    wrote = model.apply(Delta(run=shown, paths={RUN / "state.md"}, trace_lines={0}))
+    assert wrote is not None and not wrote.header_only and wrote.run is shown
 
 
 def test_the_trace_repaints_in_place_only_live_and_on_the_runs_own_lines():
     model = ExplorerModel()
     lines = [TraceLine(line=1, text="let a = session", state=StatementState.EXECUTING)]
     run = _run(trace=lines)
-    model.touch(run, None)
-    delta = Delta(run=run, paths={RUN / "state.md"}, trace_lines={0})
-    assert model.repaint_in_place(delta, lines)
-    assert not model.repaint_in_place(delta, list(lines))  # the trace shows another list (program view)
-    assert not model.repaint_in_place(Delta(run=run, paths={RUN / "state.md"}, trace_lines=set()), lines)
-    model.nav.cursor = 0  # frozen at a past event
-    assert not model.repaint_in_place(delta, lines)
+    first = model.show(run).trace
+    assert first is not None and first.new and first.lines is lines  # the run's own list, handed over
+    lines.append(TraceLine(line=2, text="let b = session"))  # the live worker grows it in place
+    change = model.apply(Delta(run=run, paths={RUN / "state.md"}, trace_lines={1}))
+    assert change is not None and change.trace is not None
+    assert not change.trace.new and change.trace.rows == {1}  # the rows the delta names, not the list
+    nothing = model.apply(Delta(run=run, paths={RUN / "state.md"}, trace_lines=set()))
+    assert nothing is not None and nothing.trace is None
+    assert model.repaint().trace is None  # no delta since: the list the trace holds is as shown
 
 
 def test_an_event_log_run_shows_its_program_and_L_switches_to_the_raw_log():

@@ -385,7 +385,7 @@ def test_an_export_shows_the_program_and_marks_what_the_explorer_marks(tmp_path)
     marks was not marked: the export carries the trace as the explorer shows it."""
     from prose_tui.demo.simulator import write_history_runs
     from prose_tui.history import Journal as J
-    from prose_tui.tui.explorer_model import trace_as_shown
+    from prose_tui.viewmodel.explorer_model import trace_as_shown
 
     run = open_run(EVENTLOG_RUN)
     md = export_text(run, history_of(run, journal=J()), "md", None, trace_as_shown(run))

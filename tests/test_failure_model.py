@@ -229,7 +229,7 @@ def _failed_runs(tmp_path: Path) -> list[Path]:
 
 
 def test_bang_lands_where_x_can_and_every_failure_is_reachable(tmp_path):
-    from prose_tui.tui.explorer_model import ExplorerModel
+    from prose_tui.viewmodel.explorer_model import ExplorerModel
 
     for path in _failed_runs(tmp_path):
         run = open_run(path)
@@ -253,7 +253,7 @@ def test_at_each_write_the_newest_binding_is_the_file_just_written_not_a_namesak
     from datetime import datetime, timezone
 
     from prose_tui.demo.simulator import write_demo_project
-    from prose_tui.tui.explorer_model import ExplorerModel
+    from prose_tui.viewmodel.explorer_model import ExplorerModel
 
     run = open_run(write_demo_project(tmp_path, clock=lambda: datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)))
     model = ExplorerModel()

@@ -17,7 +17,7 @@ from app_helpers import make_app, ready, wait_until
 from conftest import FIXTURES
 
 from prose_tui.backends import open_run
-from prose_tui.tui.explorer_model import ExplorerModel, LivePlace
+from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -162,7 +162,7 @@ def test_a_write_no_annotation_names_is_placed_on_the_statement_that_assigns_it(
     names only the first (``result__1``). The cursor goes to the statement, not to an
     earlier event's line."""
     from prose_tui.model import TraceLine
-    from prose_tui.tui.moment import statement_writing
+    from prose_tui.viewmodel.moment import statement_writing
 
     trace = [TraceLine(1, "loop until **done** (max: 3):"),
              TraceLine(2, "  let result = session \"Write\"", note="--> bindings/result__1.md", binding="bindings/result__1.md"),

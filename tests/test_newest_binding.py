@@ -15,7 +15,7 @@ from pathlib import Path
 from prose_tui.backends.loader import open_run
 from prose_tui.demo.simulator import write_demo_project
 from prose_tui.model import Binding, Run
-from prose_tui.tui.explorer_model import ExplorerModel
+from prose_tui.viewmodel.explorer_model import ExplorerModel
 from prose_tui.tui.widgets.binding_tree import BindingTree
 
 
@@ -45,7 +45,7 @@ def test_after_a_clone_the_strip_shows_the_binding_the_run_wrote_last(tmp_path):
 def test_a_frame_opens_on_its_scope_binding_by_execution_not_file_time(tmp_path):
     """Without the trace naming them, scoped bindings are ordered by execution id: pass 3's
     ``parts`` is newer than pass 1's even when pass 1's file was touched last."""
-    from prose_tui.tui.explorer_model import newest_binding  # the name the explorer has always exported
+    from prose_tui.viewmodel.explorer_model import newest_binding  # the name the explorer has always exported
 
     bindings = [Binding(name="parts", path=tmp_path / f"bindings/parts__{i}.md", execution_id=i,
                         mtime=1_700_000_000.0 + (10 - i)) for i in (1, 2, 3)]

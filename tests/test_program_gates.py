@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from prose_tui.backends.filesystem.eventlog import parse_event_log
 from prose_tui.model import StatementState
-from prose_tui.tui.explorer_model import ExplorerModel
-from prose_tui.tui.program_trace import program_trace
+from prose_tui.viewmodel.explorer_model import ExplorerModel
+from prose_tui.viewmodel.program_trace import program_trace
 
 PROGRAM = """\
 # release.prose

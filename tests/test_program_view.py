@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from prose_tui.backends import open_run
 from prose_tui.backends.filesystem.backend import FilesystemBackend
 from prose_tui.model import StatementState, TraceLine, assigned_name
-from prose_tui.tui import program_trace as pt
-from prose_tui.tui.explorer_model import ExplorerModel
+from prose_tui.viewmodel import program_trace as pt
+from prose_tui.viewmodel.explorer_model import ExplorerModel
 
 EVENT_LOG_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
 PROGRAM = (EVENT_LOG_RUN / "program.prose").read_text(encoding="utf-8")

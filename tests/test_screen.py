@@ -19,7 +19,7 @@ from prose_tui.backends.common.bindings import failure_of, read_binding
 from prose_tui.history import History
 from prose_tui.model import Event, EventKind, Node, Run, RunFormat, RunStatus
 from prose_tui.model.serialize import binding as binding_json
-from prose_tui.tui.explorer_model import ExplorerModel, when_text
+from prose_tui.viewmodel.explorer_model import ExplorerModel, when_text
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -514,7 +514,7 @@ def test_show_json_carries_binding_failures(tmp_path, capsys):
 # -- event-log runs ---------------------------------------------------------------------------------
 def test_an_event_log_annotates_its_program():
     from prose_tui.headless.cli import load_runs
-    from prose_tui.tui.program_trace import program_trace
+    from prose_tui.viewmodel.program_trace import program_trace
 
     run = load_runs(FAILED_RUN)[0]
     annotated = program_trace(run.trace, run.program_path.read_text())

@@ -130,7 +130,7 @@ async def test_going_up_to_the_first_line_shown_loads_the_rows_before_it(tmp_pat
 
 def test_rows_paged_back_bring_their_events_and_a_frozen_cursor_stays_on_its_event(tmp_path):
     from prose_tui.history import history_of
-    from prose_tui.tui.navigator import HistoryNavigator
+    from prose_tui.viewmodel.navigator import HistoryNavigator
 
     run_dir = build_sqlite_run(tmp_path)
     db = run_dir / "state.db"

@@ -1,4 +1,4 @@
-"""statement_times carried forward (explorer_model._Clock) gives what counting every event
+"""statement_times carried forward (statement_clock.StatementClock) gives what counting every event
 again gives, whatever the history grows by and wherever the cursor moves."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from prose_tui.history.stream import History
 from prose_tui.model import Event, EventKind, Run
-from prose_tui.tui.explorer_model import _STARTS, ExplorerModel
+from prose_tui.viewmodel.explorer_model import ExplorerModel
+from prose_tui.viewmodel.statement_clock import STATEMENT_STARTS
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -20,7 +21,7 @@ def _recount(events: list[Event], end: int) -> list[tuple[str, float, int]]:
     """The definition: each start runs until the next event with a time (0 when none)."""
     totals: dict[str, list[float]] = {}
     for i, event in enumerate(events[:end]):
-        if event.kind not in _STARTS or event.time is None:
+        if event.kind not in STATEMENT_STARTS or event.time is None:
             continue
         name = event.name or event.step or event.text.strip()[:40]
         nxt = next((e.time for e in events[i + 1:end] if e.time is not None), None)

@@ -69,7 +69,7 @@ def run_export(args: argparse.Namespace) -> int:
     trace = None
     if fmt != "json":
         from prose_tui.history import Journal
-        from prose_tui.tui.explorer_model import trace_as_shown
+        from prose_tui.viewmodel.explorer_model import trace_as_shown
 
         trace = trace_as_shown(run, args.at, Journal())  # the explorer's program view and marks
     if args.output == "-":

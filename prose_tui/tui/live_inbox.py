@@ -15,9 +15,10 @@ import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any, Protocol
 
 from textual.message import Message
-from textual.message_pump import MessagePump
+from textual.timer import Timer
 
 from prose_tui.live.mailbox import DeltaMailbox, Pace
 from prose_tui.model import Delta
@@ -35,6 +36,14 @@ class DeltasWaiting(Message):
         self.path = path
 
 
+class InboxHost(Protocol):
+    """What the inbox uses of the screen it delivers to: messages and timers."""
+
+    def post_message(self, message: Message) -> bool: ...
+    def set_timer(self, delay: float, callback: Any = ...) -> Timer: ...
+    def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
+
+
 class LiveInbox:
     """``put`` on the worker thread; ``deliver(path)`` on the UI thread, from the screen's
     ``DeltasWaiting`` handler. ``show(delta)`` is the screen's way to show one delta.
@@ -45,7 +54,7 @@ class LiveInbox:
     the frame that shows the change: the trace tells its screen it needs painting on its own
     next turn."""
 
-    def __init__(self, screen: MessagePump, show: Callable[[Delta], None], *, pace: Pace | None = None,
+    def __init__(self, screen: InboxHost, show: Callable[[Delta], None], *, pace: Pace | None = None,
                  on_screen: Callable[[Path], bool] | None = None,
                  after_frame: Callable[[Callable[[], None]], None] | None = None) -> None:
         self.screen = screen

@@ -34,14 +34,14 @@ from textual.worker import Worker, WorkerState
 from prose_tui.history import Journal
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run
-from prose_tui.tui.explorer_model import ExplorerModel, Moved, when_text
+from prose_tui.viewmodel.explorer_model import ExplorerModel, Moved, when_text
 from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.navigator import HistoryNavigator
+from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
 from prose_tui.tui.screens.explorer_feed import RunFeed
 from prose_tui.tui.screens.explorer_live import LiveProblem, RunsChanged
-from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, Panes
+from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, PaneWidgets, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -100,14 +100,14 @@ class ExplorerScreen(Screen[None]):
                  journal: Journal | None = None) -> None:
         super().__init__()
         self.workspace = workspace
-        self.feed = RunFeed(self, workspace, live=watch, journal=journal, initial=initial)
         self.model = ExplorerModel(journal, workspace=workspace)  # its follow_on_start is the app's, set on mount
         self.active = TRACE
         self.zoomed = False
         self.reads_done = 0
         self.search_term = ""
         self.first_read_done = False  # every run listed and the layout settled after the first read
-        self.panes = Panes(self, self.model, workspace)
+        self.panes = Panes(self, self.model, workspace, widgets=lambda: PaneWidgets.of(self))
+        self.feed = RunFeed(self, workspace, self.model, self.panes, live=watch, journal=journal, initial=initial)
         self.heap = HeapKeeper()  # no collection during an open, a freeze after it (prose_tui.tui.heap)
         self._started = False
         self._run_list_width = (0, 0)  # (screen width, run list width wanted): it never narrows within one
@@ -162,6 +162,25 @@ class ExplorerScreen(Screen[None]):
     @property
     def watcher_state(self) -> str:
         return self.feed.watcher_state
+
+    def gone(self) -> str | None:
+        """Why the run chosen is not shown: its folder went from disk (``LiveFeed.gone``)."""
+        live = self.feed.live
+        return live.gone.text() if live is not None and live.gone is not None else None
+
+    # -- what the components use of the screen (their hosts: FeedHost, LiveHost, PanesHost) ---------
+    @property
+    def run_list(self) -> RunList:
+        return self.query_one(RunList)
+
+    @property
+    def runs_pane(self) -> Widget:
+        return self.query_one("#runs-pane")
+
+    @property
+    def after_frame(self) -> Callable[[Callable[[], None]], None] | None:
+        """``ProseTUI.after_frame`` (a callback once the next frame is out), ``None`` in another app."""
+        return getattr(self.app, "after_frame", None)
 
     # -- layout -------------------------------------------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -4,7 +4,7 @@ through ``LiveFeed`` (``explorer_live``), polled sources through ``SourcePoll``
 
 ``RunFeed`` is a component the explorer screen owns (not a mixin): it reads the workspace
 in thread workers it starts on the screen (groups ``scan``, ``detail``, ``poll``), fills the
-run list, and hands every run to show to ``ExplorerScreen.show_run``. When the screen
+run list, and hands every run to show to the painter (``Panes.show_run``). When the screen
 watches, its ``live`` (a ``LiveFeed``) starts the process's live pipeline once the first
 read has read every run (from the reader's thread) and shows the deltas it delivers; the UI
 thread reads no disk for a live change.
@@ -16,28 +16,39 @@ import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from rich.text import Text
+from textual.app import App
 from textual.css.query import NoMatches
-from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.history import Journal
 from prose_tui.live.status_timer import StatusTimer
-from prose_tui.live.workspace import Workspace, placeholder
+from prose_tui.live.workspace import Applied, Workspace, placeholder
 from prose_tui.model import Run, RunStatus
+from prose_tui.viewmodel.explorer_model import ExplorerModel
 from prose_tui.tui.live_inbox import LiveInbox
-from prose_tui.tui.screens.explorer_live import LiveFeed
-from prose_tui.tui.screens.explorer_panes import TRACE
-from prose_tui.tui.screens.explorer_poll import SourcePoll
+from prose_tui.tui.screens.explorer_live import LiveFeed, LiveHost
+from prose_tui.tui.screens.explorer_panes import TRACE, Panes
+from prose_tui.tui.screens.explorer_poll import PollHost, SourcePoll
 from prose_tui.tui.widgets.repaint import set_border
 from prose_tui.tui.widgets.run_list import RunList
-from prose_tui.tui.widgets.trace_view import TraceView
 
-if TYPE_CHECKING:
-    from prose_tui.tui.screens.explorer import ExplorerScreen
+
+
+class FeedHost(LiveHost, PollHost, Protocol):
+    """What the feed uses of the screen it reads runs for: what its live feed and poll use
+    (``LiveHost``, ``PollHost``), the UI loop from its readers (``app.call_from_thread``),
+    and the layout's ``activate`` (a pane), ``fit_widths`` and ``runs_read`` (after a read
+    of the list)."""
+
+    @property
+    def app(self) -> App[Any]: ...
+
+    def activate(self, index: int, *, focus: bool = ...) -> None: ...
+    def fit_widths(self, *, programs_known: bool = ...) -> None: ...
+    def runs_read(self, *, first: bool) -> None: ...
 
 
 class _ScreenGone(Exception):
@@ -53,18 +64,22 @@ SUMMARY_AFTER = 0.3  # seconds a chosen database run's first screen may take bef
 
 
 class RunFeed:
-    """Reads and watches ``workspace`` for ``screen``. ``live``: watch (``self.live`` is then
+    """Reads and watches ``workspace`` for ``screen`` (a ``FeedHost``): the runs it reads go
+    to the run list and, the run shown, to ``panes`` (what ``model`` says of them). ``live``: watch (``self.live`` is then
     a ``LiveFeed``; else the tick re-infers statuses); ``journal``: where live changes are
     journaled (``None`` after it fails); ``initial``: the run to open on. ``watcher_state``
     is the status line's watcher text."""
 
-    def __init__(self, screen: ExplorerScreen, workspace: Workspace, *, live: bool, journal: Journal | None,
-                 initial: Path | None) -> None:
+    def __init__(self, screen: FeedHost, workspace: Workspace, model: ExplorerModel, panes: Panes, *, live: bool,
+                 journal: Journal | None, initial: Path | None) -> None:
         self.screen = screen
         self.workspace = workspace
+        self.model = model
+        self.panes = panes
         self.initial = initial
         self._journal = journal
-        self.live: LiveFeed | None = LiveFeed(screen, workspace, journal=journal) if live else None
+        self.live: LiveFeed | None = LiveFeed(screen, workspace, model, panes, journal=journal,
+                                              initial=initial) if live else None
         self.stopped = threading.Event()  # the screen is going: polling ends
         self._activated = False  # the focus placed for the user (trace or run list)
         self._found_runs = False  # a read of the run list found runs
@@ -73,7 +88,7 @@ class RunFeed:
         self._opening: Path | None = None  # a database run chosen, its first screen not shown yet
         self._first_shown = False  # a database's first page is in the list, the whole list not yet
         self._first_lock = threading.Lock()
-        self.poller = SourcePoll(self)
+        self.poller = SourcePoll(screen, workspace, stopped=self.stopped, inbox=lambda: self.inbox, polled=self._polled)
         self.statuses = StatusTimer(workspace)  # without watching: statuses as time passes, on the tick
         self._first: list[Run] = []  # a database's first page, read while the app mounts
         self._scan_full: Path | None = None  # the run the read under way takes in full first
@@ -108,7 +123,7 @@ class RunFeed:
         self.screen.run_worker(self._scan, name="_scan", group="scan", exclusive=True, thread=True)
 
     def _scan(self) -> None:
-        runs_pane = self.screen.query_one("#runs-pane")
+        runs_pane = self.screen.runs_pane
         last = [0.0]
 
         def progress(done: int, total: int, unit: str) -> None:
@@ -223,18 +238,18 @@ class RunFeed:
     def _first_page(self, runs: list[Run]) -> None:
         """A database's newest runs, shown before the whole list is read (its rows then
         replace these)."""
-        run_list = self.screen.query_one(RunList)
+        run_list = self.screen.run_list
         if run_list.runs:
             self._first_painted.set()
             return  # the list shown stays until the whole list is read
         self._auto_choice = runs[0].path
         self._first_shown = True
         run_list.set_runs(runs, clock=self.workspace.clock)
-        self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}+) · reading"
+        self.screen.runs_pane.border_title = f"Runs ({len(runs)}+) · reading"
         self.screen.call_after_refresh(self._first_painted.set)
 
     def _listed(self, runs: list[Run]) -> None:
-        run_list = self.screen.query_one(RunList)
+        run_list = self.screen.run_list
         if runs and self._first_shown:
             # A database's first page is shown: the runs on disk join it, newest first.
             known = {r.path for r in runs}
@@ -244,7 +259,7 @@ class RunFeed:
             self._auto_choice = runs[0].path
         if runs and not run_list.runs:
             run_list.set_runs(runs, clock=self.workspace.clock)
-            self.screen.query_one("#runs-pane").border_title = f"Runs ({len(runs)}) · reading"
+            self.screen.runs_pane.border_title = f"Runs ({len(runs)}) · reading"
             # The list's width now, in the frame that lists the runs: not a layout of every
             # pane after the chosen run is on screen, when its programs are read.
             self.screen.fit_widths(programs_known=False)
@@ -258,14 +273,14 @@ class RunFeed:
 
     def _rows_read(self, runs: list[Run], *, last: bool = False) -> None:
         """Rows of runs just read; ``last``: every run found on disk is read now."""
-        run_list = self.screen.query_one(RunList)
-        current = self.screen.current_run
+        run_list = self.screen.run_list
+        current = self.model.run
         for run in runs:
             run_list.update_run(run, clock=self.workspace.clock)
             if run.path in self.workspace.detailed and (current is None or run.path == current.path) \
                     and not self._full_read_shown(run):
-                self.screen.show_run(run)
-                current = self.screen.current_run
+                self.panes.show_run(run)
+                current = self.model.run
         if last:
             # The last rows: the run list takes its width in the frame that shows them, not in
             # a layout of the whole screen after the read (one run: its trace on screen then).
@@ -273,11 +288,11 @@ class RunFeed:
 
     def _partial(self, run: Run) -> None:
         """A first screen of a large narration file while the rest is still being read."""
-        run_list = self.screen.query_one(RunList)
+        run_list = self.screen.run_list
         if not run_list.runs:
             run_list.set_runs([run], clock=self.workspace.clock)
             self.screen.activate(1)
-        self.screen.show_run(run)
+        self.panes.show_run(run)
 
     def _scanned(self, runs: list[Run]) -> None:
         if self.live is not None and self.live.runs_changes:
@@ -286,17 +301,17 @@ class RunFeed:
             runs = self.workspace.sorted_runs()
         self._first_shown = False
         screen = self.screen
-        run_list = screen.query_one(RunList)
+        run_list = screen.run_list
         # The title's row alone, and the rows again only when the read's order is not the
         # one shown: the frame after the read is then the list's title, which a change
         # written the moment the run appeared does not wait behind.
-        set_border(screen.query_one("#runs-pane"), title=f"Runs ({len(runs)})")
+        set_border(screen.runs_pane, title=f"Runs ({len(runs)})")
         if len(run_list.runs) != len(runs) or any(a is not b for a, b in zip(run_list.runs, runs)):
             run_list.set_runs(runs, clock=self.workspace.clock)
         if not runs:
             said = (no_runs_text(self.workspace.root, waiting=self.live is not None) if self.workspace.disk
                     else "No runs found in the database. Waiting for one to appear…")
-            screen.query_one("#run-head", Static).update(Text(said, "yellow"))
+            self.panes.no_runs(said)
             run_list.show_empty(said)
         elif self.initial is not None and self.initial in self.workspace.runs:
             run_list.select_path(self.initial)
@@ -330,20 +345,20 @@ class RunFeed:
         under load) while those rows waited to be shown."""
         if self.live is not None:
             self.live.chosen(path)
-        run = self.workspace.runs.get(path) or next((r for r in self.screen.query_one(RunList).runs if r.path == path), None)
+        run = self.workspace.runs.get(path) or next((r for r in self.screen.run_list.runs if r.path == path), None)
         late = run is not None and path not in self.workspace.detailed and self.workspace.source_of(path) is not None
         self._opening = path if late else None
         if run is not None and late:
             self.screen.set_timer(SUMMARY_AFTER, partial(self._summary_if_late, path, run))
         else:
-            self.screen.show_run(run)
+            self.panes.show_run(run)
         if path not in self.workspace.detailed:
             self.open_in_full(path)
 
     def _summary_if_late(self, path: Path, run: Run) -> None:
         if self._opening == path:
             self._opening = None
-            self.screen.show_run(run)
+            self.panes.show_run(run)
 
     def open_import(self, parent: Path, handle: str) -> bool:
         """Show the import ``handle`` of the run at ``parent`` as a run of its own (read in
@@ -352,9 +367,9 @@ class RunFeed:
         child = next((i for i in (run.imports if run else []) if (i.import_handle or i.id) == handle), None)
         if child is None or OUTSIDE_RUN in child.warnings:  # a folder outside the run is never read
             return False
-        model = self.screen.model
+        model = self.model
         model.loaded_run = None
-        self.screen.show_run(child)
+        self.panes.show_run(child)
         model.loaded_run = child.path
         return True
 
@@ -401,13 +416,13 @@ class RunFeed:
             return
 
     def _detailed(self, run: Run) -> None:
-        current = self.screen.current_run
+        current = self.model.run
         if self._full_read_shown(run):
             return
         if (current is not None and current.path == run.path) or self._opening == run.path:
             self._opening = None
-            self.screen.show_run(run)
-            self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
+            self.panes.show_run(run)
+            self.screen.run_list.update_run(run, clock=self.workspace.clock)
 
     def _full_read_shown(self, run: Run) -> bool:
         """Whether the full read of ``run``'s path is on screen already and ``run`` adds
@@ -416,14 +431,14 @@ class RunFeed:
         cost a history load and a layout of every pane (20-50 ms each, twice per open), and a
         late summary emptied the bindings and agents until the full read came back. Changes
         since reach the screen as live deltas, not through these reads."""
-        model = self.screen.model
-        return model.loaded_run == run.path and (self.screen.current_run is run or not model.is_full_read(run))
+        model = self.model
+        return model.loaded_run == run.path and (model.run is run or not model.is_full_read(run))
 
     # -- paging back (SQLite shows a window of a longer table) -----------------------------------------
     def page_back(self) -> None:
         """The reader went up to the first trace line: a run showing a window of a longer
         table (SQLite) loads the rows before it (``Workspace.page_back``), off the UI thread."""
-        run = self.screen.current_run
+        run = self.model.run
         if run is not None and run.trace and run.trace[0].line > 1:
             self.screen.run_worker(partial(self._page_back, run.path, run.trace[0].line),
                                    name="_page_back", group="page", exclusive=True, thread=True)
@@ -437,17 +452,13 @@ class RunFeed:
 
     def _paged(self, path: Path, first_line: int) -> None:
         """Older lines were put before trace line ``first_line``: redraw, cursor just above it."""
-        screen = self.screen
-        run = screen.current_run
+        run = self.model.run
         if run is None or run.path != path:
             return
-        trace = screen.query_one(TraceView)
-        screen.model.load_history()  # the older rows' events come before the others
-        if trace.lines is run.trace:
-            trace.lines_changed(None)
-            screen.refresh_view(only_bindings=True)  # the timeline and the header's moment
-        else:
-            screen.refresh_view()
+        self.model.load_history()  # the older rows' events come before the others
+        self.model.rows_prepended()
+        self.panes.refresh()
+        trace = self.panes.w.trace
         index = next((i for i, t in enumerate(trace.lines) if t.line == first_line), 0)
         trace.move_cursor(max(0, index - 1))
 
@@ -463,11 +474,25 @@ class RunFeed:
             self.live.update_watcher_state()  # statuses are re-inferred by the live worker
             return
         for run in self.statuses.tick():
-            self.screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
-            current = self.screen.current_run
+            self.screen.run_list.update_run(run, clock=self.workspace.clock)
+            current = self.model.run
             if current is not None and run.path == current.path:
-                self.screen.panes.head(run)
-        self.screen.panes.status()
+                self.panes.head(run)
+        self.panes.status()
+
+    def _polled(self, applied: Applied) -> None:
+        """What polls found besides the deltas (the inbox shows those): the source's state,
+        runs added or removed, runs whose list row changed."""
+        self.panes.status()  # a source's state (connected, reconnecting) may have changed
+        if applied.runs_added or applied.runs_removed:
+            if self.live is not None:
+                self.live.runs_changed(applied)
+        run_list = self.screen.run_list
+        for path, change in applied.changed.items():
+            run_list.update_run(change.run, clock=self.workspace.clock)
+            current = self.model.run
+            if current is not None and path == current.path:
+                self.panes.show_run(change.run, changed=change.paths)
 
     def stop(self) -> None:
         """The screen is going: stop polling and watching."""

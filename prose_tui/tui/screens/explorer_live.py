@@ -18,21 +18,40 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.timer import Timer
+from textual.widget import Widget
 
 from prose_tui.history import Journal
 from prose_tui.live.pipeline import LivePipeline, journal_sink
 from prose_tui.live.workspace import Applied, Workspace
 from prose_tui.model import Delta
 from prose_tui.tui.live_inbox import LiveInbox
+from prose_tui.tui.screens.explorer_panes import Panes
 from prose_tui.tui.widgets.run_list import RunList
-from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.viewmodel.explorer_model import ExplorerModel
 
-if TYPE_CHECKING:
-    from prose_tui.tui.screens.explorer import ExplorerScreen
+
+class LiveHost(Protocol):
+    """What the live feed uses of the screen: messages to it (the inbox's, ``RunsChanged``,
+    ``LiveProblem``), timers, ``notify``, the app's ``after_frame``, the run list and its
+    pane, and ``open_run_at`` (a run shown again when its folder returns)."""
+
+    @property
+    def run_list(self) -> RunList: ...
+    @property
+    def runs_pane(self) -> Widget: ...
+    @property
+    def after_frame(self) -> Callable[[Callable[[], None]], None] | None: ...
+
+    def post_message(self, message: Message) -> bool: ...
+    def set_timer(self, delay: float, callback: Any = ...) -> Timer: ...
+    def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
+    def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
+    def open_run_at(self, path: Path) -> None: ...
 
 
 class RunsChanged(Message):
@@ -74,14 +93,19 @@ class GoneRun:
 
 
 class LiveFeed:
-    """Live changes of ``workspace`` for ``screen``; ``journal``: where they are recorded
+    """Live changes of ``workspace`` for ``screen`` (a ``LiveHost``), shown on ``panes`` as
+    ``model`` says; ``journal``: where they are recorded
     (``None`` without one, or after recording failed). ``watcher_state`` is the status
     line's watcher text; ``pipeline`` and ``inbox`` exist once ``start`` ran."""
 
-    def __init__(self, screen: ExplorerScreen, workspace: Workspace, *, journal: Journal | None) -> None:
+    def __init__(self, screen: LiveHost, workspace: Workspace, model: ExplorerModel, panes: Panes, *,
+                 journal: Journal | None, initial: Path | None = None) -> None:
         self.screen = screen
         self.workspace = workspace
+        self.model = model
+        self.panes = panes
         self.journal = journal
+        self.initial = initial  # the run the command line named (URL#RUN_ID)
         self.pipeline: LivePipeline | None = None
         self.inbox: LiveInbox | None = None
         self.watcher_state = "starting watcher"
@@ -103,12 +127,14 @@ class LiveFeed:
 
             # Deltas reach the UI through a coalescing mailbox (at most one message per run
             # waiting; later deltas merge into it), shown paced (prose_tui.tui.live_inbox).
+            model = self.model
+
             def on_screen(path: Path) -> bool:
-                current = screen.current_run
+                current = model.run
                 return current is not None and current.path == path
 
             inbox = LiveInbox(screen, self.delta_applied, on_screen=on_screen,
-                              after_frame=getattr(screen.app, "after_frame", None))
+                              after_frame=screen.after_frame)
 
             def problem(text: str) -> None:
                 screen.post_message(LiveProblem(text))
@@ -146,7 +172,7 @@ class LiveFeed:
             self.watcher_state = "no runs folder on disk"
         else:
             self.watcher_state = "no runs folder yet (waiting for one)"
-        self.screen.panes.status()
+        self.panes.status()
 
     def deliver(self, path: Path) -> None:
         """A ``DeltasWaiting`` message: the inbox shows the merged delta for ``path`` (paced)."""
@@ -168,19 +194,19 @@ class LiveFeed:
         shown again, followed, when its folder returns (deleted and made again, moved away and
         back)."""
         screen = self.screen
-        run_list = screen.query_one(RunList)
-        current = screen.current_run
+        run_list = screen.run_list
+        current = self.model.run
         removed = current is not None and current.path in applied.runs_removed
         if current is not None and removed:
             self.gone = GoneRun(current.path, current.id, self.workspace.clock())
             run_list.hold(current.path)  # before the list loses its row: no other run is chosen
         runs = self.workspace.sorted_runs()
         run_list.set_runs(runs, clock=self.workspace.clock)
-        screen.query_one("#runs-pane").border_title = f"Runs ({len(self.workspace.runs)})"
+        screen.runs_pane.border_title = f"Runs ({len(self.workspace.runs)})"
         back = self.gone.returned(applied.runs_added) if self.gone is not None and not removed else None
         if current is not None and removed:
             screen.notify(f"run {current.id} was removed from disk", severity="warning", markup=False)
-            screen.show_run(None)
+            self.panes.show_run(None)
         elif back is not None and back in self.workspace.runs:
             self.gone = None
             run_list.hold(None)
@@ -191,7 +217,7 @@ class LiveFeed:
         elif current is None and self.gone is None and applied.runs_added and runs:
             # The run the command line named (``URL#RUN_ID``) when it is among them: a
             # database's runs arrive with its first poll, which may come after the first read.
-            initial = self.screen.feed.initial
+            initial = self.initial
             named = initial if initial is not None and initial in self.workspace.runs else None
             run_list.select_path(named or runs[0].path)  # selects; the focus stays where it is
         self.update_watcher_state()
@@ -208,23 +234,11 @@ class LiveFeed:
         self.screen.notify(text, severity="warning", markup=False)
 
     def delta(self, delta: Delta) -> None:
-        """Show what one delta changed: the run's row, and the panes when it is the run shown."""
-        screen = self.screen
-        run = delta.run
-        screen.query_one(RunList).update_run(run, clock=self.workspace.clock)
-        touch = screen.model.delta_touch(delta)
-        if not touch.shown:
-            return
-        screen.model.note_delta(delta)  # the program view and failure marks follow these lines
-        if touch.show:
-            screen.show_run(run, changed=set(delta.paths))
-        else:
-            screen.panes.head(run)  # a status tick: nothing on disk changed
-        trace = screen.query_one(TraceView)
-        if screen.model.repaint_in_place(delta, trace.lines):
-            trace.lines_changed(delta.trace_lines)  # the same list grew or was re-stated in place
-        # The history (timeline) catches up just after: show_run schedules it, and it is
-        # extended by the delta's events, not rebuilt (prose_tui.history.stream).
+        """Show what one delta changed: the run's row, and the panes when it is the run shown
+        (the model says what to repaint: ``ExplorerModel.apply``). The history (timeline)
+        catches up by the delta's events, not rebuilt (prose_tui.history.stream)."""
+        self.screen.run_list.update_run(delta.run, clock=self.workspace.clock)
+        self.panes.show_delta(delta)
 
     def stop(self) -> None:
         """The screen is going: stop watching (and never start)."""

@@ -1,30 +1,38 @@
-"""The explorer's panes: what the model says, put on the widgets.
+"""The explorer's painter: the model's record of what changed, put on the widgets.
 
-``Panes`` is owned by ``ExplorerScreen`` (which lays the panes out and maps keys): it shows
-a run (``show_run``: the model's ``touch`` says what a change touches), renders every pane
-as of the history cursor (``refresh``), keeps the header, titles, strip and status line
-(``head``, ``titles``, ``strip``, ``status``), puts the trace cursor and the value pane on
-the moment under the history cursor and restores the live view on return (``remember_live``,
-``to_moment``), lets the history catch up just after a live
-change (``history_pending`` is the ready signal), and puts a failure's report and statement
-on screen (``failure``). ``PANES`` names the panes in key order (``1``..``6``).
+``Panes`` is owned by ``ExplorerScreen`` (which lays the panes out and maps keys) and sees
+it only as a ``PanesHost``. ``paint`` hands each widget its part of a ``ViewChange``
+(``viewmodel.view_change``), which the model returns for a run shown (``show_run``), a live
+delta (``show_delta``) or a history move (``refresh``): the model decides what to repaint,
+the painter never does. It also keeps the header, titles, strip and status line (``head``,
+``titles``, ``strip``, ``status``), puts the trace cursor and the value pane on the moment
+under the history cursor and restores the live view on return (``remember_live``,
+``to_moment``), builds a snapshot run's history in a worker (``history_pending`` is the
+ready signal), and puts a failure's report and statement on screen (``failure``).
+``PANES`` names the panes in key order (``1``..``6``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rich.text import Text
+from textual.app import App
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Static
 
 from prose_tui.backends.common.status import age
-from prose_tui.history import FailureContext
-from prose_tui.history.stream import extends_cheaply
+from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
-from prose_tui.model import Binding, Frame, Run, TraceLine
-from prose_tui.tui.explorer_model import ExplorerModel, LivePlace, when_text
+from prose_tui.model import Binding, Delta, Frame, Run, TraceLine
+from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
+from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
+from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -39,74 +47,176 @@ from prose_tui.tui.widgets.timeline import Timeline, elapsed
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
-if TYPE_CHECKING:
-    from prose_tui.tui.screens.explorer import ExplorerScreen
-
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
          ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 TRACE, STACK, VALUE = 1, 2, 4
-HISTORY_DELAY = 0.4  # seconds after a live change before the history (timeline) catches up
+
+
+@dataclass(frozen=True, slots=True)
+class PaneWidgets:
+    """The widgets the painter draws on, found once when the screen is composed; ``frames``:
+    each pane's container by id (``PANES``), for its border title."""
+
+    trace: TraceView
+    header: RunHeader
+    stack: CallStackView
+    nodes: NodeTable
+    constructs: Static
+    tree: BindingTree
+    viewer: ValueViewer
+    timeline: Timeline
+    time_summary: Static
+    strip: ContextStrip
+    status: StatusLine
+    frames: dict[str, Widget]
+
+    @classmethod
+    def of(cls, screen: Widget) -> PaneWidgets:
+        """The widgets ``ExplorerScreen.compose`` mounted in ``screen``."""
+        return cls(trace=screen.query_one(TraceView), header=screen.query_one(RunHeader),
+                   stack=screen.query_one(CallStackView), nodes=screen.query_one(NodeTable),
+                   constructs=screen.query_one("#constructs", Static), tree=screen.query_one(BindingTree),
+                   viewer=screen.query_one(ValueViewer), timeline=screen.query_one(Timeline),
+                   time_summary=screen.query_one("#time-summary", Static), strip=screen.query_one(ContextStrip),
+                   status=screen.query_one(StatusLine),
+                   frames={pane_id: screen.query_one(f"#{pane_id}") for _, pane_id, _ in PANES})
+
+
+class PanesHost(Protocol):
+    """What the painter uses of the screen that lays the panes out: the layout (``compact``,
+    ``zoomed``, ``active`` pane), the trace's ``breadcrumb``, the status line's
+    ``watcher_state``, why no run is shown (``gone``), the ``heap`` keeper, and
+    ``bring_up`` (a pane an action filled), ``notify``, timers and a worker (the history's)."""
+
+    @property
+    def compact(self) -> bool: ...
+    @property
+    def breadcrumb(self) -> str: ...
+    @property
+    def watcher_state(self) -> str: ...
+    zoomed: bool
+    active: int
+    heap: HeapKeeper
+
+    def gone(self) -> str | None: ...
+    def bring_up(self, index: int) -> None: ...
+    def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
+    def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
+    def call_later(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
+    def set_timer(self, delay: float, callback: Any = ...) -> Timer: ...
+    def run_worker(self, work: Any, name: str | None = ..., group: str = ..., description: str = ...,
+                   exit_on_error: bool = ..., start: bool = ..., exclusive: bool = ..., thread: bool = ...) -> Any: ...
+    @property
+    def app(self) -> App[Any]: ...
 
 
 class Panes:
-    """Renders ``model`` on ``screen``'s widgets; ``workspace`` gives clocks, ages and file parts."""
+    """Renders ``model`` on the widgets ``widgets()`` finds once the screen is composed, for
+    ``screen`` (the narrow ``PanesHost``); ``workspace`` gives clocks, ages and file parts."""
 
-    def __init__(self, screen: ExplorerScreen, model: ExplorerModel, workspace: Workspace) -> None:
+    def __init__(self, screen: PanesHost, model: ExplorerModel, workspace: Workspace, *,
+                 widgets: Callable[[], PaneWidgets]) -> None:
         self.screen = screen
         self.model = model
         self.workspace = workspace
+        self._find = widgets
         self.head_text = Text()  # the run header as shown
-        self._history_timer: Timer | None = None
+        self._history_waiting = False  # the history's build, waiting for its timer (history_pending)
+        self._history_building = False  # the history being built in a worker
+        self._history_again = False  # a change came while it was built: build it again after
+        self._widgets: PaneWidgets | None = None
+
+    @property
+    def w(self) -> PaneWidgets:
+        """The widgets painted, found on the first paint once the screen is composed (a
+        database's first page may choose a run before the screen's start)."""
+        if self._widgets is None:
+            self._widgets = self._find()  # NoMatches while not composed (or torn down)
+        return self._widgets
 
     def start(self) -> None:
         """The panes' titles and the status line before anything is read."""
         titles = {"runs-pane": "Runs", "trace-pane": "Trace", "stack-pane": "Call stack", "data-pane": "Bindings · agents",
                   "value-pane": "Value", "history-pane": "History"}
         for pane_id, title in titles.items():
-            self.screen.query_one(f"#{pane_id}").border_title = title
+            self.w.frames[pane_id].border_title = title
         self.status()
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
-        """Show ``run`` in every pane; ``changed`` are the files that changed (live update).
-        The model says what that touches; its full read, once shown, is ``loaded_run``."""
-        model = self.model
-        touch = model.touch(run, changed)
-        if touch.live and not extends_cheaply(run):
-            # The panes show the run (or keep their frozen moment); the history and its count of
-            # new events catch up just after, off the hot path. A log's history grows by its new
-            # events (a few ms): in the same paint, not in a second one.
-            self._history_later()
-        else:
-            model.load_history()
-        viewer = self.screen.query_one(ValueViewer)
-        if run is None:
-            self.refresh()
-            viewer.show_target(None)
+        """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
+        self.paint(self.model.show(run, changed, value_shown=self._value_shown()))
+
+    def show_delta(self, delta: Delta) -> None:
+        """Show one merged live delta of the run shown (its run list row is the feed's)."""
+        change = self.model.apply(delta, value_shown=self._value_shown())
+        if change is not None:
+            self.paint(change)
+
+    def _value_shown(self) -> Path | None:
+        target = self.w.viewer.target
+        return target.path if target is not None else None
+
+    def paint(self, change: ViewChange) -> None:
+        """Hand each widget its part of ``change`` (the model decided what to repaint)."""
+        if change.header_only:
+            self.head(change.run)  # a status tick: nothing on disk changed
             return
-        trace = self.screen.query_one(TraceView)
-        if touch.follow is not None:
+        if change.history_later is not None:
+            self._history_later(change.history_later)
+        trace = self.w.trace
+        touch = change.touch
+        if touch is not None and touch.follow is not None and change.run is not None:
             trace.set_following(touch.follow)
-        self.refresh(only_bindings=touch.only_bindings)
-        if touch.failed:
-            trace.move_cursor(model.failure_index(trace.lines))
-        target = viewer.target
-        change = model.value_after(touch, changed, target.path if target is not None else None)
-        # A binding the live worker read with the change is shown without reading it here.
-        if change.action == "show":
-            shown = change.binding.path if change.binding is not None else None
-            viewer.show_target(binding_target(change.binding, run) if change.binding is not None else None,
-                               prefetched=model.take_value(shown) if changed is not None else None)
-        elif change.action == "reload":
-            # The header may have changed length: read the value with the new binding's offset.
-            fresh = change.binding if change.binding is not None and target is not None and target.binding else None
-            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None,
-                          prefetched=model.take_value(target.path if target is not None else None))
-        if model.is_full_read(run):
+        self._paint_trace(change.trace)
+        run, view = change.run, change.view
+        if run is None or view is None:
+            self.w.stack.set_frames([])
+            self.w.tree.set_run(None)
+            self.w.timeline.set_events([], 0)
+            self.w.strip.show(None, None, None, absent=self.absent())
+            self.head(None)
+            if change.value is not None:
+                self.w.viewer.show_target(None)
+            return
+        if change.stack:
+            self._stack(view)
+        self.w.tree.show(view)
+        timeline = self.w.timeline
+        if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position):
+            timeline.set_events(change.events, change.position)
+        self._time_summary()
+        self.head(run)
+        if change.failure_cursor is not None:
+            trace.move_cursor(change.failure_cursor)
+        if change.value is not None:
+            self._paint_value(change.value, run)
+        if change.full_read:
             self.open_on_failure()
-            model.loaded_run = run.path
+            self.model.loaded_run = run.path
             heap = self.screen.heap
             if heap.frozen != run.path or heap.holding:  # after the frame that shows it
                 self.screen.call_after_refresh(heap.run_shown, run.path)
+
+    def _paint_trace(self, repaint: TraceRepaint | None) -> None:
+        if repaint is None:
+            return
+        trace = self.w.trace
+        if repaint.new:
+            trace.set_lines(repaint.lines)
+        else:
+            trace.lines_changed(repaint.rows)  # the same list grew or was re-stated in place
+
+    def _paint_value(self, value: ValueChange, run: Run) -> None:
+        viewer = self.w.viewer
+        target = viewer.target
+        # A binding the live worker read with the change is shown without reading it here.
+        if value.action == "show":
+            viewer.show_target(binding_target(value.binding, run) if value.binding is not None else None,
+                               prefetched=value.window)
+        elif value.action == "reload":
+            # The header may have changed length: read the value with the new binding's offset.
+            fresh = value.binding if value.binding is not None and target is not None and target.binding else None
+            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None, prefetched=value.window)
 
     def open_on_failure(self) -> None:
         """A failed run seen for the first time opens on its first failure, once its full read
@@ -120,50 +230,53 @@ class Panes:
     @property
     def history_pending(self) -> bool:
         """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
-        return self._history_timer is not None
+        return self._history_waiting or self._history_building
 
-    def _history_later(self) -> None:
-        if self._history_timer is None:
-            self._history_timer = self.screen.set_timer(HISTORY_DELAY, self._history_now)
+    def _history_later(self, delay: float) -> None:
+        """Build the shown run's history in a worker after ``delay`` seconds (once for the
+        changes meanwhile; again after a build under way, which a change made stale)."""
+        if self._history_building:
+            self._history_again = True
+        elif not self._history_waiting:
+            self._history_waiting = True
+            if delay > 0:
+                self.screen.set_timer(delay, self._build_history)
+            else:
+                self.screen.call_later(self._build_history)
 
-    def _history_now(self) -> None:
-        self._history_timer = None
-        self.model.load_history()
-        self.refresh(only_bindings=True)
-        self.open_on_failure()
+    def _build_history(self) -> None:
+        self._history_waiting = False
+        run = self.model.run
+        if run is None:
+            return
+        self._history_building = True
+        self.screen.run_worker(partial(self._history_off_thread, run), name="history", group="history",
+                               thread=True, exit_on_error=False)
+
+    def _history_off_thread(self, run: Run) -> None:
+        history = self.model.nav.build(run)  # the journal is read here, never on the UI thread
+        try:
+            self.screen.app.call_from_thread(self._history_built, run, history)
+        except RuntimeError:  # the app stopped meanwhile
+            pass
+
+    def _history_built(self, run: Run, history: History) -> None:
+        self._history_building = False
+        if self.model.adopt_history(run, history):
+            self.refresh(only_bindings=True)
+            self.open_on_failure()
+        elif self.model.history_elsewhere():
+            self._history_again = True  # built for another read of the run: again, for this one
+        if self._history_again:
+            self._history_again = False
+            self._history_later(0.0)
 
     def refresh(self, *, only_bindings: bool = False) -> None:
         """Render the current run as of the history cursor (the run itself when live)."""
-        run = self.model.run
-        trace = self.screen.query_one(TraceView)
-        if run is None:
-            trace.set_lines([])
-            self.screen.query_one(CallStackView).set_frames([])
-            self.screen.query_one(BindingTree).set_run(None)
-            self.screen.query_one(Timeline).set_events([], 0)
-            self.screen.query_one(ContextStrip).show(None, None, None, absent=self.absent())
-            self.head(None)
-            return
-        view = self.model.view() or run
-        if not only_bindings:
-            lines = self.model.trace_lines()
-            if lines is trace.lines and lines is not view.trace:
-                # The model's own list (program view, failure marks), changed in place.
-                changed = self.model.lines_changed
-                if changed is None or changed:
-                    trace.lines_changed(changed)
-            elif lines != trace.lines:
-                trace.set_lines(lines)
-            self._stack(view)
-        self.screen.query_one(BindingTree).show(view)
-        timeline = self.screen.query_one(Timeline)
-        if timeline.events is not self.model.nav.events or timeline.cursor != self.model.nav.position:
-            timeline.set_events(self.model.nav.events, self.model.nav.position)
-        self._time_summary()
-        self.head(run)
+        self.paint(self.model.repaint(only_bindings=only_bindings))
 
     def _stack(self, view: Run) -> None:
-        stack, nodes, constructs = self.screen.query_one(CallStackView), self.screen.query_one(NodeTable), self.screen.query_one("#constructs", Static)
+        stack, nodes, constructs = self.w.stack, self.w.nodes, self.w.constructs
         has_nodes = bool(view.nodes)
         nodes.display, stack.display = has_nodes, not has_nodes
         if has_nodes:
@@ -177,7 +290,7 @@ class Panes:
                 text.append(f"\n  {item.strip()}", "dim")
         constructs.display = bool(view.constructs)
         show_text(constructs, text)
-        pane = self.screen.query_one("#stack-pane")
+        pane = self.w.frames["stack-pane"]
         set_border(pane, title=f"Nodes ({len(view.nodes)})" if has_nodes else (
             f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else "")))
 
@@ -189,13 +302,13 @@ class Panes:
             for i, t in enumerate(times[:6]):
                 text.append(("  " if i else "") + t.name, "bold" if i == 0 else "")
                 text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
-        box = self.screen.query_one("#time-summary", Static)
+        box = self.w.time_summary
         box.display = bool(times)
         show_text(box, text)
 
     def remember_live(self) -> None:
         """Before a history move: keep the live view (trace cursor, follow, value) to restore."""
-        trace, viewer = self.screen.query_one(TraceView), self.screen.query_one(ValueViewer)
+        trace, viewer = self.w.trace, self.w.viewer
         self.model.remember_live(LivePlace(following=trace.following, cursor=trace.cursor, value=viewer.target))
 
     def to_moment(self) -> bool:
@@ -204,7 +317,7 @@ class Panes:
         failure report at a failure; live again, the live view as it was left. True when a
         failure report was put in the value pane."""
         model = self.model
-        trace, viewer = self.screen.query_one(TraceView), self.screen.query_one(ValueViewer)
+        trace, viewer = self.w.trace, self.w.viewer
         if model.nav.live:
             place = model.take_live_place()
             if place is None:
@@ -230,7 +343,7 @@ class Panes:
     def show_trace_line(self, line: int) -> bool:
         """Put the trace cursor on trace line ``line`` (stops following); False when the trace
         does not show that line (yet)."""
-        trace = self.screen.query_one(TraceView)
+        trace = self.w.trace
         index = self.model.trace_index(line, trace.lines)
         if index is None:
             return False
@@ -242,15 +355,17 @@ class Panes:
 
     def absent(self) -> str | None:
         """Why no run is shown when the chosen one went from disk (``LiveFeed.gone``), else ``None``."""
-        live = self.screen.feed.live
-        gone = live.gone if live is not None else None
-        return gone.text() if gone is not None and self.model.run is None else None
+        return self.screen.gone() if self.model.run is None else None
+
+    def no_runs(self, said: str) -> None:
+        """The header says why there is no run to show (``said``: where the explorer looked)."""
+        self.w.header.update(Text(said, "yellow"))
 
     def head(self, run: Run | None) -> None:
         view = (self.model.view() if run is not None and not self.model.nav.live else run) or run
         moment = self.model.moment()
         label = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
-        header = self.screen.query_one(RunHeader)
+        header = self.w.header
         absent = self.absent() if run is None else None
         header.show(Text(f"⚠ {absent}", "yellow") if absent else
                     header_text(run, view, moment=label, compact=self.screen.compact, banner=self.model.banner),
@@ -264,7 +379,7 @@ class Panes:
         self.strip()
 
     def strip(self) -> None:
-        strip = self.screen.query_one(ContextStrip)
+        strip = self.w.strip
         if not strip.display:
             return
         run = self.model.run
@@ -278,8 +393,8 @@ class Panes:
         strip.show(view, self.model.newest_binding_now(), label, absent=self.absent())
 
     def titles(self) -> None:
-        trace = self.screen.query_one(TraceView)
-        pane = self.screen.query_one("#trace-pane")
+        trace = self.w.trace
+        pane = self.w.frames["trace-pane"]
         nav = self.model.nav
         moment = self.model.moment()
         if moment is not None and not moment.live:
@@ -295,7 +410,7 @@ class Panes:
         elif self.model.raw_log:
             title = f"{title} · raw log (L: program)"
         set_border(pane, title=title, subtitle=subtitle)  # unchanged titles: no repaint of the pane
-        history = self.screen.query_one("#history-pane")
+        history = self.w.frames["history-pane"]
         note = f" · {nav.history.origin}" if nav.history and nav.events else ""
         set_border(history, title=f"History ({len(nav.events)}){note}" + ("" if nav.live else " · frozen"),
                    subtitle=nav.history.note if nav.history and nav.history.origin != "log" and nav.events else None)
@@ -310,8 +425,8 @@ class Panes:
         view = self.model.view() if moment is not None and not moment.live else run
         as_of = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         watcher = " · ".join([self.screen.watcher_state, *self.workspace.source_states()])
-        self.screen.query_one(StatusLine).show(view, last_change=changed, watcher=watcher,
-                                        following=self.screen.query_one(TraceView).following, pending=self.model.nav.pending,
+        self.w.status.show(view, last_change=changed, watcher=watcher,
+                                        following=self.w.trace.following, pending=self.model.nav.pending,
                                         as_of=as_of, said_above=self.status_said_above(), absent=self.absent())
 
     def status_said_above(self) -> bool:
@@ -319,7 +434,7 @@ class Panes:
         context strip (compact layout, trace pane), or in the run header atop the trace pane
         (wide layout, unless another pane is zoomed). The status line then leaves both out."""
         screen = self.screen
-        if screen.query_one(ContextStrip).display:
+        if self.w.strip.display:
             return True
         return not screen.compact and (not screen.zoomed or screen.active == TRACE)
 
@@ -356,8 +471,8 @@ class Panes:
         """The user chose ``binding`` (of ``run``): selected in the tree, its value in the
         value pane; the viewer stops switching to newer writes."""
         self.model.viewer_follows_writes = False
-        self.screen.query_one(BindingTree).select_binding_path(binding.path)
-        self.screen.query_one(ValueViewer).show_target(binding_target(binding, run))
+        self.w.tree.select_binding_path(binding.path)
+        self.w.viewer.show_target(binding_target(binding, run))
 
     def failure_if_any(self, *, bring_up: bool = True) -> bool:
         """On a failure event: its report in the value pane (brought up where hidden) and its
@@ -376,11 +491,11 @@ class Panes:
         statement = None
         if ctx.statement is not None:  # numbered and worded as the trace shows it
             shown = self.model.shown_line(ctx.statement.line)
-            lines = self.screen.query_one(TraceView).lines
+            lines = self.w.trace.lines
             index = self.model.trace_index(ctx.statement.line, lines)
             text = lines[index].text.strip() if index is not None else ctx.statement.text.strip()
             statement = (shown, text)
-        self.screen.show_target(Target("section", f"Failure at event {ctx.event.seq}",
+        self.w.viewer.show_target(Target("section", f"Failure at event {ctx.event.seq}",
                                        text=failure_markdown(ctx, failures, statement=statement)))
         shown = ctx.statement is None or self.show_trace_line(ctx.statement.line) or self.model.unmatched(
             ctx.statement.line)  # a log line no program statement matched: the report quotes it, as logged

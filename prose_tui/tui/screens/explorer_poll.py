@@ -12,26 +12,40 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from textual.css.query import NoMatches
 from textual.worker import get_current_worker
 
-from prose_tui.live.workspace import Applied
-from prose_tui.tui.widgets.run_list import RunList
+from prose_tui.live.workspace import Applied, Workspace
+from prose_tui.tui.live_inbox import LiveInbox
 
-if TYPE_CHECKING:
-    from prose_tui.tui.screens.explorer_feed import RunFeed
+
+class PollHost(Protocol):
+    """What the poll uses of the screen: a thread worker, the UI loop, ``is_attached``."""
+
+    @property
+    def is_attached(self) -> bool: ...
+
+    def run_worker(self, work: Any, name: str | None = ..., group: str = ..., description: str = ...,
+                   exit_on_error: bool = ..., start: bool = ..., exclusive: bool = ..., thread: bool = ...) -> Any: ...
+    def call_later(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
 
 
 class SourcePoll:
-    """Polls ``feed``'s workspace sources for ``feed``'s screen; ``polls`` counts the polls
-    made (tests wait on it). Stops when ``feed.stopped`` is set or the worker is cancelled."""
+    """Polls ``workspace``'s sources in a worker on ``screen`` until ``stopped`` is set (or
+    the worker is cancelled); ``inbox()`` is where a run's delta goes (the live feed's, when
+    watching), ``polled`` takes the rest on the UI thread. ``polls`` counts the polls made
+    (tests wait on it)."""
 
-    def __init__(self, feed: RunFeed) -> None:
-        self.feed = feed
-        self.screen = feed.screen
-        self.workspace = feed.workspace
+    def __init__(self, screen: PollHost, workspace: Workspace, *, stopped: threading.Event,
+                 inbox: Callable[[], LiveInbox | None], polled: Callable[[Applied], None]) -> None:
+        self.screen = screen
+        self.workspace = workspace
+        self.stopped = stopped
+        self.inbox = inbox
+        self.polled = polled
         self.polls = 0
         self._lock = threading.Lock()
         self._waiting: Applied | None = None  # what polls found, waiting for the screen to take it
@@ -59,7 +73,7 @@ class SourcePoll:
             if not applied.empty and not self._hand_over(applied, False):
                 gone[0] = True
 
-        while not worker.is_cancelled and not self.feed.stopped.is_set():
+        while not worker.is_cancelled and not self.stopped.is_set():
             applied = self.workspace.poll_sources(on_deltas=runs_polled)
             self.polls += 1
             if gone[0]:
@@ -77,14 +91,14 @@ class SourcePoll:
                 if wait(due - now):
                     due = time.monotonic()  # notified: polled now, the cadence restarts from here
             else:
-                self.feed.stopped.wait(due - now)
+                self.stopped.wait(due - now)
 
     def _hand_over(self, applied: Applied, state_moved: bool) -> bool:
         """Give what one poll found to the screen without waiting for it (poll worker): the
         deltas to the inbox, the rest (and a source's new state, ``state_moved``) to one call
         that waits for the screen, merged into it while it waits. ``False`` when the screen
         is gone."""
-        inbox = self.feed.inbox
+        inbox = self.inbox()
         rest = Applied(runs_added=applied.runs_added, runs_removed=applied.runs_removed)
         for path, change in applied.changed.items():
             delta = applied.deltas.get(path)
@@ -116,20 +130,6 @@ class SourcePoll:
             applied, self._waiting = self._waiting, None
         if applied is not None and self.screen.is_attached:
             try:
-                self._polled(applied)
+                self.polled(applied)
             except NoMatches:
                 pass  # the screen is closing
-
-    def _polled(self, applied: Applied) -> None:
-        """What polls found besides the deltas (the inbox shows those): the source's state,
-        runs added or removed, runs whose list row changed."""
-        self.screen.panes.status()  # a source's state (connected, reconnecting) may have changed
-        if applied.runs_added or applied.runs_removed:
-            if self.feed.live is not None:
-                self.feed.live.runs_changed(applied)
-        run_list = self.screen.query_one(RunList)
-        for path, change in applied.changed.items():
-            run_list.update_run(change.run, clock=self.workspace.clock)
-            current = self.screen.current_run
-            if current is not None and path == current.path:
-                self.screen.show_run(change.run, changed=change.paths)

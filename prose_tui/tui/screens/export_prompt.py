@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from prose_tui.history.exporting import default_filename, export_text, write_export
-from prose_tui.tui.explorer_model import trace_as_shown
+from prose_tui.viewmodel.explorer_model import trace_as_shown
 from prose_tui.tui.screens.confirm import ConfirmScreen
 from prose_tui.tui.served import is_read_only, refuse_if_read_only
 

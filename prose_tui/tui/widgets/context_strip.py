@@ -96,12 +96,21 @@ class ContextStrip(Static):
     """
 
     shown: Text = Text()
+    _asked: tuple[Run | None, Binding | None, str | None, str | None] | None = None  # show's arguments
+
+    def on_resize(self) -> None:
+        """Rows are cut to the strip's width: a strip shown before its layout settled (its
+        width not final yet) is cut again at the width it has now."""
+        if self._asked is not None:
+            view, binding, moment, absent = self._asked
+            self.show(view, binding, moment, absent=absent)
 
     def show(self, view: Run | None, binding: Binding | None, moment: str | None, *,
              absent: str | None = None) -> None:
         """Show ``view`` (the run as of the cursor), its newest ``binding``, the ``moment``
         label when the cursor is not live; without a run, ``absent`` (why none is shown:
         the chosen run is gone from disk) or "no run selected". ``shown`` keeps the text on screen."""
+        self._asked = (view, binding, moment, absent)
         if view is None:
             text = Text(absent, "yellow") if absent else Text("no run selected", "dim")
         else:

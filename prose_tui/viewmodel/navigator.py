@@ -31,24 +31,45 @@ class HistoryNavigator:
         self.history: History | None = None
         self.cursor: int | None = None
         self._run_path: Path | None = None
+        self._prepended = 0  # events the history had put before its start when adopted
 
     # -- loading ------------------------------------------------------------------------------
     def load(self, run: Run | None) -> None:
-        """Recompute the history of ``run``; a different run starts live."""
+        """Recompute the history of ``run`` on this thread (``build`` then ``adopt``); a
+        different run starts live."""
         if run is None:
             self.history, self.cursor, self._run_path = None, None, None
             return
+        self.adopt(run, self.build(run))
+
+    def build(self, run: Run) -> History:
+        """The history of ``run`` (``history.history_of``), never raising: any thread. A
+        snapshot run's reads the journal (disk, under its lock) or reconstructs it from file
+        times, so the explorer builds it in a worker; a log's grows by its new events."""
+        try:
+            return history_of(run, journal=self.journal)
+        except Exception as exc:  # a history that cannot be built must not take the views down
+            return History(events=[], origin="log", note=f"history unavailable: {exc}")
+
+    def switch(self, run: Run | None) -> None:
+        """``run`` is shown while its history is built elsewhere (``build``): a different
+        run starts live with no history until ``adopt``; the same run keeps its own."""
+        if run is None or run.path != self._run_path:
+            self.history, self.cursor = None, None
+            self._run_path = run.path if run is not None else None
+
+    def adopt(self, run: Run, history: History) -> None:
+        """Take ``history``, built for ``run``: the cursor stays on its event when older
+        events were put before it, and goes live when past the end."""
         if run.path != self._run_path:
             self.cursor = None
             self._run_path = run.path
         before = self.history
-        prepended = before.prepended if before is not None else 0
-        try:
-            self.history = history_of(run, journal=self.journal)
-        except Exception as exc:  # a history that cannot be built must not take the views down
-            self.history = History(events=[], origin="log", note=f"history unavailable: {exc}")
-        if self.cursor is not None and self.history is before:
-            self.cursor += self.history.prepended - prepended  # older events came before it: stay on it
+        self.history = history
+        if self.cursor is not None and history is before:
+            # Older events came before it (a history grows at its start in place): stay on it.
+            self.cursor += history.prepended - self._prepended
+        self._prepended = history.prepended
         if self.cursor is not None and self.cursor >= len(self.history.events):
             self.cursor = None
 

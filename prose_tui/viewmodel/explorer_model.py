@@ -1,8 +1,12 @@
 """What the explorer shows, without Textual: the current run, the history cursor, the follow
-policy and what a live change touches.
+policy and what a change means for the views.
 
-The screen (``tui/screens/explorer.py``) lays this out and maps keys to it; everything it
-decides is here so it can be tested without an app:
+A change flows one way: ``show(run, changed)`` (a run read, or a live change), ``apply(delta)``
+(a live delta) and ``repaint()`` (a history move, a toggle) each return one ``ViewChange``
+(``viewmodel.view_change``) that the screen's painter hands to the widgets;
+``trace_repaint`` is the one place that decides what the trace repaints. The screen
+(``tui/screens/explorer.py``) lays this out and maps keys to it; everything it decides is
+here so it can be tested without an app:
 
 * ``run``: the run on screen; ``nav`` the history cursor on it (``HistoryNavigator``).
 * ``view()``: the run as of the cursor (the run itself when live); every pane, the header
@@ -10,8 +14,7 @@ decides is here so it can be tested without an app:
 * ``moment()``: where the cursor is (event index, 0-based like ``Event.seq`` and
   ``prose-tui show --at N``), its time and the status as of then.
 * ``touch(run, changed)``: what showing a run (or a change to it) means for the panes,
-  and the follow policy (``Touch``); ``value_after`` what the value pane does then;
-  ``delta_touch``/``repaint_in_place`` what a live delta touches.
+  and the follow policy (``Touch``); ``value_after`` what the value pane does then.
 * ``trace_lines()``: the lines the trace shows (program from the log or ``raw_log``, the
   raw state file as a fallback, failures marked); ``trace_index`` finds a line in them.
 * ``loaded_run``: the run whose full read is on screen (a ready signal).
@@ -23,19 +26,20 @@ decides is here so it can be tested without an app:
   ``take_live_place`` keep the live view (trace cursor, follow, value) to restore on ``}``.
 * ``shown_line(line)``: a trace line number as the trace shows it (one numbering).
 
-An event-log run's program annotated from its log is ``tui/program_trace.py``.
+An event-log run's program annotated from its log is ``viewmodel/program_trace.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from typing import Literal
 
 from prose_tui.backends.registry import backend_or_default
-from prose_tui.history import FailureContext, Journal, failure_context, failure_events
+from prose_tui.history import FailureContext, History, Journal, failure_context, failure_events
+from prose_tui.history.stream import extends_cheaply
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
     Binding,
@@ -54,49 +58,19 @@ from prose_tui.model import (
 )
 from prose_tui.model.failure import first_line
 from prose_tui.model.run import binding_of_event, newest_binding
-from prose_tui.tui.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
-from prose_tui.tui.navigator import HistoryNavigator
-from prose_tui.tui.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
+from prose_tui.viewmodel.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
+from prose_tui.viewmodel.navigator import HistoryNavigator
+from prose_tui.viewmodel.statement_clock import StatementClock, StatementTime
+from prose_tui.viewmodel.view_change import TraceRepaint, Touch, ValueChange, ViewChange
+from prose_tui.viewmodel.program_trace import FailureMarks, ProgramAnnotator, ProgramTrace
 
-__all__ = ["DeltaTouch", "ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
-           "ValueChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
+__all__ = ["ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "StatementTime", "Touch",
+           "ValueChange", "ViewChange", "failure_line", "newest_binding", "trace_as_shown", "when_text"]
 
-_STARTS = (EventKind.STATEMENT_STARTED, EventKind.RETRY, EventKind.RUN_RESUMED)
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
-
-
-@dataclass(frozen=True, slots=True)
-class Touch:
-    """What one change to the shown run touches: ``same`` run as before, ``live`` change
-    (``changed`` files given), ``only_bindings`` when nothing but binding files changed;
-    ``follow``: whether the trace follows the executing statement from now on (``None``:
-    as it was, the user's ``f`` stands); ``failed``: the run is seen failed for the first
-    time, so the cursor goes to its failure (``failure_line``, then its failure event)."""
-
-    same: bool
-    live: bool
-    only_bindings: bool
-    follow: bool | None = None
-    failed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ValueChange:
-    """What the value pane does after a change: ``show`` ``binding`` (``None``: nothing),
-    ``reload`` the file it shows (``binding``: that file's new read, for its offsets), or
-    ``keep`` what it shows."""
-
-    action: Literal["show", "reload", "keep"]
-    binding: Binding | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaTouch:
-    """What one live delta touches: ``shown``, the run on screen; ``show``, its files changed
-    (or it was read anew), so the panes show it again; else only its header (a status tick)."""
-
-    shown: bool
-    show: bool = False
+HISTORY_DELAY = 0.4
+"""Seconds after a live change before a snapshot run's history (timeline) catches up: after
+the change is painted, and once for a burst of changes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,21 +104,6 @@ class Moved:
     message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class StatementTime:
-    """Seconds spent on one statement (summed over its attempts), how many times it began."""
-
-    name: str
-    seconds: float
-    attempts: int
-
-
-def _utc(time: datetime) -> datetime:
-    """``time`` comparable with any other event time: one without a zone is taken as UTC
-    (a backend may give both, e.g. SQLite timestamps stored with and without an offset)."""
-    return time if time.tzinfo is not None else time.replace(tzinfo=timezone.utc)
-
-
 def failure_line(lines: list[TraceLine]) -> int:
     """The index a failed run's trace cursor rests on until (or without) its failure event
     in the history: the first line marked failed, else the last line (0 for no lines)."""
@@ -172,11 +131,13 @@ class ExplorerModel:
         self._failures: tuple[tuple, list[Failure]] = ((), [])  # (key, the run's failures, events placed)
         self.failure_shown: int | None = None  # the line (as shown) the run's failure is marked on
         self._pending: set[int] | None = None  # run.trace indexes live deltas changed since trace_lines
+        self._delta_noted = False  # a live delta changed the run's own trace list since the trace was repainted
+        self._trace_shown: list[TraceLine] | None = None  # the list the trace widget holds (trace_repaint)
         self.lines_changed: set[int] | None = None  # what trace_lines changed in the list it returned before
         self.values: dict[Path, ValueWindow] = {}  # binding values the last live delta read (take_value)
         self._fallback: tuple[tuple | None, tuple[list[TraceLine], str | None]] = (None, ([], None))
         self.live_place: LivePlace | None = None  # the live view to restore when the cursor goes live
-        self._clock: _Clock | None = None  # statement_times carried forward
+        self._clock: StatementClock | None = None  # statement_times carried forward
 
     # -- the run ------------------------------------------------------------------------------
     def touch(self, run: Run | None, changed: set[Path] | None, binding_only: bool | None = None) -> Touch:
@@ -239,6 +200,7 @@ class ExplorerModel:
         if run is None or delta.run.path != run.path:
             return
         self.values = dict(delta.values)
+        self._delta_noted = True
         if delta.trace_lines is None or delta.run.trace is not run.trace:
             self._pending = None
         elif self._pending is not None:
@@ -248,21 +210,108 @@ class ExplorerModel:
         """The start of ``path``'s value as the last live delta read it (once), else ``None``."""
         return self.values.pop(path, None) if path is not None else None
 
-    def delta_touch(self, delta: Delta) -> DeltaTouch:
-        """What a live delta touches (see ``DeltaTouch``)."""
+    # -- the record of what changed for the views ----------------------------------------------
+    def show(self, run: Run | None, changed: set[Path] | None = None, *, value_shown: Path | None = None) -> ViewChange:
+        """Show ``run`` (a read of it, or a live change: ``changed`` are the files it wrote);
+        ``value_shown``: the file the value pane shows. Loads a log's history now (it grows by
+        its new events), or says another is built off the UI thread (``history_later``: a
+        journal replay or a reconstruction reads the disk) and taken with ``adopt_history``."""
+        touch = self.touch(run, changed)
+        later: float | None = None
+        if self.history_elsewhere():
+            # A journal replay or a reconstruction (disk): built off the UI thread, after a
+            # live change once the change is painted (HISTORY_DELAY), for a run read at once.
+            later = HISTORY_DELAY if touch.live else 0.0
+            self.nav.switch(run)
+        else:
+            self.load_history()
+        if run is None:
+            return replace(self.repaint(), touch=touch, value=ValueChange("show"))
+        change = self.repaint(only_bindings=touch.only_bindings)
+        failure_cursor = self.failure_index(self._trace_shown or []) if touch.failed else None
+        value = self.value_after(touch, changed, value_shown)
+        if value.action == "show":
+            shown = value.binding.path if value.binding is not None else None
+            value = replace(value, window=self.take_value(shown) if changed is not None else None)
+        elif value.action == "reload":
+            value = replace(value, window=self.take_value(value_shown))
+        return replace(change, history_later=later, touch=touch, failure_cursor=failure_cursor, value=value,
+                       full_read=self.is_full_read(run))
+
+    def apply(self, delta: Delta, *, value_shown: Path | None = None) -> ViewChange | None:
+        """A live delta (merged, from the live worker): ``None`` when it is not the run shown
+        (its run list row alone changes); a status tick (no file changed, the same read) is
+        ``header_only``; else what ``show`` says, the trace repainting the lines it names."""
         current = self.run
         if current is None or delta.run.path != current.path:
-            return DeltaTouch(shown=False)
-        return DeltaTouch(shown=True, show=bool(delta.paths) or delta.run is not current)
+            return None
+        self.note_delta(delta)  # the program view and failure marks follow these lines
+        if not delta.paths and delta.run is current:
+            return ViewChange(run=delta.run, header_only=True)
+        return self.show(delta.run, set(delta.paths), value_shown=value_shown)
 
-    def repaint_in_place(self, delta: Delta, shown: list[TraceLine]) -> bool:
-        """After ``delta`` is shown: whether the trace repaints ``delta.trace_lines`` in place.
-        Only live, and while it shows the run's own trace list, which the live worker grew or
-        re-stated (a frozen moment or the program view is a new list from ``trace_lines``)."""
-        return self.nav.live and shown is delta.run.trace and (delta.trace_lines is None or bool(delta.trace_lines))
+    def repaint(self, *, only_bindings: bool = False) -> ViewChange:
+        """Every pane as of the history cursor (the run itself when live); ``only_bindings``:
+        the trace and the call stack are left as they are (unless a live delta changed trace
+        lines since the trace was last repainted)."""
+        run = self.run
+        if run is None:
+            return ViewChange(run=None, trace=self.trace_repaint(), stack=True, events=[], position=0)
+        view = self.view() or run
+        trace = self.trace_repaint(only_noted=only_bindings)
+        return ViewChange(run=run, view=view, trace=trace, stack=not only_bindings, events=self.nav.events,
+                          position=self.nav.position)
+
+    def trace_repaint(self, *, only_noted: bool = False) -> TraceRepaint | None:
+        """What the trace widget does now (the one place it is decided): a new list to show,
+        rows of the list it holds to repaint, or nothing (``None``). The run's own trace list
+        is grown or re-stated in place by the live worker: its rows are repainted only after
+        a live delta (``note_delta``) while the cursor is live. ``only_noted``: only that."""
+        shown = self._trace_shown
+        if only_noted:
+            run = self.run
+            if not (self._delta_noted and self.nav.live and run is not None and shown is run.trace and self._pending):
+                return None
+            noted_rows, self._pending = self._pending, set()
+            self._delta_noted = False
+            return TraceRepaint(shown, new=False, rows=noted_rows)
+        noted, self._delta_noted = self._delta_noted, False
+        lines = self.trace_lines()
+        if lines is shown:
+            own = self.run is not None and lines is (self.view() or self.run).trace
+            rows = self.lines_changed
+            if (own and not (noted and self.nav.live)) or (rows is not None and not rows):
+                return None
+            return TraceRepaint(lines, new=False, rows=rows)
+        if shown is not None and lines == shown:
+            return None  # the same lines in another list: the widget keeps the one it holds
+        self._trace_shown = lines
+        return TraceRepaint(lines, new=True)
+
+    def rows_prepended(self) -> None:
+        """Older rows were put before the run's own trace list (a database's window paged
+        back): the trace repaints all of it on the next ``repaint``."""
+        self._pending = None
+        self._delta_noted = True
 
     def load_history(self) -> None:
+        """The shown run's history, built on this thread (``HistoryNavigator.load``)."""
         self.nav.load(self.run)
+
+    def adopt_history(self, run: Run, history: History) -> bool:
+        """Take ``history``, built off the UI thread for ``run`` (``nav.build``); ``False``
+        (not taken) when another read of the run, or another run, is shown now: a history
+        built from a summary must not replace the full read's (``history_elsewhere`` then
+        says whether to build it again)."""
+        if self.run is not run:
+            return False
+        self.nav.adopt(run, history)
+        return True
+
+    def history_elsewhere(self) -> bool:
+        """Whether the shown run's history is built off the UI thread (a journal replay or
+        a reconstruction reads the disk), not here at once (a log's)."""
+        return self.run is not None and not extends_cheaply(self.run)
 
     def view(self) -> Run | None:
         return self.nav.view(self.run) if self.run is not None else None
@@ -573,60 +622,14 @@ class ExplorerModel:
         """Seconds per statement up to the cursor, slowest first: each start (or retry) runs
         until the next event with a time; times that run backwards count as 0.
 
-        Following a live run this costs what was appended since the last call (``_Clock``
+        Following a live run this costs what was appended since the last call (``StatementClock``
         carries on where it stopped while the history only grew)."""
         events = self.nav.events
         end = (self.nav.position if upto is None else upto) + 1
         clock = self._clock
         if clock is None or not clock.continues(events, end):
-            clock = self._clock = _Clock()
+            clock = self._clock = StatementClock()
         return clock.advance(events, end)
-
-
-class _Clock:
-    """``ExplorerModel.statement_times`` carried forward over a growing list of events.
-
-    ``done`` events are counted; ``pending`` are the starts (name, time) still waiting for
-    the next event with a time; ``totals`` maps a name to [seconds, starts]. Times without a
-    zone count as UTC (``_utc``)."""
-
-    def __init__(self) -> None:
-        self.done = 0
-        self.last: object = None  # the last event counted (the list may be a new one that grew)
-        self.pending: list[tuple[str, datetime]] = []
-        self.totals: dict[str, list[float]] = {}
-        self.sorted: list[StatementTime] | None = None
-
-    def continues(self, events: list, end: int) -> bool:
-        """True when ``events[:end]`` extends what was counted (same events, not fewer)."""
-        if end < self.done:
-            return False
-        if self.done == 0:
-            return True
-        return len(events) >= self.done and events[self.done - 1] is self.last
-
-    def advance(self, events: list, end: int) -> list[StatementTime]:
-        end = min(end, len(events))
-        if end > self.done:
-            totals, pending = self.totals, self.pending
-            for event in events[self.done:end]:
-                time = event.time
-                if time is not None and pending:
-                    for name, began in pending:
-                        totals[name][0] += max(0.0, (_utc(time) - _utc(began)).total_seconds())
-                    pending.clear()
-                if event.kind in _STARTS and time is not None:
-                    name = event.name or event.step or event.text.strip()[:40]
-                    entry = totals.setdefault(name, [0.0, 0])
-                    entry[1] += 1
-                    pending.append((name, time))
-            self.done = end
-            self.last = events[end - 1]
-            self.sorted = None
-        if self.sorted is None:
-            out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
-            self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
-        return self.sorted
 
 
 def trace_as_shown(run: Run, at: int | None = None, journal: Journal | None = None) -> list[TraceLine]:
