@@ -267,8 +267,8 @@ def test_a_url_target_means_that_database_alone(team_db, tmp_path, capsys, monke
     assert [row["id"] for row in json.loads(stdout)] == [RUN_B, RUN_A]  # newest first, nothing from disk
     explore(url, monkeypatch)
     assert sorted(explore.runs) == [RUN_A, RUN_B]  # type: ignore[attr-defined]
-    # URL#RUN_ID in the explorer: `show URL#RUN_ID` above reads that run; which run the
-    # explorer opens on races with the database's first poll (open, see the closing note).
+    explore(f"{url}#{RUN_A}", monkeypatch)  # URL#RUN_ID: that run on screen, not the newest
+    assert explore.shown == RUN_A  # type: ignore[attr-defined]
     code, stdout, stderr = run_cli(["runs", ".", "--postgres", url, "--json"], capsys)
     assert code == 0, stderr
     assert {row["id"] for row in json.loads(stdout)} == on_disk | {RUN_A, RUN_B}

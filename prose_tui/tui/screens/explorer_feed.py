@@ -419,6 +419,12 @@ class RunFeed:
         current = self.model.run
         if self._full_read_shown(run):
             return
+        if self._opening is not None and self._opening != run.path:
+            # Another run was chosen since this read began: what this read handed over before
+            # its worker was cancelled is still on its way here, and must neither take the
+            # chosen run's place nor end its wait (that left the chosen run never shown:
+            # ``URL#RUN_ID`` opened on the newest run, which the first page had chosen).
+            return
         if (current is not None and current.path == run.path) or self._opening == run.path:
             self._opening = None
             self.panes.show_run(run)
