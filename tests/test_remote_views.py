@@ -160,3 +160,59 @@ def test_record_says_the_links_state_as_it_moves(tmp_path):
         server.stop()
     assert record.returncode == 0
     assert not any(COPY in line for line in said)
+
+
+async def test_a_big_logs_newest_events_are_on_screen_before_the_rest_is_copied(sshd, tmp_path):
+    from ssh_server import gate_command
+
+    from prose_tui.remote import RemoteState
+    from prose_tui.remote.client import Mirror, RemoteSpec, ssh_argv
+    from prose_tui.tui.app import ProseTUI
+
+    run = tmp_path / "proj" / ".prose" / "runs" / RUN_ID
+    run.mkdir(parents=True)
+    events = 20_000  # a 700 KB event log
+    log = run / "state.md"
+    log.write_text(f"# run:{RUN_ID} long.prose\n" + "".join(f"{i}→ step_{i} ✓\n" for i in range(1, events + 1)))
+    fifo = tmp_path / "gate"
+    spec = RemoteSpec(HOST, str(tmp_path / "proj"))
+    # the link passes the login, the reader's hello, the preview (about 64 KB of lines: some 10 KB
+    # compressed) and stalls before the whole log (some 100 KB compressed) until the gate opens
+    command = gate_command(sshd, 60_000, fifo)
+    mirror = Mirror(spec, ssh_command=ssh_argv(spec, {"PROSE_TUI_SSH_COMMAND": command}), preview=100_000)
+    opened = threading.Thread(target=lambda: open(fifo, "wb").close(), daemon=True)
+    try:
+        mirror.start(timeout=120, complete=False)
+        copy = mirror.local / ".prose" / "runs" / RUN_ID / "state.md"
+        held = copy.read_text()
+        assert mirror.behind == {f".prose/runs/{RUN_ID}/state.md"}
+        assert held.startswith(f"# run:{RUN_ID} long.prose\n") and held.endswith(f"{events}→ step_{events} ✓\n")
+        assert len(held) < len(log.read_text()) // 4  # the header and the newest events only
+        app = ProseTUI(mirror.local, watch=True, sources=[RemoteState(mirror)])
+        async with app.run_test(size=(160, 40)) as pilot:
+            explorer = app.explorer
+            newest = f"step_{events}"
+            await wait_until(pilot, lambda: explorer.current_run is not None and explorer.current_run.trace
+                             and newest in explorer.current_run.trace[-1].text and newest in _screen_text(app),
+                             what="the newest event on screen while the rest is behind", turns=3000)
+            assert not mirror.wait_complete(0)  # still behind the gate
+            assert f"ssh {HOST}: copying the rest of 1 log…" in _screen_text(app)
+            opened.start()  # the link moves again
+            def state() -> str:
+                run = explorer.current_run
+                return (f"complete={mirror.wait_complete(0)} copy={copy.stat().st_size}/{log.stat().st_size} "
+                        f"trace={len(run.trace) if run else None} first={run.trace[0].text if run and run.trace else None}")
+
+            try:
+                await wait_until(pilot, lambda: mirror.wait_complete(0) and explorer.current_run is not None
+                                 and explorer.current_run.trace[0].text.startswith("1→ step_1 ")
+                                 and len(explorer.current_run.trace) == events,
+                                 what="the whole run once the rest arrived", turns=6000)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}: {state()}") from None
+            await wait_until(pilot, lambda: f"ssh {HOST}: watching" in _screen_text(app), what="watching")
+        assert copy.read_bytes() == log.read_bytes()
+    finally:
+        if not opened.is_alive() and opened.ident is None:
+            opened.start()  # never leave the relay blocked
+        mirror.close()

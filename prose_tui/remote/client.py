@@ -441,7 +441,10 @@ class Mirror:
         if op == "preview":
             # The header and newest lines, as a file the backends read (its first screen); the
             # whole file replaces it (another inode: the explorer reads it again) when it comes.
-            _write_atomic(target, body, message.get("mtime"))
+            # A millisecond older than the host's: a watch that starts after the whole file
+            # landed tells it from the preview by its mtime (``live.pipeline``'s resync).
+            mtime = message.get("mtime")
+            _write_atomic(target, body, mtime - 1_000_000 if isinstance(mtime, int) else None)
             self._files.pop(rel, None)  # not held: a reconnection asks for it whole
             self._bump()
         elif op == "append":

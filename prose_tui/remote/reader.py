@@ -7,10 +7,11 @@ The protocol is :mod:`prose_tui.remote.protocol` (sent ahead of this text). The 
 speaks first; every message is a JSON object with ``op``:
 
 client → reader
-    ``hello`` {root, known: {rel: [size, crc32]}, pages: {rel: [crc32 per page]}, poll, watch}:
+    ``hello`` {root, known: {rel: [size, crc32]}, pages: {rel: [crc32 per page]}, poll, watch, preview}:
     the path to serve (``~`` is the remote user's home) and what the client's copy already
     holds (after a dropped link), so that only what changed is sent again; ``watch``
-    ``"polling"`` stats the files every ``poll`` s instead of using inotify.
+    ``"polling"`` stats the files every ``poll`` s instead of using inotify; ``preview``
+    (bytes, 0: never): a line log over that size that the client does not hold goes tail first.
     ``read`` {path, offset, length}: a byte range of a file.
     ``desire`` {path, fields, text}: the one write: set Mission Control's fields
     (``desired_state``, ``timestamp``, ``setBy``, ``note``) in an ``agent_state.json``,
@@ -21,10 +22,17 @@ reader → client
     or ``error`` {message} and the reader exits.
     ``file`` {path, offset, size, mtime, last} + bytes: a file's whole content, in pieces.
     ``append`` {path, offset, size, mtime} + bytes: what was appended to a file since
-    ``offset`` (the bytes before it are the ones the client has: checked by CRC-32).
+    ``offset`` (the bytes before it are the ones the client has: checked by the CRC-32 of the
+    whole file after a reconnection, else of its first :data:`HEAD` bytes and the
+    :data:`PROBE` bytes before ``offset``, with the same inode: :meth:`Reader.appended`).
     ``db`` {path, size, page, pages, last} + bytes: the pages of an SQLite database's image
     that changed (read through a read-only ``mode=ro`` connection, never written).
-    ``removed`` {path}; ``synced`` {files}: the first sync is complete (every file served);
+    ``preview`` {path, size, mtime, head} + bytes: a big line log's first lines (``head``
+    bytes, its header) and last :data:`TAIL` bytes from a line start: the first screen; the
+    whole file follows as ``file`` after ``synced``.
+    ``removed`` {path}; ``synced`` {files, behind}: the first sync is complete (every file
+    served; ``behind``: the logs sent as previews, whose whole content follows);
+    ``complete``: every previewed log has been sent whole;
     ``data`` {path, offset} + bytes; ``desired`` {path, ok, message}; ``note`` {message}.
 
 Which files: below a path inside a run folder or a ``.prose``/``.agents``/``runs``/
