@@ -207,6 +207,76 @@ def open_big(command: str, events: int) -> dict:
     return out
 
 
+async def _newest_on_screen(path: Path, t0: float, newest: str, sources=()) -> float:
+    """Seconds from ``t0`` until the explorer on ``path`` shows the event ``newest`` in its trace."""
+    from prose_tui.tui.app import ProseTUI
+
+    app = ProseTUI(path, watch=True, sources=list(sources))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while True:
+            run = app.explorer.current_run
+            if run is not None and run.trace and newest in run.trace[-1].text:
+                return time.perf_counter() - t0
+            await pilot.pause()
+
+
+def first_screen_relayed(command: str, events: int) -> dict:
+    """The newest event of a ``events``-event remote run on the explorer's screen, through the
+    relay (100 ms each way, 1 Mbit/s), connect included; and when the whole log is copied."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = EventLogWriter(Path(tmp))
+        for _ in range(events // 10_000):
+            writer.append(10_000)
+        spec = RemoteSpec(HOST, str(writer.run))
+        mirror = Mirror(spec, ssh_command=ssh_argv(spec, {"PROSE_TUI_SSH_COMMAND": _relayed(command)}))
+        t0 = time.perf_counter()
+        try:
+            try:
+                mirror.start(timeout=600, complete=False)
+            except TypeError:  # before issue 34's tail first: the whole copy comes first
+                mirror.start(timeout=600)
+            out["start"] = time.perf_counter() - t0
+            out["screen"] = asyncio.run(_newest_on_screen(mirror.local, t0, f"step_{writer.count} ",
+                                                          [RemoteState(mirror)]))
+            copy = mirror.local / writer.state.relative_to(writer.run)
+            mirror.wait_for(lambda: copy.stat().st_size == writer.state.stat().st_size, 600)
+            out["whole"] = time.perf_counter() - t0
+            out["bytes"] = mirror.bytes_in + mirror.bytes_out
+        finally:
+            mirror.close()
+    return out
+
+
+def host_read_cost(megabytes: int, appends: int) -> dict:
+    """What the reader on the host reads and spends per change of a growing ``megabytes`` MB
+    event log (the reader run in this process, as it runs on a host; bytes from
+    ``/proc/self/io`` ``rchar``, the page cache warm)."""
+    import io
+
+    from prose_tui.remote.reader import Reader
+
+    def rchar() -> int:
+        return int(next(line for line in Path("/proc/self/io").read_text().splitlines()
+                        if line.startswith("rchar:")).split()[1])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = EventLogWriter(Path(tmp))
+        while writer.state.stat().st_size < megabytes * 1_000_000:
+            writer.append(20_000)
+        reader = Reader(-1, io.BytesIO())
+        reader.hello({"root": tmp, "watch": "polling"})
+        reads, times = [], []
+        for _ in range(appends):
+            writer.append(1)
+            reader.out = io.BytesIO()
+            r0, t0 = rchar(), time.perf_counter()
+            reader.scan(None)
+            times.append((time.perf_counter() - t0) * 1000)
+            reads.append(rchar() - r0)
+        return {"bytes": statistics.median(reads), "ms": times, "size": writer.state.stat().st_size}
+
+
 def _relayed(command: str) -> str:
     return command + " -o " + shlex.quote(f"ProxyCommand={sys.executable} {Path(__file__).resolve()} relay %h %p")
 
@@ -258,13 +328,27 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=40)
     parser.add_argument("--writes", type=int, default=60)
     parser.add_argument("--big", type=int, default=100_000)
+    parser.add_argument("--only", default="bytes,latency,open,first,host",
+                        help="the cases to run, comma-separated (bytes, latency, open, first, host)")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     missing = sshd_missing()
     if missing:
         print(f"skipped: {missing}")
         return
+    if "host" in only:
+        cost = host_read_cost(100, 30)
+        print(f"host, per append to a {cost['size'] / 1e6:.0f} MB log: {cost['bytes'] / 1e3:.1f} KB read (median); "
+              f"scan {_pct(cost['ms'])}")
     server = start_sshd()
     try:
+        if "first" in only:
+            first = first_screen_relayed(server.command, args.big)
+            print(f"relay 100 ms + 1 Mbit/s, {args.big}-event run: newest event on screen {first['screen']:.2f} s "
+                  f"(start returned {first['start']:.2f} s), whole log copied {first['whole']:.2f} s, "
+                  f"{first['bytes']} B on the link")
+        if not only & {"bytes", "latency", "open"}:
+            return
         b = bytes_per_event(server.command, args.events)
         print(f"bytes on the link at 2 events/s: {b['per_event']:.0f} B/event ({b['bytes']} B for {b['events']} events "
               f"of {b['line_bytes']} B each; first sync of the 200-event run: {b['first_sync']} B incl. the reader)")

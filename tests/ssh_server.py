@@ -130,3 +130,45 @@ def _wait_for_login(server: SshServer) -> None:
             return
         time.sleep(0.05)
     raise RuntimeError(f"sshd on port {server.port} never accepted a login: {probe.stderr.decode().strip()}")
+
+
+def gate_command(server: SshServer, budget: int, fifo: Path) -> str:
+    """A ``PROSE_TUI_SSH_COMMAND`` for ``server`` through :func:`gate`: the first ``budget``
+    bytes from the server pass, the rest waits until ``fifo`` (made here) is opened for writing."""
+    import shlex
+    import sys
+
+    os.mkfifo(fifo)
+    proxy = f"{sys.executable} {Path(__file__).resolve()} gate %h %p {budget} {fifo}"
+    return f"{server.command} -o {shlex.quote('ProxyCommand=' + proxy)}"
+
+
+def gate(host: str, port: int, budget: int, fifo: str) -> None:
+    """An ssh ``ProxyCommand``: stdin/stdout <-> host:port; from the server, ``budget`` bytes
+    pass, then nothing until ``fifo`` is opened for writing (a link that stalls mid-copy, for
+    as long as a test wants, with no clock involved)."""
+    import threading
+
+    sock = socket.create_connection((host, port))
+
+    def up() -> None:
+        while data := os.read(0, 65536):
+            sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=up, daemon=True).start()
+    passed = 0
+    while data := sock.recv(min(65536, budget - passed) if passed < budget else 65536):
+        if passed >= budget:
+            with open(fifo, "rb"):  # blocks until the test opens the other end
+                pass
+            passed = -(1 << 62)  # open from now on
+        os.write(1, data)
+        passed += len(data)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1] == "gate":
+        gate(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])

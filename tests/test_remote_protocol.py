@@ -204,3 +204,34 @@ def test_a_copy_left_by_a_killed_explorer_is_removed_by_the_next(tmp_path, monke
     mirror = Mirror(RemoteSpec("localhost", str(served)), ssh_command=[sys.executable, "-S", "-c", LOADER]).start(60)
     mirror.close()
     assert not abandoned.exists() and alive.exists()
+
+
+def test_an_append_is_read_on_the_host_as_its_new_bytes_and_a_rewrite_whole(tmp_path):
+    import io
+
+    from prose_tui.remote.reader import Reader
+
+    run = tmp_path / "runs" / "20260301-100000-abcdef"
+    run.mkdir(parents=True)
+    log = run / "vm.log.md"
+    log.write_text("# run:20260301-100000-abcdef a.prose\n" + "".join(f"{i}→ step_{i} ✓\n" for i in range(60_000)))
+    out = io.BytesIO()
+    reader = Reader(-1, out)
+    reader.hello({"root": str(tmp_path), "watch": "polling"})
+    frames = FrameReader()
+    assert [m["op"] for m, _ in frames.feed(out.getvalue())][-2:] == ["synced", "complete"]
+
+    def changes() -> list[tuple[str, bytes]]:
+        seen = len(out.getvalue())
+        reader.scan(None)
+        return [(m["op"], body) for m, body in frames.feed(out.getvalue()[seen:])]
+
+    read = reader.bytes_read
+    subprocess.run(["sh", "-c", f"printf '60000→ ship ✓\\n' >> '{log}'"], check=True)  # a second process appends
+    assert changes() == [("append", "60000→ ship ✓\n".encode())]
+    assert reader.bytes_read - read < 8192  # the head, the probe and the line: not the 1 MB log again
+    with open(log, "r+b") as f:  # rewritten in place at its head (same inode), then grown
+        f.write(b"# run:20260301-100000-abcdef b")
+    subprocess.run(["sh", "-c", f"printf '60001→ more ✓\\n' >> '{log}'"], check=True)
+    sent = changes()
+    assert {op for op, _ in sent} == {"file"} and b"".join(body for _, body in sent) == log.read_bytes()

@@ -296,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
                 sources = sources_for(target, args)
                 if sources and target.database is None and args.postgres is None:
                     sources = _reachable(sources)
+                from prose_tui.remote import follow_state, mirror_of
+
+                if (mirror := mirror_of(target.path)) is not None:  # ssh: the link's state as it moves
+                    follow_state(mirror)
                 return main_record(target.path, sources=sources)
             if is_postgres_url(args.path):
                 return _fail("agent: agent_state.json lives in a project folder; a PostgreSQL URL has none")
@@ -310,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     _apply_user_flag(args)
     args.config = _config()
     try:
-        target = resolve_target(args)
+        target = resolve_target(args, complete=False)  # ssh: a big log's newest events first, the rest behind
     except TargetError as exc:
         return _fail(str(exc))
     args.path = target.path if target.path is not None else Path(".")

@@ -3,7 +3,7 @@
 RUN_A is the reference (usually the run that worked), RUN_B the one to explain. The
 comparison is :func:`prose_tui.history.compare.compare_runs`; this module prints it with
 Rich (run text as ``Text``, so markup in it is shown literally) or as JSON. Either run may
-be a run path or ``postgresql://…/db#RUN_ID``. Exit status 0
+be a run path, ``postgresql://…/db#RUN_ID`` or ``ssh://[user@]host[:port]/path`` (issue 34). Exit status 0
 whether or not the runs differ (like ``git diff`` without ``--exit-code``), 1 for a path
 that is not a run.
 """
@@ -15,8 +15,8 @@ import json
 from rich.console import Console
 from rich.text import Text
 
-from prose_tui.backends.common.dburl import parse_target
 from prose_tui.history.compare import Comparison, StatementOutcome, ValueDiff
+from prose_tui.headless.targets import any_target
 from prose_tui.history.report import describe_seconds, size_text
 
 __all__ = ["add_diff_parser", "print_comparison", "run_diff"]
@@ -28,8 +28,10 @@ CHANGE_WORDS = {"outcome": "outcome", "retries": "retries", "slower": "slower", 
 def add_diff_parser(sub) -> None:
     diff = sub.add_parser("diff", help="what changed between two runs: statements, durations, bindings, memory",
                           description="Compare RUN_A (the reference, e.g. the run that worked) with RUN_B.")
-    diff.add_argument("run_a", type=parse_target, metavar="RUN_A", help="run path or postgresql://…/db#RUN_ID")
-    diff.add_argument("run_b", type=parse_target, metavar="RUN_B", help="run path or postgresql://…/db#RUN_ID")
+    diff.add_argument("run_a", type=any_target, metavar="RUN_A",
+                      help="run path, postgresql://…/db#RUN_ID or ssh://[user@]host[:port]/path")
+    diff.add_argument("run_b", type=any_target, metavar="RUN_B",
+                      help="run path, postgresql://…/db#RUN_ID or ssh://[user@]host[:port]/path")
     diff.add_argument("--json", action="store_true", help="the comparison as one JSON object")
     diff.add_argument("--all", action="store_true", help="list unchanged statements and bindings too")
 
@@ -42,7 +44,9 @@ def run_diff(args: argparse.Namespace) -> int:
     b, history_b = load_run_and_history(args.run_b, args.stale_after)
     comparison = compare_runs(a, history_a, b, history_b)
     if args.json:
-        print(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False))
+        from prose_tui.remote import shown_json  # a remote run: the host's paths, not the local copy's
+
+        print(json.dumps(shown_json(comparison.to_json()), indent=2, ensure_ascii=False))
         return 0
     console = Console()
     print_comparison(comparison, console if console.is_terminal else Console(width=160), show_all=args.all)

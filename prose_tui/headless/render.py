@@ -57,8 +57,9 @@ def run_report(run: Run, console: Console | None = None) -> None:
     head = Text.assemble((run.id, "bold"), "  ", (badge, style), "  ", (run.format.value, "dim"))
     console.print(head)
     console.print(Text(f"program {run.program or '—'}  started {_when(run.started)}  updated {_when(run.updated)}"))
-    console.print(Text(f"why: {run.status_reason}", "dim"))
     from prose_tui.remote import shown  # a remote run: the host's path, not the local copy's
+
+    console.print(Text(f"why: {shown(run.status_reason)}", "dim"))
 
     console.print(Text(shown(str(run.path)), "dim"))
     if run.trace:
@@ -89,7 +90,7 @@ def run_report(run: Run, console: Console | None = None) -> None:
         for i in run.imports:
             console.print(Text(f"{i.import_handle}  {STATUS_BADGE[i.status][0]}  {i.program or ''}"))
     for warning in run.warnings:
-        console.print(Text(f"warning: {warning}", "yellow"))
+        console.print(Text(f"warning: {shown(warning)}", "yellow"))
 
 
 def nodes_table(run: Run, console: Console) -> None:

@@ -71,13 +71,14 @@ def any_target(text: str | Path) -> Target:
     return Target(path=remote) if remote is not None else parse_target(text)
 
 
-def _localized(target: Target) -> Target:
-    """``target`` with a remote path replaced by its local copy (connecting once); raises
-    :class:`TargetError` with ssh's reason when the host cannot be read."""
+def _localized(target: Target, *, complete: bool = True) -> Target:
+    """``target`` with a remote path replaced by its local copy (connecting once; ``complete``:
+    see ``prose_tui.remote.localize``); raises :class:`TargetError` with ssh's reason when the
+    host cannot be read."""
     from prose_tui.remote import RemoteError, localize
 
     try:
-        path = localize(target.path)
+        path = localize(target.path, complete=complete)
     except RemoteError as exc:
         raise TargetError(str(exc)) from None
     return target if path is target.path else Target(path=path)
@@ -104,14 +105,15 @@ def add_postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None
         backend.add_options(parser, live=live)
 
 
-def resolve_target(args: argparse.Namespace, dest: str = "path") -> Target:
+def resolve_target(args: argparse.Namespace, dest: str = "path", *, complete: bool = True) -> Target:
     """The target ``args`` name: the positional ``PATH|URL``, or the URL in the environment
-    variable ``--postgres-env`` names. Raises :class:`TargetError` (a safe message) when
+    variable ``--postgres-env`` names (``complete=False``, the explorer: an ssh target's big
+    log may still be copied behind its newest events). Raises :class:`TargetError` (a safe message) when
     both are given or the variable holds no ``postgresql://`` URL."""
     target: Target = getattr(args, dest)
     variable = getattr(args, "postgres_env", None)
     if not variable:
-        return _localized(target)
+        return _localized(target, complete=complete)
     if target is not DEFAULT_TARGET:
         raise TargetError(f"give {target} or --postgres-env {variable}, not both")
     value = os.environ.get(variable, "").strip()

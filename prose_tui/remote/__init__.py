@@ -13,6 +13,7 @@ For the command line (``prose_tui.headless.targets``):
 * :func:`localize` opens (once per process) the mirror for such a path and gives the local
   copy's path; :func:`mirror_of` the mirror a local path belongs to; :func:`shown` puts the
   remote target back in place of the copy in text a user reads;
+* :func:`follow_state` says the link's state as it moves (``record``);
 * :class:`RemoteState` is the mirror as a workspace source: it holds no runs, and its
   ``state`` is the status line's ``ssh HOST: watching`` / ``reconnecting to HOST…``.
 """
@@ -20,6 +21,7 @@ For the command line (``prose_tui.headless.targets``):
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +30,8 @@ from typing import Any
 from prose_tui.backends.protocol import RunSource
 from prose_tui.remote.client import Mirror, RemoteError, RemoteSpec, parse_remote, ssh_argv
 
-__all__ = ["Mirror", "RemoteError", "RemoteSpec", "RemoteState", "close", "localize", "mirror_of", "parse_remote",
-           "remote_path", "shown", "shown_json", "ssh_argv"]
+__all__ = ["Mirror", "RemoteError", "RemoteSpec", "RemoteState", "close", "follow_state", "localize", "mirror_of",
+           "parse_remote", "remote_path", "shown", "shown_json", "ssh_argv"]
 
 _pending: dict[Path, RemoteSpec] = {}
 _mirrors: dict[RemoteSpec, Mirror] = {}
@@ -48,10 +50,12 @@ def remote_path(text: str) -> Path | None:
     return path
 
 
-def localize(path: Path | None) -> Path | None:
+def localize(path: Path | None, *, complete: bool = True) -> Path | None:
     """The local copy's path for a path :func:`remote_path` gave (connecting and copying
-    the runs first, once per process); any other path as it is. Raises
-    :class:`RemoteError` (a safe message) when the host cannot be read."""
+    the runs first, once per process); any other path as it is. ``complete=False`` (the
+    explorer): return once the first screen is copied, a big log's newest events before
+    the rest (:meth:`Mirror.start`). Raises :class:`RemoteError` (a safe message) when the
+    host cannot be read."""
     if path is None:
         return None
     with _lock:
@@ -60,10 +64,12 @@ def localize(path: Path | None) -> Path | None:
     if spec is None:
         return path
     if mirror is None:
-        mirror = Mirror(spec).start()  # as long as ssh takes (a passphrase or password prompt included)
+        mirror = Mirror(spec).start(complete=complete)  # as long as ssh takes (a passphrase or password prompt included)
         with _lock:
             _mirrors[spec] = mirror
         atexit.register(mirror.close)
+    elif complete and not mirror.wait_complete():
+        raise RemoteError(f"{spec.destination}: the copy did not complete")
     return mirror.local
 
 
@@ -110,6 +116,32 @@ def shown_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: shown_json(v) for k, v in value.items()}
     return value
+
+
+def follow_state(mirror: Mirror, say: Callable[[str], None] | None = None) -> threading.Thread:
+    """Call ``say(line)`` (default: one whole line on standard output) with the link's state now (``ssh HOST: watching (inotify)``) and at
+    each move (``reconnecting to HOST…``, watching again) until ``mirror`` is closed, from a
+    daemon thread (returned, started): what ``record`` prints for an ssh target, as it prints
+    a database's ``unreachable``/``reachable again``."""
+
+    def line(text: str) -> None:
+        sys.stdout.write(text + "\n")  # one write: another thread's lines never cut into it
+        sys.stdout.flush()
+
+    say = say or line
+
+    def follow() -> None:
+        seen = mirror.state
+        say(seen)
+        while not mirror.closed:
+            mirror.wait_state(3600.0, seen)
+            if not mirror.closed and mirror.state != seen:
+                seen = mirror.state
+                say(seen)
+
+    thread = threading.Thread(target=follow, name=f"ssh-state-{mirror.spec.host}", daemon=True)
+    thread.start()
+    return thread
 
 
 class _NoChange:

@@ -50,6 +50,9 @@ while len(s)<n:
     s+=os.read(0,n-len(s)) or os._exit(3)
 exec(zlib.decompress(s))"""
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+# A line log (event log, narration) over this many bytes comes tail first: its header and last
+# 64 KB (the newest events: the first screen), then the whole file behind (:meth:`Mirror.start`).
+PREVIEW_OVER = 1024 * 1024
 COPY_PREFIX = "prose-tui-ssh-"
 _HERE = Path(__file__).resolve().parent
 
@@ -176,8 +179,9 @@ class Mirror:
     in ``bytes_out``). :meth:`close` ends ssh and removes the copy."""
 
     def __init__(self, spec: RemoteSpec, *, poll: float = 0.5, ssh_command: list[str] | None = None,
-                 polling: bool = False) -> None:
+                 polling: bool = False, preview: int = PREVIEW_OVER) -> None:
         self.spec = spec
+        self.preview = preview  # a line log over this many bytes comes tail first (0: whole files only)
         self.poll = poll
         self.polling = polling  # stat every ``poll`` s on the host instead of inotify
         self.argv = ssh_command or ssh_argv(spec)
@@ -206,6 +210,8 @@ class Mirror:
         self._written: dict[str, tuple | None] = {}  # rel of agent_state.json -> stat of our own last write
         self._synced = threading.Event()  # set when the first sync is done or the connection ended
         self._sync_done = False
+        self._complete = threading.Event()  # set when no previewed log is still behind
+        self.behind: set[str] = set()  # the logs whose copy holds a preview (head and tail) only
         self._error: str | None = None
         self.last_error = ""  # why the last reconnection failed
         self.desired: list[dict] = []  # the host's answers to desire requests
@@ -216,9 +222,15 @@ class Mirror:
         """One line for the status bar: ``ssh HOST: watching`` or ``reconnecting to HOST…``."""
         return self._state
 
-    def start(self, timeout: float | None = None) -> Mirror:
+    def start(self, timeout: float | None = None, *, complete: bool = True) -> Mirror:
+        """Connect and copy; return once the copy is complete, or with ``complete=False``
+        once the first screen is there: a big line log's copy may then hold its header and
+        newest events only (:attr:`behind`) while the whole of it follows (the explorer,
+        which reads the file again when it is replaced). ``timeout``: seconds for each wait."""
         try:
             self._connect_once(first=True, timeout=timeout)
+            if complete and not self._complete.wait(timeout):
+                raise RemoteError(f"{self.spec.destination}: the copy did not complete within {timeout} s")
         except BaseException:
             self.close()  # nothing of a failed start is left behind
             raise
@@ -233,6 +245,11 @@ class Mirror:
             self._thread.join(timeout=5)
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed.is_set()
+
     def disconnect(self) -> None:
         """End the current ssh process as a dropped link would (tests and benchmarks)."""
         self._stop_proc()
@@ -243,6 +260,10 @@ class Mirror:
         if copies not in text:
             return text
         return text.replace(copies, self.spec.authority)
+
+    def wait_complete(self, timeout: float | None = None) -> bool:
+        """Block until no previewed log is behind (``False`` after ``timeout`` s)."""
+        return self._complete.wait(timeout)
 
     def wait_changed(self, count: int, timeout: float) -> bool:
         """Block until ``changes`` reaches ``count`` (``False`` after ``timeout`` s)."""
@@ -262,6 +283,14 @@ class Mirror:
     def _set_state(self, state: str) -> None:
         with self._changed:
             self._state = state
+            self._changed.notify_all()
+
+    def _settle_state(self) -> None:
+        """A connected link's state: copying while a previewed log is behind, else watching."""
+        with self._changed:
+            behind = len(self.behind)
+            self._state = (f"ssh {self.spec.destination}: copying the rest of {behind} log{'s' if behind != 1 else ''}…"
+                           if behind else f"ssh {self.spec.destination}: watching ({self.watch})")
             self._changed.notify_all()
 
     def _stop_proc(self) -> None:
@@ -288,13 +317,14 @@ class Mirror:
         self._proc = proc
         self._synced.clear()
         self._sync_done = False
+        self._pending.clear()  # pieces of a file the last connection did not finish
         self._error = None
         stderr: list[bytes] = []
         threading.Thread(target=lambda: stderr.append(proc.stderr.read() if proc.stderr else b""),
                          daemon=True, name="ssh-stderr").start()
         self._writer = FrameWriter()
         program = reader_program()
-        hello = self._writer.encode({"op": "hello", "root": self.spec.path, "poll": self.poll,
+        hello = self._writer.encode({"op": "hello", "root": self.spec.path, "poll": self.poll, "preview": self.preview,
                                      "watch": "polling" if self.polling else "auto",
                                      "known": {rel: list(v) for rel, v in self._files.items()
                                                if rel not in self._images},
@@ -319,7 +349,7 @@ class Mirror:
             message = self._error or _why(code, b"".join(stderr).decode("utf-8", "replace"), self.spec)
             raise RemoteError(message)
         self.connects += 1
-        self._set_state(f"ssh {self.spec.destination}: watching ({self.watch})")
+        self._settle_state()
 
     def _read(self, proc: subprocess.Popen) -> None:
         frames = FrameReader()
@@ -387,8 +417,18 @@ class Mirror:
             listed = set(message.get("files") or ())
             for rel in [r for r in self._files if r not in listed]:
                 self._remove(rel)
+            self.behind = {str(rel) for rel in message.get("behind") or ()}
+            if self.behind:
+                self._complete.clear()
             self._sync_done = True
             self._synced.set()
+            return
+        if op == "complete":
+            self.behind = set()
+            self._complete.set()
+            if self.connects:
+                self._settle_state()
+            self._bump()
             return
         if op == "desired":
             self.desired.append(message)
@@ -398,7 +438,16 @@ class Mirror:
             return
         rel = str(message.get("path", ""))
         target = self._path(rel)
-        if op == "append":
+        if op == "preview":
+            # The header and newest lines, as a file the backends read (its first screen); the
+            # whole file replaces it (another inode: the explorer reads it again) when it comes.
+            # A millisecond older than the host's: a watch that starts after the whole file
+            # landed tells it from the preview by its mtime (``live.pipeline``'s resync).
+            mtime = message.get("mtime")
+            _write_atomic(target, body, mtime - 1_000_000 if isinstance(mtime, int) else None)
+            self._files.pop(rel, None)  # not held: a reconnection asks for it whole
+            self._bump()
+        elif op == "append":
             offset = int(message["offset"])
             with open(target, "r+b") as f:
                 f.seek(offset)

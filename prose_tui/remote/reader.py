@@ -7,10 +7,11 @@ The protocol is :mod:`prose_tui.remote.protocol` (sent ahead of this text). The 
 speaks first; every message is a JSON object with ``op``:
 
 client → reader
-    ``hello`` {root, known: {rel: [size, crc32]}, pages: {rel: [crc32 per page]}, poll, watch}:
+    ``hello`` {root, known: {rel: [size, crc32]}, pages: {rel: [crc32 per page]}, poll, watch, preview}:
     the path to serve (``~`` is the remote user's home) and what the client's copy already
     holds (after a dropped link), so that only what changed is sent again; ``watch``
-    ``"polling"`` stats the files every ``poll`` s instead of using inotify.
+    ``"polling"`` stats the files every ``poll`` s instead of using inotify; ``preview``
+    (bytes, 0: never): a line log over that size that the client does not hold goes tail first.
     ``read`` {path, offset, length}: a byte range of a file.
     ``desire`` {path, fields, text}: the one write: set Mission Control's fields
     (``desired_state``, ``timestamp``, ``setBy``, ``note``) in an ``agent_state.json``,
@@ -21,10 +22,17 @@ reader → client
     or ``error`` {message} and the reader exits.
     ``file`` {path, offset, size, mtime, last} + bytes: a file's whole content, in pieces.
     ``append`` {path, offset, size, mtime} + bytes: what was appended to a file since
-    ``offset`` (the bytes before it are the ones the client has: checked by CRC-32).
+    ``offset`` (the bytes before it are the ones the client has: checked by the CRC-32 of the
+    whole file after a reconnection, else of its first :data:`HEAD` bytes and the
+    :data:`PROBE` bytes before ``offset``, with the same inode: :meth:`Reader.appended`).
     ``db`` {path, size, page, pages, last} + bytes: the pages of an SQLite database's image
     that changed (read through a read-only ``mode=ro`` connection, never written).
-    ``removed`` {path}; ``synced`` {files}: the first sync is complete (every file served);
+    ``preview`` {path, size, mtime, head} + bytes: a big line log's first lines (``head``
+    bytes, its header) and last :data:`TAIL` bytes from a line start: the first screen; the
+    whole file follows as ``file`` after ``synced``.
+    ``removed`` {path}; ``synced`` {files, behind}: the first sync is complete (every file
+    served; ``behind``: the logs sent as previews, whose whole content follows);
+    ``complete``: every previewed log has been sent whole;
     ``data`` {path, offset} + bytes; ``desired`` {path, ok, message}; ``note`` {message}.
 
 Which files: below a path inside a run folder or a ``.prose``/``.agents``/``runs``/
@@ -63,6 +71,10 @@ MAX_DEPTH = 12
 MAX_DIRS = 20_000  # folders walked per scan (discovery's bound): a home folder served by mistake stays cheap
 MAX_FILE = 512 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
+HEAD = 4096  # bytes at a file's start whose CRC-32 tells a rewrite there from an append (and a preview's header)
+PROBE = 256  # bytes before the end last sent whose CRC-32 tells an append from a rewrite
+TAIL = 64 * 1024  # bytes of a big line log's end sent first (some 2,000 events: the first screen and more)
+LOG_HEADS = (b"# run:", b"# vm log", b"# openprose execution log")
 DESIRE_FIELDS = ("desired_state", "timestamp", "setBy", "note")
 
 
@@ -82,6 +94,15 @@ def inside(root: str, rel: str) -> str:
     if real != root and not real.startswith(root.rstrip("/") + "/"):
         raise Refused(f"{rel!r}: points outside the served folder")
     return real
+
+
+def line_log(rel: str, head: bytes) -> bool:
+    """Whether ``rel`` is a log that only grows by lines (an event log, a narration or a
+    receipts ledger), whose header and last lines make a readable first screen."""
+    name = rel.rsplit("/", 1)[-1]
+    if name.endswith((".jsonl", ".ndjson", ".log")) or name == "vm.log.md":
+        return True
+    return name.endswith(".md") and head.lstrip().lower().startswith(LOG_HEADS)
 
 
 def page_size(header: bytes) -> int:
@@ -111,6 +132,9 @@ class Reader:
         self.poll = 0.5
         self.refused = 0
         self.walked = 0  # folders walked in the current scan
+        self.preview = 0  # a line log over this many bytes goes tail first at the first sync (0: never)
+        self.deferred: list[str] | None = None  # while the first sync runs: the logs sent as previews
+        self.bytes_read = 0  # bytes of served files read (benchmarks)
 
     # -- output ---------------------------------------------------------------------------
     def send(self, message: dict, body: bytes = b"") -> None:
@@ -214,21 +238,36 @@ class Reader:
 
     # -- sending files --------------------------------------------------------------------
     def send_file(self, rel: str, real: str, st) -> None:
-        """What changed in ``rel`` since it was last sent (or since the client's copy)."""
+        """What changed in ``rel`` since it was last sent (or since the client's copy).
+
+        A file that grew, with the same inode and the same :data:`HEAD` first bytes and
+        :data:`PROBE` bytes before the end last sent, was appended to: only the new bytes are
+        read (a growing 100 MB log costs its appended bytes per change, not 100 MB). Else it
+        is read whole and compared by CRC-32. A big line log the client does not hold yet
+        while :attr:`deferred` is a list goes as a preview (:meth:`send_preview`) and is
+        sent whole later."""
+        known = self.files.get(rel)
         try:
             with open(real, "rb") as f:
-                head = f.read(100)
+                head = f.read(HEAD)
                 if head.startswith(SQLITE_MAGIC):
                     self.send_db(rel, real, st)
                     return
+                if known is not None and self.appended(rel, real, f, head, known):
+                    return
+                if known is None and self.deferred is not None and self.preview and st.st_size > self.preview \
+                        and line_log(rel, head):
+                    self.send_preview(rel, f, head, st)
+                    self.deferred.append(rel)
+                    return
                 f.seek(0)
                 data = f.read(MAX_FILE)
+                self.bytes_read += len(head) + len(data)
         except OSError:
             return
-        known = self.files.get(rel)
         crc = zlib.crc32(data)
         size = len(data)
-        self.files[rel] = (size, st.st_mtime_ns, crc)
+        self.files[rel] = (size, st.st_mtime_ns, crc, st.st_ino, zlib.crc32(data[:HEAD]), zlib.crc32(data[-PROBE:]))
         if known is not None and known[0] == size and known[2] == crc:
             return
         if known is not None and 0 < known[0] < size and zlib.crc32(data[:known[0]]) == known[2]:
@@ -239,6 +278,44 @@ class Reader:
         for offset in range(0, max(size, 1), CHUNK):
             self.send({"op": "file", "path": rel, "offset": offset, "size": size, "mtime": st.st_mtime_ns,
                        "last": offset + CHUNK >= size}, data[offset:offset + CHUNK])
+
+    def appended(self, rel: str, real: str, f, head: bytes, known: tuple) -> bool:
+        """Send what was appended to ``rel`` since ``known`` (its entry in :attr:`files`) and
+        return ``True``, reading only the new bytes, the head and the probe; ``False`` when
+        it cannot tell an append this way (another inode, not grown, other bytes where the
+        client's copy has them): the caller then reads the file whole."""
+        size, _mtime, crc, inode, head_crc, probe_crc = known
+        st = os.fstat(f.fileno())
+        if inode != st.st_ino or head_crc is None or not 0 < size < st.st_size:
+            return False
+        if zlib.crc32(head[:min(HEAD, size)]) != head_crc:
+            return False
+        start = max(0, size - PROBE)
+        f.seek(start)
+        probe = f.read(size - start)
+        if zlib.crc32(probe) != probe_crc:
+            return False
+        new = f.read(MAX_FILE - size)
+        self.bytes_read += len(head) + len(probe) + len(new)
+        end = size + len(new)
+        self.files[rel] = (end, st.st_mtime_ns, zlib.crc32(new, crc), st.st_ino, zlib.crc32(head[:min(HEAD, end)]),
+                           zlib.crc32((probe + new)[-PROBE:]))
+        for offset in range(0, len(new), CHUNK):
+            self.send({"op": "append", "path": rel, "offset": size + offset, "size": end, "mtime": st.st_mtime_ns},
+                      new[offset:offset + CHUNK])
+        return True
+
+    def send_preview(self, rel: str, f, head: bytes, st) -> None:
+        """The first screen of a big line log before the whole of it: its first lines (up to
+        :data:`HEAD` bytes: the header) and its last :data:`TAIL` bytes from a line start,
+        as one ``preview`` message; the client shows that until the whole file follows."""
+        top = head[:head.rfind(b"\n") + 1]
+        f.seek(max(len(top), st.st_size - TAIL))
+        tail = f.read(TAIL)
+        tail = tail[tail.find(b"\n") + 1:]
+        self.bytes_read += len(head) + TAIL
+        self.send({"op": "preview", "path": rel, "size": st.st_size, "mtime": st.st_mtime_ns, "head": len(top)},
+                  top + tail)
 
     def db_image(self, real: str) -> bytes:
         """The database's committed content as one image, read without writing anything:
@@ -281,7 +358,7 @@ class Reader:
         known = self.pages.get(rel) or []
         changed = [i for i, c in enumerate(crcs) if i >= len(known) or known[i] != c]
         self.pages[rel] = crcs
-        self.files[rel] = (len(image), st.st_mtime_ns, 0)
+        self.files[rel] = (len(image), st.st_mtime_ns, 0, None, None, None)
         if not changed and len(known) == len(crcs):
             return
         per = max(1, CHUNK // size)
@@ -343,15 +420,28 @@ class Reader:
         else:
             self.base, self.only = os.path.dirname(root), os.path.basename(root)
         for rel, (size, crc) in (message.get("known") or {}).items():
-            self.files[rel] = (size, None, crc)
+            self.files[rel] = (size, None, crc, None, None, None)
         for rel, crcs in (message.get("pages") or {}).items():
             self.pages[rel] = list(crcs)
         if message.get("watch") != "polling":  # polling asked for: e.g. NFS, where inotify misses other hosts' writes
             self.start_inotify()
         self.send({"op": "hello", "root": root, "host": socket.gethostname(), "python": sys.version.split()[0],
                    "watch": "inotify" if self.inotify >= 0 else "polling", "file": bool(self.only)})
+        self.preview = max(0, int(message.get("preview") or 0))
+        self.deferred = []
         self.scan(None)
-        self.send({"op": "synced", "files": sorted(self.files), "refused": self.refused})
+        deferred, self.deferred = self.deferred, None
+        self.send({"op": "synced", "files": sorted(set(self.files) | set(deferred)), "refused": self.refused,
+                   "behind": deferred})
+        self.flush()
+        for rel in deferred:  # the whole of each previewed log, behind the first screen
+            try:
+                real = inside(self.base, rel)
+                self.send_file(rel, real, os.stat(real))
+            except (Refused, OSError):
+                continue
+            self.flush()
+        self.send({"op": "complete"})
         self.flush()
         return True
 

@@ -12,6 +12,7 @@ from textual.notifications import SeverityLevel
 from prose_tui.history import Journal
 from prose_tui.live.workspace import RunSource, Workspace
 from prose_tui.mission.state import find_agent_state
+from prose_tui.remote import shown
 from prose_tui.tui.commands import OrderedCommands
 from prose_tui.tui.config import Config
 from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitsApp
@@ -133,6 +134,7 @@ class ProseTUI(HabitsApp):
         when ``timeout`` is not given, and never longer than that."""
         limit = NOTIFY_SECONDS.get(severity, NOTIFY_SECONDS["information"])
         timeout = limit if timeout is None else min(timeout, limit)
+        message, title = shown(message), shown(title)  # a remote run: the host's paths, never the local copy's
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def get_default_screen(self) -> ExplorerScreen:

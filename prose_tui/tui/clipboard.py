@@ -9,6 +9,7 @@ from __future__ import annotations
 from textual.app import App
 
 from prose_tui.backends.common.text import decode
+from prose_tui.remote import shown
 
 CLIPBOARD_LIMIT = 1024 * 1024  # bytes of UTF-8 text, before base64
 
@@ -40,6 +41,7 @@ def copy_text(app: App, what: str, text: str, *, size: int | None = None, cut: b
     ``size``/``cut`` describe a value already cut by its reader (its full size); otherwise
     ``text`` is cut here. Returns the notification's message."""
     limit = CLIPBOARD_LIMIT if limit is None else limit
+    text = shown(text)  # a remote run: the host's paths, never the local copy's
     text, full, cut_here = cut_to_limit(text, limit)
     full = size if size is not None else full
     cut = cut or cut_here

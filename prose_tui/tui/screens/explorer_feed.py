@@ -27,6 +27,7 @@ from prose_tui.history import Journal
 from prose_tui.live.status_timer import StatusTimer
 from prose_tui.live.workspace import Applied, Workspace, placeholder
 from prose_tui.model import Run, RunStatus
+from prose_tui.remote import shown
 from prose_tui.viewmodel.explorer_model import ExplorerModel
 from prose_tui.tui.live_inbox import LiveInbox
 from prose_tui.tui.screens.explorer_live import LiveFeed, LiveHost
@@ -511,7 +512,7 @@ class RunFeed:
 def no_runs_text(root: Path, *, waiting: bool) -> str:
     """What the explorer says when ``root`` holds no run: where it looked and what it looks
     for (the layouts of ``backends.discover``), and whether it waits for one to appear."""
-    return (f"No runs found under {root}: looked below it for run folders (a state.md, vm.log.md or "
+    return (f"No runs found under {shown(str(root))}: looked below it for run folders (a state.md, vm.log.md or "
             "state.db) in .prose/runs/, .agents/prose/runs/ or runs/, and Reactor state dirs. "
             + ("Waiting for one to appear…" if waiting else "Live updates are off (--no-watch)."))
 

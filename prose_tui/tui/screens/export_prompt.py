@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from prose_tui.history.exporting import default_filename, export_text, write_export
+from prose_tui.remote import mirror_of, shown
 from prose_tui.viewmodel.explorer_model import trace_as_shown
 from prose_tui.tui.screens.confirm import ConfirmScreen
 from prose_tui.tui.served import is_read_only, refuse_if_read_only
@@ -127,9 +128,11 @@ def _start(app: App, explorer, fmt: str, at: int | None, target: Path | None, *,
             index = at if at is not None and at < len(events.events) else None
             trace = trace_as_shown(full, index, journal) if fmt != "json" else None  # the marks the trace shows
             if download:
-                text = export_text(full, events, fmt, index, trace)
+                text = shown(export_text(full, events, fmt, index, trace))  # a remote run: the host's paths
             else:
                 path = write_export(full, events, fmt, index, target, trace)
+                if mirror_of(full.path) is not None:  # a remote run: the host's paths, not the local copy's
+                    path.write_text(shown(path.read_text(encoding="utf-8")), encoding="utf-8")
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message, never a traceback
             app.call_from_thread(app.notify, f"Export failed: {exc}", title="Export", severity="error", markup=False)
             return

@@ -32,6 +32,7 @@ from textual.widgets import Header
 
 from prose_tui.mission.control import ACTION_LABELS, ACTIONS, VERIFY_WINDOW
 from prose_tui.mission.state import Clock, Kind, find_agent_state, utc_now
+from prose_tui.remote import shown
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.mission_panel import MissionPanel
@@ -104,7 +105,7 @@ class MissionControlScreen(Screen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.sub_title = str(self.agent_state_path)
+        self.sub_title = shown(str(self.agent_state_path))
         if self._initial_action is not None:
             self.call_after_refresh(self.action_control, self._initial_action)
 

@@ -18,6 +18,7 @@ from textual.widgets.tree import NodeID, TreeNode
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.model import Run
 from prose_tui.model.binding import natural_key
+from prose_tui.remote import shown
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
 
@@ -462,7 +463,7 @@ def _no_memory(a) -> str:
     scope = (a.scope or "").lower()
     if a.path is None and scope in STATELESS_SCOPES:
         return "no memory (stateless)"
-    where = f" in {a.path}" if a.path is not None and not str(a.details.get("memory", "")) else ""
+    where = f" in {shown(str(a.path))}" if a.path is not None and not str(a.details.get("memory", "")) else ""
     return f"no memory yet ({scope or 'persistent'} scope){where}"
 
 

@@ -36,6 +36,7 @@ from prose_tui.mission.control import (
 )
 from prose_tui.mission.rows import status_rows
 from prose_tui.mission.state import Clock, Kind, MissionState, read_state, utc_now
+from prose_tui.remote import shown
 from prose_tui.tui.screens.confirm import ConfirmScreen
 from prose_tui.tui.served import is_read_only, read_only_message
 from prose_tui.tui.widgets.repaint import show_text
@@ -255,7 +256,7 @@ class MissionPanel(Vertical):
 
     def _details(self, state: MissionState) -> Text:
         text = Text()
-        rows = [("File", str(state.path))] + status_rows(state, self.now(), self._pending_since)
+        rows = [("File", shown(str(state.path)))] + status_rows(state, self.now(), self._pending_since)
         for label, value in rows:
             if text:
                 text.append("\n")
@@ -272,7 +273,7 @@ class MissionPanel(Vertical):
 
     def say(self, message: str) -> None:
         """Show ``message`` in the feedback line under the buttons."""
-        self.feedback = message
+        self.feedback = shown(message)
         self._render_state()
 
     # -- controls ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
+from prose_tui.remote import shown
 from prose_tui.tui.glyphs import STATUS_BADGE
 from prose_tui.tui.widgets.repaint import show_text
 
@@ -24,11 +25,11 @@ def header_text(run: Run | None, view: Run | None, *, moment: str | None, compac
     head.append(f" {run.id}", "bold")
     head.append(f"  {program_name(run.program)}  {run.format.value}", "dim")
     if not compact:
-        head.append(f"\n{moment}" if moment else f"\n{view.status_reason}", "bold" if moment else "italic")
+        head.append(f"\n{moment}" if moment else f"\n{shown(view.status_reason)}", "bold" if moment else "italic")
     if run.metrics:
         head.append("\n" + " · ".join(f"{k} {v:,.4g}" for k, v in sorted(run.metrics.items())), "cyan")
     for warning in run.warnings[:2]:
-        head.append(f"\n⚠ {warning}", "yellow")
+        head.append(f"\n⚠ {shown(warning)}", "yellow")  # a remote run: the host's paths
     if banner:
         head.append(f"\n⚠ {banner}", "yellow")
     return head
