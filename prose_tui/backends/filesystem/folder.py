@@ -54,7 +54,8 @@ from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
 
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
 MAX_IMPORT_DEPTH = 32
-MAX_STATE_BYTES = 8 * 1024 * 1024
+MAX_STATE_BYTES = 8 * 1024 * 1024  # a snapshot state file's cap; an event log is read whole
+_SNIFF_BYTES = 64 * 1024
 _AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
 _PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
 _RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md",
@@ -234,8 +235,17 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             with open_regular(state_file, root=root) as fh:
                 st = os.fstat(fh.fileno())
                 data = fh.read(MAX_STATE_BYTES + 1)
+                cut = len(data) > MAX_STATE_BYTES
+                if cut and _is_event_log_start(state_file.name, data):
+                    # An event log is read to its end, however long: its last lines are where
+                    # the run is now, and a cut log could not be tailed (issue 33).
+                    data += fh.read()
+                    st = os.fstat(fh.fileno())
+                    cut = False
+                elif cut:
+                    data = data[:MAX_STATE_BYTES]
             run.state_mtime = st.st_mtime
-            text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
+            text = decode(data)
             if read is not None and not cut:
                 read[state_file] = (data, st)
             run.read_at = now or datetime.now(timezone.utc)
@@ -285,6 +295,12 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             run.updated = mtime
     distrust_future_time(run, now)
     return run, snapshot
+
+
+def _is_event_log_start(name: str, data: bytes) -> bool:
+    """Whether a state file whose first bytes are ``data`` is an event log (``vm.log.md``, or
+    a ``state.md`` whose first lines sniff as one), judged from its first 64 KiB."""
+    return name == "vm.log.md" or looks_like_event_log(decode(data[:_SNIFF_BYTES]))
 
 
 def _id_time_as_logged(run: Run) -> datetime | None:
