@@ -1,9 +1,11 @@
-"""An event log longer than a snapshot's 8 MiB cap is read to its end (issue 33).
+"""An event log longer than a snapshot's 8 MiB cap is read to its end, its newest events
+shown first from its tail (issue 33).
 
 A state file is read up to 8 MiB (``folder.MAX_STATE_BYTES``) so a huge snapshot cannot
 take the memory; an event log's end is where the run is now, so it is read whole and
 tailed: ``show --json`` and the explorer show its true last event, and an event a second
-process appends after the open arrives live.
+process appends after the open arrives live. Its first screen comes from its tail (header
+plus the last 64 KiB), shown while the whole log is read, then replaced by the whole run.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+from prose_tui.backends.filesystem import backend as backend_module
 from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES
 from prose_tui.headless import cli
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -59,3 +63,30 @@ async def test_the_explorer_shows_the_end_of_a_log_over_8_mib_and_follows_an_app
         writer = f"open({str(run / 'state.md')!r}, 'a', encoding='utf-8').write('{line}')"
         subprocess.run([sys.executable, "-c", writer], check=True)  # the VM's side: another process
         await wait_until(pilot, lambda: f"step_{n + 1} " in trace.lines[-1].text, what="the appended event shown")
+
+
+async def test_a_long_log_shows_its_newest_events_from_the_tail_while_the_whole_log_is_read(tmp_path, monkeypatch) -> None:
+    run, n = _long_log(tmp_path)
+    whole_read = threading.Event()
+    load_run = backend_module.load_run
+
+    def held_load_run(*args, **kwargs):
+        whole_read.wait()  # the whole log is read only once the tail's first screen was seen
+        return load_run(*args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        trace = app.explorer.query_one(TraceView)
+        head = app.explorer.query_one("#run-head")
+        try:
+            await wait_until(pilot, lambda: trace.lines and f"step_{n} " in trace.lines[-1].text,
+                             what="the newest event shown from the tail")
+            assert "step_1 " not in "".join(line.text for line in trace.lines)  # the tail, not the log
+            assert "still loading" in str(head.render())
+        finally:
+            whole_read.set()
+        await settled(pilot)
+        await wait_until(pilot, lambda: "step_1 " in trace.lines[0].text, what="the whole log shown")
+        assert "still loading" not in str(head.render())
+        assert f"step_{n} " in trace.lines[-1].text
