@@ -17,10 +17,10 @@ import threading
 from pathlib import Path
 
 from prose_tui.backends.filesystem import backend as backend_module
-from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES
+from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES, load_run, load_run_tail_first
 from prose_tui.headless import cli
 from prose_tui.tui.widgets.trace_view import TraceView
-from tests.app_helpers import make_app, settled, wait_until
+from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
 
 RUN_ID = "20260301-090000-c0ffee"
 PAD = " note" * 80  # a long line: few events (a quick parse), many bytes
@@ -83,6 +83,7 @@ async def test_a_long_log_shows_its_newest_events_from_the_tail_while_the_whole_
             await wait_until(pilot, lambda: trace.lines and f"step_{n} " in trace.lines[-1].text,
                              what="the newest event shown from the tail")
             assert "step_1 " not in "".join(line.text for line in trace.lines)  # the tail, not the log
+            assert trace.lines[-1].line == n  # numbered as in the whole trace
             assert "still loading" in str(head.render())
         finally:
             whole_read.set()
@@ -90,3 +91,18 @@ async def test_a_long_log_shows_its_newest_events_from_the_tail_while_the_whole_
         await wait_until(pilot, lambda: "step_1 " in trace.lines[0].text, what="the whole log shown")
         assert "still loading" not in str(head.render())
         assert f"step_{n} " in trace.lines[-1].text
+
+
+def test_a_tail_first_screen_agrees_with_the_whole_log_on_its_lines_and_status(tmp_path) -> None:
+    run, n = _long_log(tmp_path)
+    with open(run / "state.md", "a", encoding="utf-8") as fh:
+        fh.write(f"\n{n + 1}→ write\n---error 2026-03-01T10:00:00Z model refused\n")
+    first = load_run_tail_first(run, now=FIXED_NOW)
+    whole = load_run(run, now=FIXED_NOW)
+    assert first is not None and whole.status == "failed"
+    assert (first.status, first.error_marker, first.program) == (whole.status, whole.error_marker, whole.program)
+    shown = [(t.line, t.text, t.state) for t in first.trace]
+    assert shown == [(t.line, t.text, t.state) for t in whole.trace[-len(shown):]]
+    assert [e.line for e in first.events] == [e.line for e in whole.events[-len(first.events):]]
+    assert any("still loading" in w for w in first.warnings)
+    assert not any("still loading" in w for w in whole.warnings)

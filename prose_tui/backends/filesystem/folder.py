@@ -202,8 +202,9 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
     plain event log (``vm.log.md`` or a ``state.md`` that sniffs as one, without front
     matter) over ``TAIL_FIRST_OVER`` bytes, or cannot be read.
 
-    Events keep their line numbers in the file (the lines before the tail are counted, not
-    parsed) but are numbered (``seq``, trace lines) from the tail's first. What the tail
+    Events keep their line numbers in the file and trace lines their numbers in the whole
+    trace (the lines before the tail are counted, not parsed: a whitespace-only line there
+    makes them one too high); events' ``seq`` count from the tail's first. What the tail
     cannot tell is left out, never guessed: blocks opened before it are not on the call
     stack, and a warning (``FROM_TAIL``) says the rest is loading. The run's status is the
     tail's: a ``---end``/``---error`` or the last statement line are at the end."""
@@ -214,7 +215,7 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
     try:
         with open_regular(state_file, root=root) as fh:
             st = os.fstat(fh.fileno())
-            if st.st_size <= max(TAIL_FIRST_OVER, tail_bytes):
+            if st.st_size <= max(TAIL_FIRST_OVER, tail_bytes + _SNIFF_BYTES):
                 return None
             head = fh.read(_SNIFF_BYTES)
             if head.startswith(b"---") or not _is_event_log_start(state_file.name, head) \
@@ -223,10 +224,11 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
             start = st.st_size - tail_bytes
             fh.seek(start)
             tail = fh.read(tail_bytes)
-            lines_before = head.count(b"\n")
+            lines_before, blank_before = head.count(b"\n"), head.count(b"\n\n")
             fh.seek(len(head))
             for chunk in iter(lambda: fh.read(min(1 << 20, start - fh.tell())), b""):
                 lines_before += chunk.count(b"\n")  # counted, not parsed: a few ms for 30 MB
+                blank_before += chunk.count(b"\n\n")
     except OSError:
         return None
     scratch, header = EventLog(), []
@@ -241,6 +243,11 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
     parser.lines = lines_before
     parser.feed(decode(tail[first:tail.rfind(b"\n") + 1]).splitlines())
     log = parser.finish()
+    # Trace lines are numbered as in the whole log: the lines before the tail, less the
+    # header and the blank lines among them (a whitespace-only line counts as a line here).
+    shift = lines_before - len(header) - (blank_before - sum(1 for line in header if not line.strip()))
+    for line in log.trace:
+        line.line += shift
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
               state_file=state_file, state_mtime=st.st_mtime, read_at=now or datetime.now(timezone.utc))
     _apply_event_log(run, "", state_file.name, log)
