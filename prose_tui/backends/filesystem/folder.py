@@ -246,8 +246,8 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
     # Trace lines are numbered as in the whole log: the lines before the tail, less the
     # header and the blank lines among them (a whitespace-only line counts as a line here).
     shift = lines_before - len(header) - (blank_before - sum(1 for line in header if not line.strip()))
-    for line in log.trace:
-        line.line += shift
+    for trace_line in log.trace:
+        trace_line.line += shift
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
               state_file=state_file, state_mtime=st.st_mtime, read_at=now or datetime.now(timezone.utc))
     _apply_event_log(run, "", state_file.name, log)
