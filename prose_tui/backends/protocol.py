@@ -206,6 +206,14 @@ class RunBackend(ABC):
         as it reads. Default (a backend that does not grow): ``open(path)``."""
         return self.open(path)
 
+    def open_first_screen(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                          observed: datetime | None = None) -> Run | None:
+        """A partial run for a first screen, read in far less time than :meth:`open` (the
+        newest events and the run's status, e.g. from a long log's tail), shown while
+        ``open(path)`` reads the whole run; its ``warnings`` say what is still loading. ``None``
+        when ``open`` is quick anyway or there is no such shortcut. Default: ``None``."""
+        return None
+
     # -- live --------------------------------------------------------------------------------
     @property
     def poll_interval(self) -> float:

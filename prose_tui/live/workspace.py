@@ -204,6 +204,13 @@ class Workspace(SourceRuns):
                 with self.lock:
                     self.detailed.add(path)
                 return self._read_growing(backend, path, progress=progress, partial=partial)
+        if not summary and partial is not None and path not in self.runs:
+            # A long log's newest screenful first (its tail), then the whole read behind it.
+            backend = backend_for(path)
+            first = backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
+                                              observed=self.observed.get(path)) if backend is not None else None
+            if first is not None:
+                partial(first)
         try:
             run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
                            summary=summary)

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.backends.filesystem.folder import STATE_FILES, folder_read_problem, is_run_dir, load_run
+from prose_tui.backends.filesystem.folder import (
+    STATE_FILES,
+    folder_read_problem,
+    is_run_dir,
+    load_run,
+    load_run_tail_first,
+)
 from prose_tui.backends.filesystem.history import FilesystemHistory
 from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
@@ -70,6 +76,13 @@ class FilesystemBackend(RunBackend):
             else:
                 self._summaries.pop(run_dir, None)
         return run
+
+    def open_first_screen(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                          observed: datetime | None = None) -> Run | None:
+        """A long event log's header and tail (``folder.load_run_tail_first``); see ``RunBackend``."""
+        if path.is_file():
+            return None
+        return load_run_tail_first(path, now=now, stale_after=stale_after, observed=observed)
 
     def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:

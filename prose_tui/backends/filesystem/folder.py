@@ -36,6 +36,7 @@ from prose_tui.backends.filesystem.eventlog import (
     EventLog,
     looks_like_event_log,
     parse_event_log,
+    take_header_line,
 )
 from prose_tui.backends.filesystem.eventlog_tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.skill import (
@@ -54,7 +55,8 @@ from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
 
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
 MAX_IMPORT_DEPTH = 32
-MAX_STATE_BYTES = 8 * 1024 * 1024
+MAX_STATE_BYTES = 8 * 1024 * 1024  # a snapshot state file's cap; an event log is read whole
+_SNIFF_BYTES = 64 * 1024
 _AGENT_DECL = re.compile(r"^\s*agent\s+([\w.-]+)\s*:", re.M)
 _PERSIST = re.compile(r"persist:\s*(project|user|true)", re.I)
 _RUN_MARKERS = ("state.md", "vm.log.md", "state.db", "program.prose", "bindings", "program.md", "root.prose.md", "manifest.md",
@@ -187,6 +189,75 @@ def load_run(
     return run
 
 
+TAIL_FIRST_OVER = 1024 * 1024  # an event log longer than this gets a first screen from its tail
+TAIL_FIRST_BYTES = 64 * 1024  # the tail that first screen parses: a few hundred events
+FROM_TAIL = "reading the whole log: showing its last {} KiB; earlier history, open blocks and their status are still loading"
+
+
+def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                        observed: datetime | None = None, tail_bytes: int = TAIL_FIRST_BYTES) -> Run | None:
+    """A first screen of a long event log (issue 33): the run as its header and its last
+    ``tail_bytes`` bytes (whole lines) say, parsed in milliseconds, for the explorer to show
+    while :func:`load_run` parses the whole log. ``None`` when the run's state file is not a
+    plain event log (``vm.log.md`` or a ``state.md`` that sniffs as one, without front
+    matter) over ``TAIL_FIRST_OVER`` bytes, or cannot be read.
+
+    Events keep their line numbers in the file and trace lines their numbers in the whole
+    trace (the lines before the tail are counted, not parsed: a whitespace-only line there
+    makes them one too high); events' ``seq`` count from the tail's first. What the tail
+    cannot tell is left out, never guessed: blocks opened before it are not on the call
+    stack, and a warning (``FROM_TAIL``) says the rest is loading. The run's status is the
+    tail's: a ``---end``/``---error`` or the last statement line are at the end."""
+    root = run_root(run_dir)
+    state_file = state_file_of(run_dir)
+    if state_file is None or not inside(state_file, root):
+        return None
+    try:
+        with open_regular(state_file, root=root) as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size <= max(TAIL_FIRST_OVER, tail_bytes + _SNIFF_BYTES):
+                return None
+            head = fh.read(_SNIFF_BYTES)
+            if head.startswith(b"---") or not _is_event_log_start(state_file.name, head) \
+                    or not EventLogParser.supports(decode(head)) or looks_encrypted(decode(head[:4096])):
+                return None
+            start = st.st_size - tail_bytes
+            fh.seek(start)
+            tail = fh.read(tail_bytes)
+            lines_before, blank_before = head.count(b"\n"), head.count(b"\n\n")
+            fh.seek(len(head))
+            for chunk in iter(lambda: fh.read(min(1 << 20, start - fh.tell())), b""):
+                lines_before += chunk.count(b"\n")  # counted, not parsed: a few ms for 30 MB
+                blank_before += chunk.count(b"\n\n")
+    except OSError:
+        return None
+    scratch, header = EventLog(), []
+    for line in decode(head[:head.rfind(b"\n") + 1]).splitlines():
+        if line.strip() and not take_header_line(line, scratch):
+            break
+        header.append(line)
+    first = tail.find(b"\n") + 1  # the tail from its first whole line; a line still being written waits
+    lines_before += tail[:first].count(b"\n")
+    parser = EventLogParser(state_file.name)
+    parser.feed(header)
+    parser.lines = lines_before
+    parser.feed(decode(tail[first:tail.rfind(b"\n") + 1]).splitlines())
+    log = parser.finish()
+    # Trace lines are numbered as in the whole log: the lines before the tail, less the
+    # header and the blank lines among them (a whitespace-only line counts as a line here).
+    shift = lines_before - len(header) - (blank_before - sum(1 for line in header if not line.strip()))
+    for trace_line in log.trace:
+        trace_line.line += shift
+    run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
+              state_file=state_file, state_mtime=st.st_mtime, read_at=now or datetime.now(timezone.utc))
+    _apply_event_log(run, "", state_file.name, log)
+    run.call_stack = []  # frames opened before the tail are not known yet: none rather than some
+    run.warnings.insert(0, FROM_TAIL.format(tail_bytes // 1024))
+    _program_and_times(run, run_dir, root, now)
+    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    return run
+
+
 # -- openprose 0.15 skill runs: kept apart in skill.py; these two calls are the whole hook ----
 
 def _skill_hook(run: Run, run_dir: Path, *, summary: bool = False) -> None:
@@ -234,8 +305,17 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             with open_regular(state_file, root=root) as fh:
                 st = os.fstat(fh.fileno())
                 data = fh.read(MAX_STATE_BYTES + 1)
+                cut = len(data) > MAX_STATE_BYTES
+                if cut and _is_event_log_start(state_file.name, data):
+                    # An event log is read to its end, however long: its last lines are where
+                    # the run is now, and a cut log could not be tailed (issue 33).
+                    data += fh.read()
+                    st = os.fstat(fh.fileno())
+                    cut = False
+                elif cut:
+                    data = data[:MAX_STATE_BYTES]
             run.state_mtime = st.st_mtime
-            text, cut = decode(data[:MAX_STATE_BYTES]), len(data) > MAX_STATE_BYTES
+            text = decode(data)
             if read is not None and not cut:
                 read[state_file] = (data, st)
             run.read_at = now or datetime.now(timezone.utc)
@@ -268,6 +348,12 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
         run.warnings.append("state.db found: SQLite runs are read by the sqlite source")
+    _program_and_times(run, run_dir, root, now)
+    return run, snapshot
+
+
+def _program_and_times(run: Run, run_dir: Path, root: Path, now: datetime | None) -> None:
+    """The program file, and the start and update times, of a run read from its state file."""
     run.program_path = program_file_of(run_dir)
     if run.program_path is not None and not inside(run.program_path, root):
         run.warnings.append(f"{run.program_path.name}: {OUTSIDE_RUN}")
@@ -284,7 +370,12 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
         if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
     distrust_future_time(run, now)
-    return run, snapshot
+
+
+def _is_event_log_start(name: str, data: bytes) -> bool:
+    """Whether a state file whose first bytes are ``data`` is an event log (``vm.log.md``, or
+    a ``state.md`` whose first lines sniff as one), judged from its first 64 KiB."""
+    return name == "vm.log.md" or looks_like_event_log(decode(data[:_SNIFF_BYTES]))
 
 
 def _id_time_as_logged(run: Run) -> datetime | None:

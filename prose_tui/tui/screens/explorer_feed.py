@@ -139,7 +139,9 @@ class RunFeed:
             self._from_thread(setattr, runs_pane, "border_title", text)
 
         def partial_run(run: Run) -> None:
-            self._from_thread(self._partial, run)
+            painted = threading.Event()  # the whole read behind a first screen waits for its frame
+            self._from_thread(self._partial, run, painted)
+            painted.wait(FIRST_WAIT)
 
         read: list[Run] = []
         count = [0]
@@ -287,8 +289,10 @@ class RunFeed:
             # a layout of the whole screen after the read (one run: its trace on screen then).
             self.screen.fit_widths()
 
-    def _partial(self, run: Run) -> None:
-        """A first screen of a large narration file while the rest is still being read."""
+    def _partial(self, run: Run, painted: threading.Event) -> None:
+        """A first screen of a large narration file or a long log's tail while the rest is
+        still being read; ``painted`` is set once its frame is drawn."""
+        self.screen.call_after_refresh(painted.set)
         run_list = self.screen.run_list
         if not run_list.runs:
             run_list.set_runs([run], clock=self.workspace.clock)

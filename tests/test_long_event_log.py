@@ -1,0 +1,108 @@
+"""An event log longer than a snapshot's 8 MiB cap is read to its end, its newest events
+shown first from its tail (issue 33).
+
+A state file is read up to 8 MiB (``folder.MAX_STATE_BYTES``) so a huge snapshot cannot
+take the memory; an event log's end is where the run is now, so it is read whole and
+tailed: ``show --json`` and the explorer show its true last event, and an event a second
+process appends after the open arrives live. Its first screen comes from its tail (header
+plus the last 64 KiB), shown while the whole log is read, then replaced by the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from prose_tui.backends.filesystem import backend as backend_module
+from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES, load_run, load_run_tail_first
+from prose_tui.headless import cli
+from prose_tui.tui.widgets.trace_view import TraceView
+from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
+
+RUN_ID = "20260301-090000-c0ffee"
+PAD = " note" * 80  # a long line: few events (a quick parse), many bytes
+
+
+def _long_log(tmp_path: Path) -> tuple[Path, int]:
+    """A run whose ``state.md`` is a compact event log just over 8 MiB; its event count."""
+    run = tmp_path / ".prose" / "runs" / RUN_ID
+    run.mkdir(parents=True)
+    lines = [f"# run:{RUN_ID} long.prose\n"]
+    size, n = len(lines[0]), 0
+    while size <= MAX_STATE_BYTES + 64 * 1024:
+        n += 1
+        line = f"{n}→ step_{n} ✓ [09:{n // 60 % 60:02d}:{n % 60:02d}]{PAD}\n"
+        lines.append(line)
+        size += len(line.encode("utf-8"))
+    (run / "state.md").write_text("".join(lines), encoding="utf-8")
+    return run, n
+
+
+def test_show_json_gives_the_last_event_of_a_log_over_8_mib(tmp_path, capsys) -> None:
+    run, n = _long_log(tmp_path)
+    assert cli.main(["show", "--json", str(run)]) == 0
+    detail = json.loads(capsys.readouterr().out)
+    text = json.dumps(detail)
+    assert f"step_{n}" in text and f"step_{n + 1}" not in text
+    assert "only its start was read" not in text
+
+
+async def test_the_explorer_shows_the_end_of_a_log_over_8_mib_and_follows_an_append(tmp_path) -> None:
+    run, n = _long_log(tmp_path)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        trace = app.explorer.query_one(TraceView)
+        await wait_until(pilot, lambda: trace.lines and f"step_{n} " in trace.lines[-1].text, what="the last event shown")
+        head = str(app.explorer.query_one("#run-head").render())
+        assert "only its start was read" not in head
+        line = f"{n + 1}\\u2192 step_{n + 1} \\u2713 [10:00:00]\\n"
+        writer = f"open({str(run / 'state.md')!r}, 'a', encoding='utf-8').write('{line}')"
+        subprocess.run([sys.executable, "-c", writer], check=True)  # the VM's side: another process
+        await wait_until(pilot, lambda: f"step_{n + 1} " in trace.lines[-1].text, what="the appended event shown")
+
+
+async def test_a_long_log_shows_its_newest_events_from_the_tail_while_the_whole_log_is_read(tmp_path, monkeypatch) -> None:
+    run, n = _long_log(tmp_path)
+    whole_read = threading.Event()
+    load_run = backend_module.load_run
+
+    def held_load_run(*args, **kwargs):
+        whole_read.wait()  # the whole log is read only once the tail's first screen was seen
+        return load_run(*args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        trace = app.explorer.query_one(TraceView)
+        head = app.explorer.query_one("#run-head")
+        try:
+            await wait_until(pilot, lambda: trace.lines and f"step_{n} " in trace.lines[-1].text,
+                             what="the newest event shown from the tail")
+            assert "step_1 " not in "".join(line.text for line in trace.lines)  # the tail, not the log
+            assert trace.lines[-1].line == n  # numbered as in the whole trace
+            assert "still loading" in str(head.render())
+        finally:
+            whole_read.set()
+        await settled(pilot)
+        await wait_until(pilot, lambda: "step_1 " in trace.lines[0].text, what="the whole log shown")
+        assert "still loading" not in str(head.render())
+        assert f"step_{n} " in trace.lines[-1].text
+
+
+def test_a_tail_first_screen_agrees_with_the_whole_log_on_its_lines_and_status(tmp_path) -> None:
+    run, n = _long_log(tmp_path)
+    with open(run / "state.md", "a", encoding="utf-8") as fh:
+        fh.write(f"\n{n + 1}→ write\n---error 2026-03-01T10:00:00Z model refused\n")
+    first = load_run_tail_first(run, now=FIXED_NOW)
+    whole = load_run(run, now=FIXED_NOW)
+    assert first is not None and whole.status == "failed"
+    assert (first.status, first.error_marker, first.program) == (whole.status, whole.error_marker, whole.program)
+    shown = [(t.line, t.text, t.state) for t in first.trace]
+    assert shown == [(t.line, t.text, t.state) for t in whole.trace[-len(shown):]]
+    assert [e.line for e in first.events] == [e.line for e in whole.events[-len(first.events):]]
+    assert any("still loading" in w for w in first.warnings)
+    assert not any("still loading" in w for w in whole.warnings)
