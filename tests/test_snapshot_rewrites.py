@@ -195,3 +195,55 @@ def test_a_growing_run_keeps_the_parse_of_its_last_revisions_not_of_every_rewrit
     monkeypatch.setattr(sections, "parse_document", lambda text: parsed.append(text) or real(text))
     parse_snapshot_cached(_state(_program(41), index=149), run)  # a statement more, the Index as it was
     assert parsed == [], "a rewrite that left the Index as it was parsed it again"
+
+
+def _revisions_held(cache: object, marker: str) -> set[bytes]:
+    """The ``state.md`` revisions whose ``updated:`` line starts with ``marker`` (those of
+    one run) a cache holds whole, as text, bytes or a list of its lines, wherever in it."""
+    held: set[bytes] = set()
+    todo, seen = [cache], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str | bytes):
+            data = obj.encode() if isinstance(obj, str) else obj
+            if data.startswith(b"# Execution State") and (line := [ln for ln in data.split(b"\n") if ln.startswith(marker.encode())]):
+                held.add(line[0])
+        elif isinstance(obj, list) and obj and all(isinstance(x, bytes) for x in obj):
+            todo.append(b"\n".join(obj))
+        elif isinstance(obj, dict):
+            todo.extend(obj.keys())
+            todo.extend(obj.values())
+        elif isinstance(obj, list | tuple):
+            todo.extend(obj)
+    return held
+
+
+def test_a_watched_run_holds_its_newest_revision_not_the_last_few_rewrites(tmp_path):
+    """Issue 35: per rewrite of a watched run, the current-state cache kept another decoded
+    ``state.md`` (16 of them) and the pack reader another whole revision (8), although only
+    the newest is ever asked for again. Now each holds the newest one per run; the history
+    is still the whole history, read back from the journal on disk."""
+    from prose_tui.history import history_of
+    import prose_tui.history.current as current
+    import prose_tui.history.revisions as revisions
+    from prose_tui.history.journal import Journal
+
+    run_dir = tmp_path / "runs" / "20260301-090000-c0ffee"
+    (run_dir / "bindings").mkdir(parents=True)
+    state = run_dir / "state.md"
+    journal = Journal(tmp_path / "journal")
+    for k in range(20):
+        text = _state(_program(20 + k)).replace("updated: 2026-03-01T09:00:00Z", f"updated: 2031-03-01T09:{k:02d}:00Z")
+        state.write_text(text, encoding="utf-8")
+        os.utime(state, (1_700_000_000 + k, 1_700_000_000 + k))
+        journal.record(run_dir, {state}, NOW)
+        history = history_of(open_run(run_dir, now=NOW), journal=journal)
+    newest = {b"updated: 2031-03-01T09:19:00Z"}  # this run's; other tests' runs may be held too
+    assert _revisions_held(current._CURRENT, "updated: 2031-") == newest
+    assert _revisions_held(revisions._READ, "updated: 2031-") == newest
+    assert len(history.revision_cursors()) == 20  # every rewrite is still in the history
+    cursors = history.revision_cursors()
+    assert len({sha for _, sha in cursors}) == 20

@@ -3,8 +3,9 @@
 The journal replay and the cursor compare the last journaled revision with the file as it
 is now (:func:`current_state`). The journal, which reads each revision on the live worker,
 hands what it read over (:func:`remember_current`), so a history built on the UI thread
-does not read the file again. A few entries, shared by threads under a lock held for
-dictionary operations only. No Textual, no writes.
+does not read the file again. One entry per file, its newest text (an older one is never
+asked for again: the file has changed), for the few files read lately; shared by threads
+under a lock held for dictionary operations only. No Textual, no writes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from prose_tui.model import Run
 
 __all__ = ["current_state", "remember_current", "sha256_of"]
 
-_KEPT = 16
-_CURRENT: OrderedDict[tuple[Path, float, int], tuple[str, str]] = OrderedDict()
+_KEPT = 16  # files (runs' state.md), each with its newest text only
+# path -> ((mtime, size) when read, (text, sha256)); issue 35: a text per file, not per revision
+_CURRENT: OrderedDict[Path, tuple[tuple[float, int], tuple[str, str]]] = OrderedDict()
 _CURRENT_LOCK = threading.Lock()  # the journal (live worker) and the UI thread both fill it
 
 
@@ -37,29 +39,30 @@ def current_state(run: Run) -> tuple[str | None, str | None]:
         return None, None
     try:
         st = run.state_file.stat()
-        key = (run.state_file, st.st_mtime, st.st_size)
+        stamp = (st.st_mtime, st.st_size)
         with _CURRENT_LOCK:
-            known = _CURRENT.get(key)
-        if known is not None:
-            return known
+            known = _CURRENT.get(run.state_file)
+        if known is not None and known[0] == stamp:
+            return known[1]
         with open_regular(run.state_file, root=run.root) as fh:  # never a file outside the run
             data = fh.read()
     except OSError:
         return None, None
-    return _remember(key, data, sha256_of(data))
+    return _remember(run.state_file, stamp, data, sha256_of(data))
 
 
 def remember_current(path: Path, st: os.stat_result, data: bytes, sha: str) -> None:
     """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
     is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
     worker, tells it here so a history built on the UI thread does not read it again."""
-    _remember((path, st.st_mtime, st.st_size), data, sha)
+    _remember(path, (st.st_mtime, st.st_size), data, sha)
 
 
-def _remember(key: tuple[Path, float, int], data: bytes, sha: str) -> tuple[str, str]:
+def _remember(path: Path, stamp: tuple[float, int], data: bytes, sha: str) -> tuple[str, str]:
     value = (data.decode("utf-8", "replace"), sha)
     with _CURRENT_LOCK:
-        _CURRENT[key] = value
+        _CURRENT[path] = (stamp, value)  # replaces the file's older text
+        _CURRENT.move_to_end(path)
         while len(_CURRENT) > _KEPT:
             _CURRENT.popitem(last=False)
     return value

@@ -221,23 +221,24 @@ class PackWriter:
         return at, len(record)
 
 
-# Revisions read lately, by (folder, offset): a replay reads them in order and each one's
-# base is the one before, so a walk back stops at once. A few whole revisions, no more.
-_READ: OrderedDict[tuple[Path, int], list[bytes]] = OrderedDict()
-_READ_KEPT = 8
+# The revision read or written last, per journal folder: a replay reads revisions in order
+# and each one's base is the one before, so a walk back stops at once; a revision read
+# before it is read back from the pack (issue 35: one whole revision per run, not a few).
+_READ: OrderedDict[Path, tuple[int, list[bytes]]] = OrderedDict()
+_READ_KEPT = 8  # journal folders (runs)
 _read_lock = threading.Lock()
 
 
 def revision_lines(folder: Path, at: int) -> list[bytes] | None:
-    """``read_revision`` through a small cache of the revisions read lately (a chain
-    walk stops at the first of them it meets). The list returned must not be changed."""
+    """``read_revision`` through the revision read last in ``folder`` (a chain walk stops
+    there when it meets it). The list returned must not be changed."""
     with _read_lock:
-        hit = _READ.get((folder, at))
-        if hit is not None:
-            _READ.move_to_end((folder, at))
-            return hit
-        known = {k[1]: v for k, v in _READ.items() if k[0] == folder}
-    lines = read_revision(folder, at, known=known)
+        last = _READ.get(folder)
+        if last is not None:
+            _READ.move_to_end(folder)
+            if last[0] == at:
+                return last[1]
+    lines = read_revision(folder, at, known=dict([last]) if last is not None else None)
     if lines is not None:
         _remember_read(folder, at, lines)
     return lines
@@ -245,7 +246,7 @@ def revision_lines(folder: Path, at: int) -> list[bytes] | None:
 
 def _remember_read(folder: Path, at: int, lines: list[bytes]) -> None:
     with _read_lock:
-        _READ[(folder, at)] = lines
-        _READ.move_to_end((folder, at))
+        _READ[folder] = (at, lines)  # replaces the folder's revision read before
+        _READ.move_to_end(folder)
         while len(_READ) > _READ_KEPT:
             _READ.popitem(last=False)

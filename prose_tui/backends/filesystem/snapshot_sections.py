@@ -59,7 +59,7 @@ _KEEP = 512  # whole-text heads kept (the text before the first ## heading: titl
 # text; a cache by text alone filled with old Indexes (issue 35: 28 MB at a 2 MB text bound,
 # 90 MB at 512 parses), this holds about one revision's sections per key.
 _KEYS_KEPT = 16
-_TEXTS_KEPT = 8  # whole texts parsed lately (the journal's replay parses the revision the worker just did)
+_TEXTS_KEPT = 2  # whole texts parsed lately: the journal's replay asks again for the one the worker just did
 
 
 @dataclass(slots=True)
