@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
+from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness, run_id_time
 from prose_tui.backends.common.text import visible_name
 from prose_tui.backends.discover import RUN_PARTS, RunRef, in_flat_run, runs_roots
@@ -30,7 +31,7 @@ from prose_tui.backends.protocol import RunBackend
 from prose_tui.backends.registry import backend_for, backend_or_default, backends
 from prose_tui.live.changes import Applied, Part, RunChange
 from prose_tui.live.sources import RunSource, SourceRuns
-from prose_tui.model import Backend, Delta, Run
+from prose_tui.model import Backend, Delta, Run, TraceLine
 
 __all__ = ["Applied", "Part", "RunChange", "RunSource", "RunTable", "Workspace", "placeholder"]
 
@@ -99,6 +100,9 @@ class Workspace(SourceRuns):
         self._full_reads: dict[Path, threading.Lock] = {}  # one full read of a run at a time
         self.observed: dict[Path, datetime] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
+        # A run with no parsed trace: its raw trace (``RunBackend.raw_trace``), read by the
+        # thread that read the run, per run folder with the version it was read for (``raw_trace``).
+        self._raw_traces: dict[Path, tuple[tuple[object, ...], tuple[list[TraceLine], str | None]]] = {}
 
     # -- reading -------------------------------------------------------------------------
     def discover(self) -> list[RunRef]:
@@ -169,6 +173,13 @@ class Workspace(SourceRuns):
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None,
               first_screen: Callable[[Run], None] | None = None) -> Run | None:
+        run = self._read_once(path, progress=progress, partial=partial, summary=summary, first_screen=first_screen)
+        if run is not None:
+            self.keep_raw_trace(run)
+        return run
+
+    def _read_once(self, path: Path, *, progress=None, partial=None, summary: bool | None = None,
+                   first_screen: Callable[[Run], None] | None = None) -> Run | None:
         if summary is False:
             # One full read of a run at a time: the start-up read and "open in full" often ask
             # for the same run at once; the second waits and takes the first's result, instead
@@ -469,6 +480,7 @@ class Workspace(SourceRuns):
             with self.lock:
                 if self.runs.get(run_dir) is run:
                     self.runs[run_dir] = delta.run
+        self.keep_raw_trace(delta.run)
         return RunChange(delta.run, parts, set(kinds), kinds), delta
 
     def catch_up(self, path: Path) -> Delta | None:
@@ -486,7 +498,29 @@ class Workspace(SourceRuns):
             with self.lock:
                 if self.runs.get(path) is run:
                     self.runs[path] = delta.run
+        self.keep_raw_trace(delta.run)
         return None if delta.empty else delta
+
+    # -- a run with no parsed trace ------------------------------------------------------
+    def keep_raw_trace(self, run: Run) -> None:
+        """On the thread that read ``run`` (never the UI's): when it, or an import of it, has
+        no parsed trace, read its raw trace (``RunBackend.raw_trace``: the state file as it
+        is, else the program) once per version of its state file, for ``raw_trace``."""
+        for each in (run, *run.imports):
+            if each.trace or OUTSIDE_RUN in each.warnings:
+                self._raw_traces.pop(each.path, None)
+                continue
+            key = _raw_key(each)
+            kept = self._raw_traces.get(each.path)
+            if kept is None or kept[0] != key:
+                self._raw_traces[each.path] = (key, backend_or_default(each).raw_trace(each))
+
+    def raw_trace(self, run: Run) -> tuple[list[TraceLine], str | None] | None:
+        """``run``'s raw trace (lines, the banner saying why) as ``keep_raw_trace`` read it
+        for this version of its state file; ``None`` when it was not read (the caller reads
+        it, off the UI thread)."""
+        kept = self._raw_traces.get(run.path)
+        return kept[1] if kept is not None and kept[0] == _raw_key(run) else None
 
     def page_back(self, path: Path, limit: int) -> int:
         """Put up to ``limit`` older trace lines at the start of the run's trace, for
@@ -533,3 +567,8 @@ def placeholder(ref: RunRef) -> Run:
     """A run list row for a run not read yet: its id and the start time its id gives."""
     return Run(id=visible_name(ref.path.name), path=ref.path, started=run_id_time(ref.path.name),
                status_reason="not read yet")
+
+
+def _raw_key(run: Run) -> tuple[object, ...]:
+    """The version of a run's state file a raw trace was read for."""
+    return run.path, run.state_mtime, run.encrypted

@@ -490,10 +490,13 @@ class ExplorerModel:
         return True
 
     def _fallback_trace(self, run: Run) -> tuple[list[TraceLine], str | None]:
-        """The raw state file (or program) of a run with no parsed trace, read once per change."""
+        """The raw state file (or program) of a run with no parsed trace: as the workspace's
+        reader read it with the run (``Workspace.raw_trace``), else (no workspace, or a run it
+        did not read) read here, once per change."""
         key = (run.path, run.state_mtime, run.encrypted)
         if self._fallback[0] != key:
-            self._fallback = (key, backend_or_default(run).raw_trace(run))
+            kept = self.workspace.raw_trace(run) if self.workspace is not None else None
+            self._fallback = (key, kept if kept is not None else backend_or_default(run).raw_trace(run))
         return self._fallback[1]
 
     def frame_target(self, frame: Frame) -> tuple[Binding | None, TraceLine | None] | None:

@@ -29,7 +29,8 @@ from textual.widgets import Static
 from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
-from prose_tui.model import Binding, Delta, Frame, Run, TraceLine
+from prose_tui.backends.common.contained import OUTSIDE_RUN
+from prose_tui.model import Backend, Binding, Delta, Frame, Run, TraceLine
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
 from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
 from prose_tui.tui.heap import HeapKeeper
@@ -37,7 +38,7 @@ from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
-from prose_tui.tui.widgets.context_strip import ContextStrip
+from prose_tui.tui.widgets.context_strip import FIRST_LINE_BYTES, ContextStrip, first_line, line_of
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.repaint import set_border, show_text
 from prose_tui.tui.widgets.run_header import RunHeader, header_text
@@ -125,6 +126,10 @@ class Panes:
         self._history_building = False  # the history being built in a worker
         self._history_again = False  # a change came while it was built: build it again after
         self._widgets: PaneWidgets | None = None
+        # The strip's binding line per binding version (``_line_key``), read in a worker or
+        # taken from a live delta's value window: the UI thread reads no binding for it.
+        self._value_lines: dict[tuple[Path, int, int, float | None], str] = {}
+        self._lines_reading: set[tuple[Path, int, int, float | None]] = set()
 
     @property
     def w(self) -> PaneWidgets:
@@ -148,6 +153,10 @@ class Panes:
 
     def show_delta(self, delta: Delta) -> None:
         """Show one merged live delta of the run shown (its run list row is the feed's)."""
+        for path, window in delta.values.items():  # the live worker read their start: the strip's line
+            binding = next((b for b in delta.run.bindings if b.path == path), None)
+            if binding is not None and binding.value_offset == window.offset:
+                self._value_lines[_line_key(binding)] = line_of(window.text[:FIRST_LINE_BYTES])
         change = self.model.apply(delta, value_shown=self._value_shown())
         if change is not None:
             self.paint(change)
@@ -390,7 +399,41 @@ class Panes:
             event = self.model.nav.events[moment.index]
             when = f" · {when_text(event.time, self.workspace.clock(), approximate=event.approximate)}" if event.time else ""
             label = f"at event {moment.index}{when}: {event.text.strip()}"
-        strip.show(view, self.model.newest_binding_now(), label, absent=self.absent())
+        binding = self.model.newest_binding_now()
+        line = self._value_line(view, binding) if view is not None and binding is not None else ""
+        strip.show(view, binding, label, absent=self.absent(), value_line=line)
+
+    def _value_line(self, view: Run, binding: Binding) -> str:
+        """The first line of ``binding``'s value for the strip: known (a live delta's window,
+        or read before), else ``""`` while a worker reads it (the strip is shown again then)."""
+        if view.backend is Backend.SQLITE:
+            return ""  # an SQLite binding's path is the run's state.db: its bytes are no value line
+        if binding.outside:
+            return OUTSIDE_RUN
+        if binding.encrypted or not binding.exists:
+            return ""
+        key = _line_key(binding)
+        known = self._value_lines.get(key)
+        if known is None and key not in self._lines_reading:
+            self._lines_reading.add(key)
+            self.screen.run_worker(partial(self._line_off_thread, key, binding, view.root), name="value_line",
+                                   group="value_line", thread=True, exit_on_error=False)
+        return known or ""
+
+    def _line_off_thread(self, key: tuple[Path, int, int, float | None], binding: Binding, root: Path | None) -> None:
+        line = first_line(binding, root=root)  # the binding is read here, never on the UI thread
+        try:
+            self.screen.app.call_from_thread(self._line_read, key, line)
+        except RuntimeError:  # the app stopped meanwhile
+            pass
+
+    def _line_read(self, key: tuple[Path, int, int, float | None], line: str) -> None:
+        self._lines_reading.discard(key)
+        if len(self._value_lines) >= 256:
+            self._value_lines.clear()  # bounded: a long run's older versions are read again if asked
+        self._value_lines[key] = line
+        if self.model.run is not None:
+            self.strip()  # a stale line (the cursor moved on) is kept, not shown: the strip asks by key
 
     def titles(self) -> None:
         trace = self.w.trace
@@ -502,3 +545,8 @@ class Panes:
         if bring_up:
             self.screen.bring_up(VALUE)
         return shown
+
+
+def _line_key(binding: Binding) -> tuple[Path, int, int, float | None]:
+    """One version of a binding file (path, value offset, size in bytes, mtime): its strip line's key."""
+    return binding.path, binding.value_offset, binding.bytes, binding.mtime

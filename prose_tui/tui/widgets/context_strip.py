@@ -11,16 +11,26 @@ from textual.widgets import Static
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import open_regular
-from prose_tui.model import Backend, Binding, Run
+from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
 from prose_tui.tui.widgets.repaint import show_text
 from prose_tui.tui.widgets.value_viewer import human_size
 
 
-def first_line(binding: Binding, limit: int = 4096, root: Path | None = None) -> str:
+FIRST_LINE_BYTES = 4096  # bytes of a value read for the strip's binding line
+
+
+def line_of(value: str) -> str:
+    """The first non-empty line of ``value`` (the text of a binding's value from its value
+    offset), other than a ``---`` rule; ``""`` when there is none."""
+    return next((line.strip() for line in value.splitlines() if line.strip() and line.strip() != "---"), "")
+
+
+def first_line(binding: Binding, limit: int = FIRST_LINE_BYTES, root: Path | None = None) -> str:
     """The first non-empty line of a file binding's value (after its header), ``""`` when it
     cannot be read (missing, encrypted, not a file of its own); the note "outside the run:
-    not read" for a file outside the run (``root``: the run's ``Run.root``)."""
+    not read" for a file outside the run (``root``: the run's ``Run.root``). It reads the
+    file: call it off the UI thread (``Panes`` does, in a worker)."""
     if binding.outside:
         return OUTSIDE_RUN
     if binding.encrypted or not binding.exists:
@@ -33,7 +43,7 @@ def first_line(binding: Binding, limit: int = 4096, root: Path | None = None) ->
         return OUTSIDE_RUN
     except OSError:
         return ""
-    return next((line.strip() for line in chunk.splitlines() if line.strip() and line.strip() != "---"), "")
+    return line_of(chunk)
 
 
 def _line(text: Text, width: int) -> Text:
@@ -96,29 +106,28 @@ class ContextStrip(Static):
     """
 
     shown: Text = Text()
-    _asked: tuple[Run | None, Binding | None, str | None, str | None] | None = None  # show's arguments
+    _asked: tuple[Run | None, Binding | None, str | None, str | None, str] | None = None  # show's arguments
 
     def on_resize(self) -> None:
         """Rows are cut to the strip's width: a strip shown before its layout settled (its
         width not final yet) is cut again at the width it has now."""
         if self._asked is not None:
-            view, binding, moment, absent = self._asked
-            self.show(view, binding, moment, absent=absent)
+            view, binding, moment, absent, value_line = self._asked
+            self.show(view, binding, moment, absent=absent, value_line=value_line)
 
     def show(self, view: Run | None, binding: Binding | None, moment: str | None, *,
-             absent: str | None = None) -> None:
-        """Show ``view`` (the run as of the cursor), its newest ``binding``, the ``moment``
+             absent: str | None = None, value_line: str = "") -> None:
+        """Show ``view`` (the run as of the cursor), its newest ``binding`` with ``value_line``
+        (the first line of its value, read off the UI thread: ``first_line``), the ``moment``
         label when the cursor is not live; without a run, ``absent`` (why none is shown:
-        the chosen run is gone from disk) or "no run selected". ``shown`` keeps the text on screen."""
-        self._asked = (view, binding, moment, absent)
+        the chosen run is gone from disk) or "no run selected". ``shown`` keeps the text on
+        screen. It reads no file."""
+        self._asked = (view, binding, moment, absent, value_line)
         if view is None:
             text = Text(absent, "yellow") if absent else Text("no run selected", "dim")
         else:
             width = (self.content_region.width or self.app.size.width - 2) - 1
-            # An SQLite binding's path is the run's state.db: its bytes are no value line.
-            line = (first_line(binding, root=view.root)
-                    if binding is not None and view.backend is not Backend.SQLITE else "")
-            text = strip_text(view, binding, line, moment, width)
+            text = strip_text(view, binding, value_line, moment, width)
         # Unchanged: no repaint; the same number of rows: a repaint of the strip alone.
         if show_text(self, text, shown=self.shown):
             self.shown = text
