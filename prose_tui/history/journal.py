@@ -57,6 +57,7 @@ from prose_tui.backends.common.bindings import is_binding_name
 from prose_tui.backends.common.contained import inside
 from prose_tui.backends.common.dburl import redact
 from prose_tui.backends.common.encryption import looks_encrypted
+from prose_tui.backends.protocol import HistorySource
 from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.history.current import remember_current, sha256_of
 from prose_tui.history.revisions import PACK_NAME, PackWriter, revision_lines
@@ -283,7 +284,7 @@ class Journal:
 
     # -- writing -------------------------------------------------------------------------------
     def record(self, run_dir: Path, changed: set[Path], now: datetime, *, parts: Mapping[Path, Part] | None = None,
-               state: tuple[bytes, os.stat_result] | None = None) -> int:
+               state: tuple[bytes, os.stat_result] | None = None, source: HistorySource | None = None) -> int:
         """Journal what changed in ``run_dir``; returns the number of entries added.
 
         ``changed`` holds absolute paths (others and paths outside the run are ignored);
@@ -297,19 +298,27 @@ class Journal:
         ``parts`` is the part of the run each changed path belongs to, as the live layer
         classified it (``Delta.parts``): those paths are not classified again. ``state`` is
         ``state.md``'s bytes and stat when the backend read it whole for this change
-        (``Delta.state_data``/``state_stat``): it is not read again.
+        (``Delta.state_data``/``state_stat``): it is not read again. ``source`` is the history
+        source of the backend that read the run (``history.sources.source_of``): given, no
+        backend is asked to claim ``state.md`` (which may read it) to learn whether the file
+        is its own history.
         """
-        return len(self.record_entries(run_dir, changed, now, parts=parts, state=state))
+        return len(self.record_entries(run_dir, changed, now, parts=parts, state=state, source=source))
 
     def record_entries(self, run_dir: Path, changed: set[Path], now: datetime, *,
                        parts: Mapping[Path, Part] | None = None,
-                       state: tuple[bytes, os.stat_result] | None = None) -> list[JournalEntry]:
+                       state: tuple[bytes, os.stat_result] | None = None,
+                       source: HistorySource | None = None) -> list[JournalEntry]:
         """Like :meth:`record`, returning the entries added (this run's and its imports')."""
         run_dir = Path(run_dir).resolve()
         folder = self.folder(run_dir)
         if folder.resolve() == run_dir or run_dir in folder.resolve().parents:
             raise ValueError(f"journal folder {folder} is inside the run {run_dir}; refusing to write there")
         with self._writing:
+            if source is not None:
+                seen = self._load_seen(run_dir, folder)
+                if seen.own_history is None:
+                    seen.own_history = source.keeps_own_history
             return self._record(run_dir, folder, set(changed), now, parts or {}, state)
 
     def _record(self, run_dir: Path, folder: Path, changed: set[Path], now: datetime,

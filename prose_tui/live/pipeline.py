@@ -300,6 +300,7 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
     ``after_paint(seconds)`` blocks until the UI painted the change (at most ``PAINT_WAIT``),
     so the record does not compete with that paint; the UI's history catches up later
     (``HISTORY_DELAY``, 0.4 s)."""
+    from prose_tui.history.sources import source_of
     from prose_tui.model import RunFormat
 
     state = {"journal": journal}
@@ -316,7 +317,7 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
         try:
             # The change's own classification and state.md bytes: nothing is classified or read twice.
             read = (delta.state_data, delta.state_stat) if delta.state_data is not None and delta.state_stat else None
-            journal.record(run.path, delta.paths, clock(), parts=delta.parts, state=read)
+            journal.record(run.path, delta.paths, clock(), parts=delta.parts, state=read, source=source_of(run))
         except (OSError, ValueError, RecursionError) as exc:
             state["journal"] = None  # a convenience: losing it must not stop the live view
             if on_error is not None:
