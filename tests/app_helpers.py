@@ -18,7 +18,12 @@ def make_app(path: Path, *, watch: bool = False, now: datetime = FIXED_NOW, stal
     """The explorer on ``path`` with a fixed clock. ``app.notified`` lists every notification's
     message in order, kept after the toast itself has timed out (a loaded machine can take
     longer than a toast's few seconds to reach the check)."""
-    app = ProseTUI(path, watch=watch, clock=lambda: now, stale_after=stale_after)
+    return keep_notifications(ProseTUI(path, watch=watch, clock=lambda: now, stale_after=stale_after))
+
+
+def keep_notifications(app: ProseTUI) -> ProseTUI:
+    """``app`` with ``app.notified``: every notification's message in order, kept after the
+    toast has timed out."""
     notified: list[str] = []
     shown = app.notify
 

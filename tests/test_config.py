@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_helpers import make_app, palette_hit, pinned_copy, ready, wait_until
+from app_helpers import keep_notifications, make_app, palette_hit, pinned_copy, ready, wait_until
 from conftest import FIXTURES
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
@@ -246,17 +246,18 @@ def test_argparse_usage_error_is_2():
 
 async def test_a_key_taken_from_another_action_is_said_once(project):
     config = parse_config('[keys]\nrescan = "f"\n', known_actions=ProseTUI.action_names())
-    app = ProseTUI(project, watch=False, config=config)
+    app = keep_notifications(ProseTUI(project, watch=False, config=config))
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await pilot.press("2")
         trace = app.explorer.query_one(TraceView)
         following = trace.following
         await pilot.press("f", "f")
-        await wait_until(pilot, lambda: app._notifications, what="the clash notification")
+        # the log of notifications, not the toasts: under load a toast can time out first
+        await wait_until(pilot, lambda: app.notified, what="the clash notification")
         await pilot.pause()
         assert trace.following == following  # f rescans now; it no longer toggles follow
-        notes = [n.message for n in app._notifications if "toggle_follow" in n.message]
+        notes = [n for n in app.notified if "toggle_follow" in n]
         assert notes == ["config [keys]: 'f' (Panes & live) is now rescan; toggle_follow lost it: give it another key"]
 
 
