@@ -1,3 +1,3 @@
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 
 raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 ``python tests/as_a_user.py ARGS...`` drops the capabilities that read any file
 (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) from the process's effective set, then runs
-``prose_tui.headless.cli:main`` with ``ARGS``: a mode-000 file or folder then fails with a
+``prose_tui.cli.main:main`` with ``ARGS``: a mode-000 file or folder then fails with a
 real ``EACCES`` from the kernel. Exits 77 when the capabilities cannot be dropped (tests skip).
 A non-root user needs nothing dropped.
 """
@@ -44,7 +44,7 @@ def drop_read_capabilities() -> bool:
 if __name__ == "__main__":
     if not drop_read_capabilities():
         sys.exit(CANNOT_DROP)
-    from prose_tui.headless.cli import main
+    from prose_tui.cli.main import main
 
     sys.argv = ["prose-tui", *sys.argv[1:]]
     sys.exit(main())

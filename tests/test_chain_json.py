@@ -7,7 +7,7 @@ import json
 
 from conftest import FIXTURES
 
-from prose_tui.headless import cli
+from prose_tui.cli import cli
 
 REACTOR = FIXTURES / "reactor"
 

@@ -13,7 +13,7 @@ from app_helpers import keep_notifications, make_app, palette_hit, pinned_copy, 
 from conftest import FIXTURES
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 from prose_tui.tui.app import ProseTUI
 from prose_tui.tui.config import Config, config_path, load_config, parse_config, template
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -145,7 +145,7 @@ async def test_an_unknown_theme_is_named_and_the_default_kept(project):
 
 
 def test_flags_override_the_config(monkeypatch):
-    from prose_tui.headless import launch
+    from prose_tui.cli import launch
 
     write_config('theme = "nord"\nlayout = "wide"\nstale_after = 99\n')
     seen: dict = {}

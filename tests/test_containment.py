@@ -24,7 +24,7 @@ from conftest import FIXTURES
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, check_open, inside, run_root
 from prose_tui.backends.common.text import open_regular, read_window
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, corpus_or_skip
 
 from prose_tui.backends import open_run
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 from prose_tui.history import Journal, history_of
 from prose_tui.history.compare import compare_runs, diff_text
 

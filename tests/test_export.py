@@ -22,7 +22,7 @@ import pytest
 from conftest import FIXTURES
 
 from prose_tui.backends import open_run
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 from prose_tui.history import Journal, history_of
 from prose_tui.history.exporting import default_filename, export_text
 from prose_tui.history.report import build_report
@@ -211,7 +211,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 def test_cli_runs_as_a_program(tmp_path):
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "prose_tui.headless.cli", "export", str(EVENTLOG_RUN), "-o", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "prose_tui.cli.main", "export", str(EVENTLOG_RUN), "-o", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["id"] == "20260305-120000-e1e2e3"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prose_tui.headless.agent import add_agent_parser, run_agent_command
+from prose_tui.cli.agent import add_agent_parser, run_agent_command
 
 AGENT = Path(__file__).with_name("mission_agent.py")
 NOW = datetime(2025, 10, 15, 22, 41, 19, 372000, tzinfo=timezone.utc)
@@ -36,7 +36,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "prose_tui.headless.agent", *argv],
+    return subprocess.run([sys.executable, "-m", "prose_tui.cli.agent", *argv],
                           capture_output=True, text=True, timeout=30)
 
 

@@ -262,7 +262,7 @@ def test_the_core_runs_without_textual():
     import subprocess
     import sys
 
-    code = ("import sys, prose_tui.mission, prose_tui.headless.agent; "
+    code = ("import sys, prose_tui.mission, prose_tui.cli.agent; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert result.stdout.strip() == "[]", result.stderr

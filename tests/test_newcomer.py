@@ -80,7 +80,7 @@ async def test_a_slash_typed_into_the_query_is_part_of_it():
 
 # -- 5. a bad path ---------------------------------------------------------------------------------
 def test_a_file_that_is_not_a_run_exits_1_with_the_line_show_prints(tmp_path, capsys):
-    from prose_tui.headless.cli import main
+    from prose_tui.cli.main import main
 
     garbage = tmp_path / "garbage.md"
     garbage.write_text("hello, not a run\n")
@@ -354,7 +354,7 @@ async def test_database_agents_with_memory_show_it_and_only_stateless_agents_say
 
 
 def test_agent_status_warns_when_a_paused_agent_has_not_taken_up_a_command_for_long(tmp_path, capsys):
-    from prose_tui.headless.cli import main
+    from prose_tui.cli.main import main
 
     state = tmp_path / "agent_state.json"
     state.write_text('{"desired_state": "continuous", "current_state": "pause", "timestamp": "2025-01-01T00:00:00Z"}')
@@ -366,7 +366,7 @@ def test_agent_status_warns_when_a_paused_agent_has_not_taken_up_a_command_for_l
 
 
 def test_an_unreadable_agent_state_keeps_the_file_name_as_given(tmp_path, monkeypatch, capsys):
-    from prose_tui.headless.cli import main
+    from prose_tui.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "garbage.md").write_bytes(b"\xff\xfe not utf-8")

@@ -90,7 +90,7 @@ async def test_the_bindings_tree_lists_s2_before_s10_also_when_s10_arrives_later
 def test_show_json_names_the_binding_the_run_wrote_last_after_a_clone(tmp_path, capsys):
     import json
 
-    from prose_tui.headless.cli import main
+    from prose_tui.cli.main import main
 
     clone = _cloned_demo(tmp_path)
     assert main(["show", "--json", str(clone)]) == 0

@@ -32,7 +32,7 @@ from pg_server import VmWriter
 
 from prose_tui.backends.common.dburl import parse_target, redact
 from prose_tui.backends.postgres import backend as postgres_backend
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 from prose_tui.tui.app import ProseTUI
 
 HERE = Path(__file__).parent
@@ -195,7 +195,7 @@ def record_process(argv: list[str], home: Path, *, ready: bool) -> tuple[int, st
     SIGTERM. Returns (exit status, stdout, stderr)."""
     env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(home / ".local" / "state"),
            "XDG_CONFIG_HOME": str(home / ".config"), "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "prose_tui.headless.cli", *argv], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "prose_tui.cli.main", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     watchdog = threading.Timer(60, proc.kill)  # a hung recorder fails the test instead of the run
     watchdog.start()
@@ -295,7 +295,7 @@ def test_an_uncaught_exception_is_printed_without_the_password():
     """The console entry point's hooks: a bug's traceback (main thread or another) quotes the
     exception text, which may hold a URL."""
     url = f"postgresql://viewer:{ENCODED}@db.example/team"
-    code = ("import sys, threading; from prose_tui.headless.targets import install_redacting_excepthooks as i; i(); "
+    code = ("import sys, threading; from prose_tui.cli.targets import install_redacting_excepthooks as i; i(); "
             f"t = threading.Thread(target=lambda: {{}}[{url!r}]); t.start(); t.join(); "
             f"raise OSError({url!r})")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -20,7 +20,7 @@ from pg_server import VmWriter
 from prose_tui.backends.postgres import DatabaseUnavailable, DatabaseUrl, PostgresSource, QueryFailed, find_url
 from prose_tui.backends.postgres.backend import PostgresBackend
 from prose_tui.backends.postgres.rows import ExecutionReader
-from prose_tui.headless.cli import main
+from prose_tui.cli.main import main
 from prose_tui.model import EventKind, RunStatus
 from prose_tui.tui.app import ProseTUI
 

@@ -23,7 +23,7 @@ import pytest
 
 from prose_tui.backends import open_run
 from prose_tui.backends.registry import backend_for, backend_of
-from prose_tui.headless.cli import main as cli_main
+from prose_tui.cli.main import main as cli_main
 from prose_tui.model import Backend, EventKind, RunFormat, RunStatus
 from prose_tui.model.serialize import run_detail
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import FIXTURES
 
 from prose_tui.backends import open_run
-from prose_tui.headless.cli import main as cli_main
+from prose_tui.cli.main import main as cli_main
 from prose_tui.history import failure_context, history_of, state_at
 from prose_tui.model import EventKind, RunStatus, StatementState
 

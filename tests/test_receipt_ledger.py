@@ -19,7 +19,7 @@ from conftest import CORPUS as SHARED_CORPUS
 from receipt_ledger_vm import RUN_ID, chain, control, receipt, write_anchor, write_ledger, write_run
 
 from prose_tui.backends import backend_for, backend_of, find_runs, open_run
-from prose_tui.headless.cli import main as cli_main
+from prose_tui.cli.main import main as cli_main
 from prose_tui.model import RunStatus
 
 HERE = Path(__file__).resolve().parent

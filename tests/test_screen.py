@@ -499,7 +499,7 @@ async def test_a_summary_read_arriving_after_the_full_read_does_not_replace_it()
 
 
 def test_show_json_carries_binding_failures(tmp_path, capsys):
-    from prose_tui.headless.cli import main
+    from prose_tui.cli.main import main
 
     run_dir = tmp_path / OLDER.name
     shutil.copytree(OLDER, run_dir)
@@ -513,7 +513,7 @@ def test_show_json_carries_binding_failures(tmp_path, capsys):
 
 # -- event-log runs ---------------------------------------------------------------------------------
 def test_an_event_log_annotates_its_program():
-    from prose_tui.headless.cli import load_runs
+    from prose_tui.cli.main import load_runs
     from prose_tui.viewmodel.program_trace import program_trace
 
     run = load_runs(FAILED_RUN)[0]

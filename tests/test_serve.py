@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from prose_tui.headless.cli import main
-from prose_tui.headless.serve import explorer_argv, is_loopback
+from prose_tui.cli.main import main
+from prose_tui.cli.serve import explorer_argv, is_loopback
 
 aiohttp = pytest.importorskip("aiohttp")
 
@@ -75,7 +75,7 @@ class Served:
 
 def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Served:
     """Start ``prose-tui serve ARGS --port 0`` and wait for the ``Open http://...`` line."""
-    proc = subprocess.Popen([sys.executable, "-m", "prose_tui.headless.cli", "serve", *args, "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "prose_tui.cli.main", "serve", *args, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
                             env={**os.environ, "NO_COLOR": "1", **(env or {})})
     guard = threading.Timer(HANG_GUARD, proc.kill)
@@ -313,7 +313,7 @@ def test_explorer_argv_has_no_shell_and_no_url(tmp_path):
     odd = tmp_path / "a b; rm -rf x"
     odd.mkdir()
     argv = explorer_argv(odd, watch=False)
-    assert argv[1:4] == ["-m", "prose_tui.headless.serve_child", str(odd.resolve())] and argv[-1] == "--no-watch"
+    assert argv[1:4] == ["-m", "prose_tui.cli.serve_child", str(odd.resolve())] and argv[-1] == "--no-watch"
 
 
 def test_a_database_url_never_reaches_argv_or_output(tmp_path):
@@ -338,7 +338,7 @@ def test_a_database_url_never_reaches_argv_or_output(tmp_path):
 
 
 def test_the_explorer_gets_the_urls_from_its_environment_and_keeps_none():
-    from prose_tui.headless.serve_child import DATABASE_ENV, POSTGRES_ENV, explorer_arguments
+    from prose_tui.cli.serve_child import DATABASE_ENV, POSTGRES_ENV, explorer_arguments
 
     env = {DATABASE_ENV: "postgresql://u:pw@h/db", "HOME": "/home/u"}
     assert explorer_arguments(["/srv/proj", "--no-watch"], env) == ["postgresql://u:pw@h/db", "--no-watch"]

@@ -29,7 +29,7 @@ def _loaded_after(code: str) -> set[str]:
 
 
 def test_starting_the_explorer_leaves_the_markdown_yaml_and_dotenv_readers_for_later():
-    loaded = _loaded_after("import prose_tui.headless.cli, prose_tui.tui.app")
+    loaded = _loaded_after("import prose_tui.cli.main, prose_tui.tui.app")
     assert "textual.app" in loaded  # the probe imported the explorer
     assert sorted(m for m in ON_DEMAND if m in loaded) == []
 

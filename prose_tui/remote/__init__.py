@@ -6,7 +6,7 @@ in a framed, compressed protocol (:mod:`.protocol`); the explorer keeps a privat
 (:class:`.client.Mirror`) that the usual backends, watcher and history read. Textual-free;
 below ``live`` in the layers.
 
-For the command line (``prose_tui.headless.targets``):
+For the command line (``prose_tui.cli.targets``):
 
 * :func:`remote_path` registers an ``ssh://``/scp-form argument and gives the ``Path`` that
   stands for it until :func:`localize` opens it;

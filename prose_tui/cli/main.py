@@ -16,7 +16,7 @@ A ``postgresql://`` URL as the target reads that database alone (openprose-0.15
 state/postgres.md; ``URL#RUN_ID`` one run of it); a PATH reads that path, plus
 ``--postgres URL`` or else ``OPENPROSE_POSTGRES_URL`` from the project's ``.env`` or the
 environment (then ``DATABASE_URL``) beside it (``--no-postgres``: none). See
-:mod:`prose_tui.headless.targets`. The URL and its password are never printed: messages
+:mod:`prose_tui.cli.targets`. The URL and its password are never printed: messages
 name ``db@host`` only, and every message passes through
 :func:`~prose_tui.backends.common.dburl.redact`.
 
@@ -36,9 +36,9 @@ from prose_tui import __version__
 from prose_tui.backends import NotARunError
 from prose_tui.backends.common.dburl import Target, is_postgres_url, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.headless.completion import add_completion_parser
-from prose_tui.headless.config_cmd import add_config_parser
-from prose_tui.headless.targets import (
+from prose_tui.cli.completion import add_completion_parser
+from prose_tui.cli.config_cmd import add_config_parser
+from prose_tui.cli.targets import (
     RedactingArgumentParser,
     TargetError,
     add_postgres_options,
@@ -47,7 +47,7 @@ from prose_tui.headless.targets import (
     sources_for,
     target_argument,
 )
-from prose_tui.headless.usage import MAIN_EPILOG, decorate
+from prose_tui.cli.usage import MAIN_EPILOG, decorate
 from prose_tui.model import Run, RunStatus
 from prose_tui.model.serialize import run_detail, run_row
 from prose_tui.tui.config import LAYOUTS
@@ -117,20 +117,20 @@ def _sub_parser() -> argparse.ArgumentParser:
     record = sub.add_parser("record", help="journal the runs below PATH without a UI, until Ctrl+C/SIGTERM/SIGHUP")
     target_argument(record, what="a project or runs folder")
     add_postgres_options(record, live=False)
-    from prose_tui.headless.export import add_export_parser
+    from prose_tui.cli.export import add_export_parser
 
     add_export_parser(sub)
     _common(sub.choices["export"])
-    from prose_tui.headless.diff import add_diff_parser
+    from prose_tui.cli.diff import add_diff_parser
 
     add_diff_parser(sub)
     _common(sub.choices["diff"])
-    from prose_tui.headless.serve import add_serve_parser
+    from prose_tui.cli.serve import add_serve_parser
 
     add_serve_parser(sub)
     _common(sub.choices["serve"])
     try:
-        from prose_tui.headless.agent import add_agent_parser
+        from prose_tui.cli.agent import add_agent_parser
     except ImportError:  # pragma: no cover - mission control is part of the package
         pass
     else:
@@ -172,7 +172,7 @@ def _print_runs(runs: list[Run], as_json: bool) -> None:
 
         print(json.dumps(shown_json([run_row(r) for r in runs]), indent=2, ensure_ascii=False))
         return
-    from prose_tui.headless.render import runs_table
+    from prose_tui.cli.render import runs_table
 
     runs_table(runs)
 
@@ -202,7 +202,7 @@ def _show(args: argparse.Namespace) -> int:
 
         print(json.dumps(shown_json(detail), indent=2, ensure_ascii=False))
         return 0
-    from prose_tui.headless.render import run_report
+    from prose_tui.cli.render import run_report
 
     run_report(run)
     if args.at is not None:
@@ -214,7 +214,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _config():
     """The config file, checked; its problems are shown by the app (or printed for headless commands)."""
-    from prose_tui.headless.config_cmd import load_checked
+    from prose_tui.cli.config_cmd import load_checked
 
     return load_checked()
 
@@ -249,7 +249,7 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the process's entry point: its tracebacks pass through redact too
-        from prose_tui.headless.targets import install_redacting_excepthooks
+        from prose_tui.cli.targets import install_redacting_excepthooks
 
         install_redacting_excepthooks()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -269,23 +269,23 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "show":
                 return _show(args)
             if args.command == "export":
-                from prose_tui.headless.export import run_export
+                from prose_tui.cli.export import run_export
 
                 return run_export(args)
             if args.command == "diff":
-                from prose_tui.headless.diff import run_diff
+                from prose_tui.cli.diff import run_diff
 
                 return run_diff(args)
             if args.command == "serve":
-                from prose_tui.headless.serve import run_serve
+                from prose_tui.cli.serve import run_serve
 
                 return run_serve(args)
             if args.command == "config":
-                from prose_tui.headless.config_cmd import run_config_command
+                from prose_tui.cli.config_cmd import run_config_command
 
                 return run_config_command(args)
             if args.command == "completion":
-                from prose_tui.headless.completion import completion_script
+                from prose_tui.cli.completion import completion_script
 
                 print(completion_script(args.shell, completion_parser()), end="")
                 return 0
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 return main_record(target.path, sources=sources)
             if is_postgres_url(args.path):
                 return _fail("agent: agent_state.json lives in a project folder; a PostgreSQL URL has none")
-            from prose_tui.headless.agent import run_agent_command
+            from prose_tui.cli.agent import run_agent_command
 
             return run_agent_command(args)
         except BrokenPipeError:
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         args.sources = [RemoteState(mirror)]
     if target.run_id is not None and args.sources:  # URL#RUN_ID: open on that run
         args.initial = args.sources[0].path_of(target.run_id)
-    from prose_tui.headless.launch import launch
+    from prose_tui.cli.launch import launch
 
     return launch(args)
 

@@ -1,7 +1,7 @@
 """``prose-tui export RUN [--at N] [--format html|md|json] [-o FILE]`` (issue 14).
 
 ``RUN`` is a run path, ``-`` (a narration on stdin) or ``postgresql://…/db#RUN_ID`` (a run
-kept in PostgreSQL; see :mod:`prose_tui.headless.targets`).
+kept in PostgreSQL; see :mod:`prose_tui.cli.targets`).
 
 Writes one self-contained file describing the run (see
 :mod:`prose_tui.history.report_html` for what the HTML page holds and why it is safe to open)
@@ -27,7 +27,7 @@ def add_export_parser(sub) -> None:
         description="Write one run as a self-contained file anyone can open offline: header and status "
                     "reason, annotated trace, failures with their context, timeline, bindings, agent "
                     "memory, warnings.")
-    from prose_tui.headless.targets import any_target
+    from prose_tui.cli.targets import any_target
 
     export.add_argument("path", type=any_target, metavar="RUN",
                         help="run folder, state file, state.db, narration file, - for stdin, or postgresql://…/db#RUN_ID")
@@ -40,9 +40,9 @@ def add_export_parser(sub) -> None:
 
 def load_run_and_history(target: Target | Path, stale_after: float):
     """The run ``target`` names (a path, ``-`` for a narration on stdin, or ``URL#RUN_ID``;
-    see :func:`~prose_tui.headless.targets.open_target_run` for its errors) and its history
+    see :func:`~prose_tui.cli.targets.open_target_run` for its errors) and its history
     (journal included)."""
-    from prose_tui.headless.targets import open_target_run
+    from prose_tui.cli.targets import open_target_run
     from prose_tui.history import Journal, history_of
 
     run = open_target_run(parse_target(target) if isinstance(target, Path) else target, stale_after)

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from prose_tui.history.compare import Comparison, StatementOutcome, ValueDiff
-from prose_tui.headless.targets import any_target
+from prose_tui.cli.targets import any_target
 from prose_tui.history.report import describe_seconds, size_text
 
 __all__ = ["add_diff_parser", "print_comparison", "run_diff"]
@@ -37,7 +37,7 @@ def add_diff_parser(sub) -> None:
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    from prose_tui.headless.export import load_run_and_history
+    from prose_tui.cli.export import load_run_and_history
     from prose_tui.history.compare import compare_runs
 
     a, history_a = load_run_and_history(args.run_a, args.stale_after)

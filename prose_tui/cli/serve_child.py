@@ -1,5 +1,5 @@
 """One browser tab's explorer as ``prose-tui serve`` starts it:
-``python -m prose_tui.headless.serve_child PATH [options]``.
+``python -m prose_tui.cli.serve_child PATH [options]``.
 
 A PostgreSQL URL holds a password, and a process's argv is readable by every user of the
 machine (``ps``, ``/proc/PID/cmdline``). So ``serve`` hands the URL over in the environment
@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import MutableMapping, Sequence
 
-from prose_tui.headless.serve import DATABASE_ENV, POSTGRES_ENV
+from prose_tui.cli.serve import DATABASE_ENV, POSTGRES_ENV
 
 __all__ = ["DATABASE_ENV", "POSTGRES_ENV", "explorer_arguments", "main"]
 
@@ -37,7 +37,7 @@ def explorer_arguments(argv: Sequence[str], environ: MutableMapping[str, str]) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from prose_tui.headless.cli import main as cli_main
+    from prose_tui.cli.main import main as cli_main
 
     return cli_main(explorer_arguments(sys.argv[1:] if argv is None else argv, os.environ))
 

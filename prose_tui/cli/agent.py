@@ -2,7 +2,7 @@
 
 Integration: ``add_agent_parser(subparsers)`` adds the ``agent`` subcommand to an argparse
 subparsers object and sets ``func=run_agent_command`` on it, so the main CLI can do
-``return args.func(args)``. ``python -m prose_tui.headless.agent ...`` runs it standalone.
+``return args.func(args)``. ``python -m prose_tui.cli.agent ...`` runs it standalone.
 
 Exit codes: 0 done (status: a Mission Control or heartbeat file was read); 1 the file is missing,
 unreadable, malformed or holds unknown states, or a control was refused; 2 usage error.
@@ -161,7 +161,7 @@ def run_agent_command(args: argparse.Namespace, *, now=utc_now, out=None, err=No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry: ``python -m prose_tui.headless.agent ACTION [PATH] [options]``."""
+    """Standalone entry: ``python -m prose_tui.cli.agent ACTION [PATH] [options]``."""
     parser = argparse.ArgumentParser(prog="prose-tui agent", description=add_agent_parser.__doc__)
     add_agent_arguments(parser)
     return run_agent_command(parser.parse_args(argv))

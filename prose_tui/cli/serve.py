@@ -1,6 +1,6 @@
 """``prose-tui serve [PATH|URL]``: the explorer in a web browser (issues 14, 29), through
 textual-serve: each browser tab that connects starts one explorer process whose screen is
-streamed over a websocket (:mod:`prose_tui.headless.serve_web`).
+streamed over a websocket (:mod:`prose_tui.cli.serve_web`).
 
 Security model. A run is other people's text, and the explorer can act on the machine it
 runs on; so the server answers only whoever holds its link, and a browser tab cannot write.
@@ -24,7 +24,7 @@ runs on; so the server answers only whoever holds its link, and a browser tab ca
   :mod:`prose_tui.tui.served`) that it is served read-only: an export becomes a download in
   the browser, and Mission Control's controls, the editor and config writes are refused.
 - **No secrets in argv or output**: the explorers start without a shell; a PostgreSQL URL
-  reaches them in their environment (:mod:`prose_tui.headless.serve_child`), and messages
+  reaches them in their environment (:mod:`prose_tui.cli.serve_child`), and messages
   name the database ``db@host`` only. No access log (request lines carry the token); pages
   say ``Referrer-Policy: no-referrer``, may not be framed, and load nothing from elsewhere
   (the font textual-serve ships, a favicon of our own; ``Content-Security-Policy``).
@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.headless.serve_guard import TOKEN_ENV, TokenError, choose_token, is_loopback, origin_of
+from prose_tui.cli.serve_guard import TOKEN_ENV, TokenError, choose_token, is_loopback, origin_of
 
 __all__ = ["DATABASE_ENV", "POSTGRES_ENV", "add_serve_parser", "explorer_argv", "is_loopback", "run_serve"]
 
@@ -78,9 +78,9 @@ def add_serve_parser(sub) -> None:
 def explorer_argv(path: Path, *, stale_after: float = DEFAULT_STALE_AFTER, watch: bool = True,
                   no_postgres: bool = False) -> list[str]:
     """The argv textual-serve runs (without a shell) for each browser tab: this Python, the
-    serve child module (:mod:`prose_tui.headless.serve_child`), the resolved path, options.
+    serve child module (:mod:`prose_tui.cli.serve_child`), the resolved path, options.
     Never a URL: those travel in the environment."""
-    argv = [sys.executable, "-m", "prose_tui.headless.serve_child", str(path.resolve())]
+    argv = [sys.executable, "-m", "prose_tui.cli.serve_child", str(path.resolve())]
     if stale_after != DEFAULT_STALE_AFTER:
         argv += ["--stale-after", str(stale_after)]
     if not watch:
@@ -145,8 +145,8 @@ def run_serve(args: argparse.Namespace) -> int:
         else:
             print(f"Open {base}/?token=... (the token in {token_origin})", flush=True)
 
-    from prose_tui.headless.serve_guard import Guard
-    from prose_tui.headless.serve_web import ExplorerServer
+    from prose_tui.cli.serve_guard import Guard
+    from prose_tui.cli.serve_web import ExplorerServer
 
     server = ExplorerServer(argv, environment, guard=Guard(token, public_url=public_url, allow_remote=args.allow_remote),
                             host=host, port=args.port, title=f"prose-tui {Path(what).name if not database else what}",

@@ -1,9 +1,9 @@
 """The web server behind ``prose-tui serve``: textual-serve's ``Server``, hooked where it
 lets itself be (its app construction, index and websocket handlers), not forked.
 
-What it changes (see :mod:`prose_tui.headless.serve` for the security model):
+What it changes (see :mod:`prose_tui.cli.serve` for the security model):
 
-- every route sits behind :class:`~prose_tui.headless.serve_guard.Guard` (token, Origin, Host);
+- every route sits behind :class:`~prose_tui.cli.serve_guard.Guard` (token, Origin, Host);
 - the page comes from this package's own template (``serve_page/``): no Google Fonts, the
   Roboto Mono that textual-serve ships is served from ``/static``, a favicon; its asset and
   websocket URLs follow the ``Host`` the browser used unless ``--public-url`` is given;
@@ -33,7 +33,7 @@ from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from prose_tui.headless.serve_guard import TOKEN_ENV, Guard
+from prose_tui.cli.serve_guard import TOKEN_ENV, Guard
 
 log = logging.getLogger("textual-serve")
 
@@ -48,7 +48,7 @@ CLOSE_TIMEOUT = 0.5
 class ExplorerSession(AppService):
     """One browser tab's explorer process: ``argv`` run directly (no shell) in a new session
     (its own process group), with ``environment`` over textual-serve's, and without
-    :data:`~prose_tui.headless.serve_guard.TOKEN_ENV`."""
+    :data:`~prose_tui.cli.serve_guard.TOKEN_ENV`."""
 
     def __init__(self, argv: Sequence[str], environment: Mapping[str, str], **options: Any) -> None:
         super().__init__(shlex.join(argv), **options)
