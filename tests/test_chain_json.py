@@ -7,7 +7,7 @@ import json
 
 from conftest import FIXTURES
 
-from prose_tui.cli import cli
+from prose_tui.cli import main as cli
 
 REACTOR = FIXTURES / "reactor"
 

@@ -6,7 +6,7 @@ import json
 
 from conftest import FIXTURES
 
-from prose_tui.cli import cli
+from prose_tui.cli import main as cli
 
 FAILED_RUN = FIXTURES / "eventlog" / ".prose" / "runs" / "20260305-120000-e1e2e3"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from prose_tui.backends import find_runs, open_run
-from prose_tui.cli import cli
+from prose_tui.cli import main as cli
 from prose_tui.model import RunFormat, RunStatus, StatementState
 from prose_tui.model.serialize import run_detail
 

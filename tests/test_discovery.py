@@ -20,7 +20,7 @@ from prose_tui.backends.discover import (
     owning_run,
     runs_roots,
 )
-from prose_tui.cli import cli
+from prose_tui.cli import main as cli
 
 SKILL = FIXTURES / "skill"
 COMPLETED = SKILL / "completed" / "runs" / "20260702-091500-a1b2c3"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from prose_tui.backends.filesystem import backend as backend_module
 from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES, load_run, load_run_tail_first
-from prose_tui.cli import cli
+from prose_tui.cli import main as cli
 from prose_tui.tui.widgets.trace_view import TraceView
 from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
 

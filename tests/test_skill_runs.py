@@ -17,7 +17,7 @@ from conftest import FIXTURES
 from prose_tui.backends import open_run
 from prose_tui.backends.filesystem.eventlog_lines import classify_line
 from prose_tui.backends.registry import backend_of
-from prose_tui.cli import cli
+from prose_tui.cli import main as cli
 from prose_tui.history import Journal, history_of
 from prose_tui.model import EventKind, RunFormat, RunStatus, StatementState
 

@@ -218,8 +218,11 @@ class Workspace(SourceRuns):
         if not summary and partial is not None and path not in self.runs:
             # A long log's newest screenful first (its tail), then the whole read behind it.
             backend = backend_for(path)
-            first = backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
-                                              observed=self.observed.get(path)) if backend is not None else None
+            try:
+                first = backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
+                                                  observed=self.observed.get(path)) if backend is not None else None
+            except OSError:
+                first = None  # an unreadable run: the whole read below says why, as it always has
             if first is not None:
                 partial(first)
         try:
