@@ -113,9 +113,6 @@ def trace_text(trace: TraceView) -> str:
     return "\n".join(line.text for line in trace.lines)
 
 
-@pytest.mark.xfail(strict=True, reason="not done yet: the state at a frozen cursor is built on the UI thread "
-                   "(HistoryNavigator.view → history.state_at: a journal revision past the few kept in memory, "
-                   "and the live state.md raw when that revision has no trace)")
 async def test_a_frozen_cursor_on_a_journaled_snapshot_run_reads_no_file_on_the_ui_thread(tmp_path):
     _, walk = demo(tmp_path, 6)
     app = ProseTUI(tmp_path / "project", watch=True, journal=Journal(tmp_path / "journal"))
@@ -140,3 +137,30 @@ async def test_a_frozen_cursor_on_a_journaled_snapshot_run_reads_no_file_on_the_
                                  in str(trace_pane.border_title) and explorer.pending() is None,
                                  what="the run as of the event the cursor is on")
     assert not reads, f"the UI thread read files: {sorted(set(reads))}"
+
+
+async def test_the_first_event_of_a_journaled_run_is_not_todays_state_file_shown_raw(tmp_path):
+    """Issue 32: the journal takes in a run's bindings before its first ``state.md`` revision,
+    so event 0 has no statements. It says so; it is not today's ``state.md`` under "no
+    statements parsed ... shown raw" (another moment's text, and a false warning)."""
+    _, walk = demo(tmp_path, 2)
+    app = ProseTUI(tmp_path / "project", watch=True, journal=Journal(tmp_path / "journal"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching")
+                         and explorer.pending() is None, what="the demo run on screen, watched", turns=3000)
+        timeline = explorer.query_one(Timeline)
+        shown = len(timeline.events)
+        for _ in range(3):
+            next(walk)
+            await wait_until(pilot, lambda: len(timeline.events) > shown and explorer.pending() is None,
+                             what="the timeline caught up with the VM's step", turns=3000)
+            shown = len(timeline.events)
+        await pilot.press("left_curly_bracket")
+        trace_pane = explorer.query_one("#trace-pane")
+        await wait_until(pilot, lambda: explorer.nav.position == 0 and "as of event 0" in str(trace_pane.border_title)
+                         and explorer.pending() is None, what="the run as of its first event")
+        assert not explorer.model.view().trace  # the journal's event 0 precedes its first state.md revision
+        assert "shown raw" not in explorer.head_text.plain
+        assert "no statements yet as of this event" in explorer.head_text.plain
+        assert trace_text(explorer.query_one(TraceView)) == ""

@@ -370,7 +370,16 @@ class ExplorerModel:
         if run is None:
             return []
         view = self.view() or run
-        lines, self.banner = (view.trace, None) if view.trace else self._fallback_trace(run)
+        if view.trace:
+            lines, self.banner = view.trace, None
+        elif view is not run and run.trace:
+            # A past moment before the state file's first parsed revision (the journal took in
+            # the run's bindings first): the run had no statements yet. Today's file shown raw
+            # would be another moment's text under a false "nothing parsed" warning.
+            name = run.state_file.name if run.state_file is not None else "the state file"
+            lines, self.banner = [], f"no statements yet as of this event: {name} had not been written"
+        else:
+            lines, self.banner = self._fallback_trace(run)
         # What changed in view.trace since the last call (live deltas), when it is the run's
         # own list; the program view and the failure marks then cost what changed.
         changed: set[int] | None = None
