@@ -357,3 +357,15 @@ def test_the_format_is_one_folder_that_imports_only_common_the_protocol_and_the_
     from prose_tui.backends import registry
 
     assert "prose_tui.backends.receipt_ledger.backend:ReceiptLedgerBackend" in registry.BUILTIN
+
+
+def test_show_at_the_failure_gives_each_statement_its_state_then(tmp_path, capsys) -> None:
+    """``show --at N`` on a ledger run: every statement with a receipt by event N is in the
+    state its receipt says (rendered -> complete, failed -> failed), the rest not yet run."""
+    run_dir = _run_dir(tmp_path)
+    write_run(run_dir, failed=True)
+    failure = _show(capsys, run_dir)["failure"]
+    assert cli_main(["show", "--json", "--at", str(failure["event"]), str(run_dir)]) == 0
+    trace = {t["text"].split()[0]: t["state"] for t in json.loads(capsys.readouterr().out)["trace"]}
+    assert trace["s002"] == "complete" and trace["s003"] == "complete"
+    assert trace["s004"] == "failed"
