@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from prose_tui.model import Event, EventKind, StatementState, TraceLine
+from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
 
 #: The columns of ``execution`` the seed names; any others go to :attr:`ExecutionRow.extra`.
 EXECUTION_COLUMNS = [
@@ -208,3 +208,19 @@ def events_for_rows(rows: list[ExecutionRow], warnings: list[str] | None = None)
     for seq, ev in enumerate(events):
         ev.seq = seq
     return events
+
+
+def call_stack_of(chain: list[ExecutionRow]) -> list[Frame]:
+    """The call stack of an executing row: ``chain`` is the row and its ancestors (innermost
+    first, by ``parent_id``). Frames are the block calls in it (else every ancestor), innermost
+    first; an outer frame still "executing"/"running" is "waiting" on the one inside it
+    (seeds/sqlite.md and openprose-0.15 state/postgres.md, the ``execution`` table)."""
+    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
+    frames = []
+    for i, r in enumerate(blocks):
+        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
+        status = (r.status or "").lower() or None
+        if i > 0 and status in ("executing", "running"):
+            status = "waiting"
+        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
+    return frames

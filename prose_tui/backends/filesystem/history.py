@@ -11,10 +11,10 @@ skill run's nodes as of a cursor (openprose-0.15 state/filesystem.md, ``receipts
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Hashable
 
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
+from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics
 from prose_tui.backends.filesystem.snapshot import parse_time
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.protocol import Revision
@@ -112,13 +112,4 @@ def _skill_metrics(out: Run) -> None:
     """A skill run's receipt totals in ``Run.metrics`` (the keys skill.py writes), as of then."""
     for key in [k for k in out.metrics if k == "receipts" or k.startswith(("receipts_", "tokens_"))]:
         del out.metrics[key]
-    if not out.receipts:
-        return
-    by_status: dict[str, int] = defaultdict(int)
-    for r in out.receipts:
-        by_status[r.status] += 1
-    out.metrics["receipts"] = float(len(out.receipts))
-    for status, count in by_status.items():
-        out.metrics[f"receipts_{status}"] = float(count)
-    out.metrics["tokens_fresh"] = float(sum(r.tokens_fresh for r in out.receipts))
-    out.metrics["tokens_reused"] = float(sum(r.tokens_reused for r in out.receipts))
+    add_receipt_metrics(out)

@@ -15,10 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from prose_tui.backends.common.execution_rows import (
+    call_stack_of,
     EXECUTION_COLUMNS,
     ExecutionRow,
-    block_name,
-    is_block_call,
 )
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.postgres.connect import PgReader, quote_ident
@@ -178,12 +177,4 @@ def call_stack(execution: ExecutionReader, known: dict[int, ExecutionRow], lates
         if pid is None:
             break
         current = known.get(pid) or next(iter(execution.by_id([pid])), None)
-    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
-    frames = []
-    for i, r in enumerate(blocks):
-        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
-        status = (r.status or "").lower() or None
-        if i > 0 and status in ("executing", "running"):
-            status = "waiting"
-        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
-    return frames
+    return call_stack_of(chain)

@@ -12,11 +12,10 @@ import sqlite3
 
 from prose_tui.backends.common.depths import depths
 from prose_tui.backends.common.execution_rows import (
+    call_stack_of,
     EXECUTION_COLUMNS,
     ExecutionRow,
-    block_name,
     cell_int,
-    is_block_call,
 )
 from prose_tui.backends.common.text import visible
 from prose_tui.backends.sqlite.connect import quote_ident
@@ -97,15 +96,7 @@ def open_call_stack(conn, cols: list[str], key: str, known: dict[int, ExecutionR
             found = rows[0]
         chain.append(found)
         current = found.parent_id
-    blocks = [r for r in chain if is_block_call(r)] or chain[1:]
-    frames = []
-    for i, r in enumerate(blocks):
-        parent = blocks[i + 1].id if i + 1 < len(blocks) else None
-        status = (r.status or "").lower() or None
-        if i > 0 and status in ("executing", "running"):
-            status = "waiting"
-        frames.append(Frame(execution_id=r.id, block=block_name(r), depth=len(blocks) - i, status=status, parent_id=parent))
-    return frames
+    return call_stack_of(chain)
 
 
 def latest_failure(conn, cols: list[str], key: str, known: dict[int, ExecutionRow], run: Run) -> None:
