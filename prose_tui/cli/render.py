@@ -16,7 +16,7 @@ from prose_tui.backends.common.status import age, as_utc
 from prose_tui.backends.common.text import short
 from prose_tui.history.nodes import node_state
 from prose_tui.model import Run
-from prose_tui.model.run import program_name
+from prose_tui.model.run import ordered_bindings, program_name
 from prose_tui.model.serialize import cost
 from prose_tui.tui.glyphs import STATE_GLYPH, STATUS_BADGE
 
@@ -78,7 +78,7 @@ def run_report(run: Run, console: Console | None = None) -> None:
             console.print(Text(f"#{f.execution_id}  {f.block}  depth {f.depth}  {f.status or ''}"))
     if run.bindings:
         console.rule(f"bindings ({len(run.bindings)})")
-        for b in run.bindings:
+        for b in ordered_bindings(run):  # the order the run wrote them, as the pane shows
             missing = "" if b.exists else "  (missing)"
             console.print(Text(f"{b.name:<24} {b.kind or '—':<7} {b.scope:<14} {b.bytes:>8} B{missing}"))
     if run.agents:

@@ -1,25 +1,31 @@
 """An approximate history for a snapshot run nobody watched (issue 3).
 
 A snapshot ``state.md`` (seeds/filesystem.md) only says where the run is *now*. What is left
-of the order: the trace order of the statements, and the modification times of the binding
-files and agent segments the statements wrote. The reconstruction:
+of the order is what the run records: the trace (the program's statements in order, each
+``-->`` naming the binding it wrote), the execution ids of scoped bindings, the Index, the
+agents' numbered segments. File times only break ties the record leaves (the branches of a
+``parallel:``, which run at once): a git clone or a copy gives every file the same time,
+and the order must not then depend on the folder's listing. The reconstruction:
 
-* one item per trace line with a state (complete, executing, retrying, failed, skipped), at
-  the mtime of the binding its ``-->`` annotation names; a line with no binding takes the
-  time of the line before it, and a block header (``parallel:``, ``loop``...) the time of
-  the last line of its block, so it completes after its body;
-* one item per binding file no trace line names (scoped ``x__N`` bindings, ``anon_NNN``),
-  and per segment under the run's ``agents/``, at its mtime;
-* items sorted by time, trace order breaking ties; a binding becomes ``binding_written``
-  then the line's own event; execution ids of scoped bindings become ``frame_pushed``
-  before their first binding and ``frame_popped`` after their last (unless still on the
-  final call stack); the run's end or error closes the stream.
+* one item per trace line with a state (complete, executing, retrying, failed, skipped), in
+  trace order, carrying the binding its ``-->`` annotation names; the branches of a
+  ``parallel:`` by the time of their files (untimed last), then their name; the body of a
+  ``block`` definition moves to the first line that calls it (``do name``); a block header
+  with no binding of its own (``parallel:``, ``loop``...) comes after its body;
+* a binding file no trace line names: beside the one of the same name it names (scoped
+  ``parts__41`` before ``parts__43``: execution ids grow), else after the trace in Index
+  order, then by time and natural name; an agent's segments in number order, the k-th after
+  the k-th statement that runs that agent (``session: captain``, ``resume: captain``), the
+  others at the end;
+* a binding becomes ``binding_written`` then the line's own event; execution ids of scoped
+  bindings become ``frame_pushed`` before their first binding and ``frame_popped`` after
+  their last (unless still on the final call stack); the run's end or error closes the stream.
 
 Times on events come only from files (binding/segment mtimes, the header's ``updated:``);
-lines placed by their neighbours have ``time=None``. The History says it is reconstructed.
+lines with no file have ``time=None``. The History says it is reconstructed.
 Times never run backwards: a file time more than ``COPY_GAP`` after the run's start came
-from a copy or a checkout, not the run, and is dropped (the order it gives is kept); a time
-earlier than one before it (the header's ``updated:`` written before the last binding) is
+from a copy or a checkout, not the run, and is dropped; a time earlier than one before it
+(the header's ``updated:`` written before the last binding, a file touched out of order) is
 raised to it. Every time left is marked ``Event.approximate``.
 """
 
@@ -43,6 +49,7 @@ from prose_tui.model import (
     StatementState,
     TraceLine,
 )
+from prose_tui.model.binding import natural_key
 
 __all__ = ["NOTE", "reconstruct"]
 
@@ -69,32 +76,22 @@ def _when(mtime: float | None) -> datetime | None:
 
 
 def reconstruct(run: Run) -> History:
-    """An approximate :class:`History` (origin ``"reconstructed"``) from ``run``'s trace
-    order and file times; see the module doc. Reads no file (uses the mtimes ``load_run``
-    recorded); never raises."""
-    items: list[_Item] = []
+    """An approximate :class:`History` (origin ``"reconstructed"``) from what ``run``'s
+    state records (trace, execution ids, Index, segment numbers), file times breaking ties;
+    see the module doc. Reads no file (uses the mtimes ``load_run`` recorded); never raises."""
     by_rel = {_rel(b.path, run.path): b for b in run.bindings if b.exists}
     linked: set[str] = set()
+    lines: list[_Item] = []
     for t in run.trace:
         if t.state is None or t.state in (S.NEXT, S.PENDING):
             continue
         binding = by_rel.get(t.binding.removeprefix("./")) if t.binding else None
         if binding is not None:
             linked.add(_rel(binding.path, run.path))
-        key = binding.mtime if binding is not None else None
-        items.append(_Item(key, len(items), line=t, binding=binding, timed=key is not None))
-    _fill_keys(items, run)
-    for rel, binding in sorted(by_rel.items()):
-        if rel not in linked:
-            items.append(_Item(binding.mtime, len(items), binding=binding, timed=binding.mtime is not None))
-    for agent in run.agents:
-        if agent.path is None or not _inside(agent.path, run.path):
-            continue
-        for seg in agent.segments:
-            items.append(_Item(seg.mtime, len(items), segment_path=seg.path, agent=agent.name,
-                               segment_number=seg.number, timed=seg.mtime is not None))
-    floor = run.started.timestamp() if run.started else float("-inf")
-    items.sort(key=lambda it: (it.key if it.key is not None else floor, it.order))
+        lines.append(_Item(binding.mtime if binding is not None else None, len(lines), line=t, binding=binding,
+                           timed=binding is not None and binding.mtime is not None))
+    items = _with_bindings(_in_record_order(lines, run), [b for rel, b in by_rel.items() if rel not in linked])
+    items = _with_segments(items, run)
 
     events: list[Event] = []
     refs: list[EventRef] = []
@@ -170,32 +167,122 @@ def _settle_times(events: list[Event], run: Run) -> None:
         event.time, event.approximate, latest = when, True, when
 
 
-def _fill_keys(items: list[_Item], run: Run) -> None:
-    """Give untimed trace items a key: a block header the latest key of its body, any
-    other line the key of the line before it."""
+def _body(items: list[_Item], at: int, run: Run) -> int:
+    """How many items after ``items[at]`` (a trace line) lie in its block: until a trace
+    line indented no deeper than it."""
     lines = run.trace
     position = {t.line: i for i, t in enumerate(lines)}
-    for index, it in enumerate(items):
-        if it.key is not None or it.line is None:
+    head = items[at].line
+    assert head is not None
+    start, count = position[head.line], 0
+    for other in items[at + 1:]:
+        assert other.line is not None
+        j = position[other.line.line]
+        if any(lines[k].text.strip() and lines[k].indent <= head.indent for k in range(start + 1, j + 1)):
+            break
+        count += 1
+    return count
+
+
+def _tie(unit: list[_Item]) -> tuple:
+    """A parallel branch's place among its siblings: its files' latest time (untimed last),
+    then its name (natural order), then trace order."""
+    times = [it.key for it in unit if it.timed and it.key is not None]
+    first = unit[0]
+    name = first.binding.name if first.binding is not None else statement_name(first.line) if first.line else ""
+    return (max(times) if times else float("inf"), natural_key(name or ""), first.order)
+
+
+def _in_record_order(items: list[_Item], run: Run) -> list[_Item]:
+    """Trace items in the order the run records: the body of a ``block`` definition moved
+    to its first call (``do name``), the branches of each ``parallel:`` by :func:`_tie`, and
+    a block header without a binding after its body."""
+    items = list(items)
+    for head in [it for it in items if it.line is not None and _BLOCK_DEF.match(it.line.text)]:
+        at = items.index(head)
+        body = items[at + 1: at + 1 + _body(items, at, run)]
+        call = re.compile(rf"\bdo\s+{re.escape(_BLOCK_DEF.match(head.line.text).group(1))}\b")  # type: ignore[union-attr]
+        target = next((it for it in items if it not in body and it is not head and it.line is not None
+                       and call.search(it.line.text)), None)
+        if body and target is not None:
+            rest = [it for it in items if it not in body]
+            where = rest.index(target)
+            items = rest[:where] + body + rest[where:]
+    for head in [it for it in items if it.line is not None and it.line.text.strip().startswith("parallel")]:
+        at = items.index(head)
+        body = items[at + 1: at + 1 + _body(items, at, run)]
+        if not body:
             continue
-        start = position[it.line.line]
-        indent = it.line.indent
-        body: list[_Item] = []
-        for other in items[index + 1:]:
-            assert other.line is not None
-            j = position[other.line.line]
-            if any(lines[k].text.strip() and lines[k].indent <= indent for k in range(start + 1, j + 1)):
-                break
-            body.append(other)
-        timed = [other for other in body if other.key is not None]
-        if timed:
-            last = max(timed, key=lambda other: (other.key, other.order))
-            it.key, it.order = last.key, last.order + 0.5  # closes right after its body
-    previous: float | None = None
+        level = min(it.line.indent for it in body if it.line is not None)
+        units: list[list[_Item]] = []
+        for it in body:
+            if not units or (it.line is not None and it.line.indent <= level):
+                units.append([])
+            units[-1].append(it)
+        units.sort(key=_tie)
+        items[at + 1: at + 1 + len(body)] = [it for unit in units for it in unit]
+    for head in [it for it in items if it.binding is None]:
+        at = items.index(head)
+        n = _body(items, at, run)
+        if n:  # closes right after its body
+            items[at: at + n + 1] = items[at + 1: at + n + 1] + [head]
+    return items
+
+
+def _with_bindings(items: list[_Item], unlinked: list[Binding]) -> list[_Item]:
+    """``items`` with a binding-written item for each of ``unlinked`` (files no trace line
+    names): beside a trace item naming one of the same name and service, by execution id;
+    the others after the trace, by Index row, time (untimed last), natural name, id."""
+    out: list[_Item] = []
+    namesakes: dict[tuple[str | None, str], list[Binding]] = {}
+    linked_names = {(it.binding.service, it.binding.name) for it in items if it.binding is not None}
+    rest: list[Binding] = []
+    for b in unlinked:
+        (namesakes.setdefault((b.service, b.name), []) if (b.service, b.name) in linked_names else rest).append(b)
+
+    def scoped(b: Binding) -> tuple:
+        return (b.execution_id if b.execution_id is not None else -1, b.mtime if b.mtime is not None else float("inf"),
+                b.path.as_posix())
+
+    def item(b: Binding) -> _Item:
+        return _Item(b.mtime, 0, binding=b, timed=b.mtime is not None)
+
     for it in items:
-        if it.key is None:
-            it.key = previous
-        previous = it.key
+        named = it.binding
+        if named is not None and (named.service, named.name) in namesakes:
+            siblings = sorted(namesakes.pop((named.service, named.name)), key=scoped)
+            out.extend(item(x) for x in siblings if scoped(x) < scoped(named))
+            out.append(it)
+            out.extend(item(x) for x in siblings if not scoped(x) < scoped(named))
+        else:
+            out.append(it)
+    rest.sort(key=lambda b: (b.listed if b.listed is not None else float("inf"),
+                             b.mtime if b.mtime is not None else float("inf"), natural_key(b.name)) + scoped(b))
+    return out + [item(b) for b in rest]
+
+
+def _with_segments(items: list[_Item], run: Run) -> list[_Item]:
+    """``items`` with an item per agent segment under the run's ``agents/``: segment k (in
+    number order) after the k-th trace item that runs the agent (``session: name``,
+    ``resume: name``), the others at the end in agent and number order."""
+    after: dict[int, list[_Item]] = {}
+    tail: list[_Item] = []
+    for agent in run.agents:
+        if agent.path is None or not _inside(agent.path, run.path):
+            continue
+        runs_it = re.compile(rf"\b(?:session|resume)\s*:\s*{re.escape(agent.name)}\b")
+        calls = [n for n, it in enumerate(items) if it.line is not None and runs_it.search(it.line.text)]
+        segments = sorted(agent.segments, key=lambda seg: (seg.number if seg.number is not None else 1 << 30,
+                                                           seg.path.as_posix() if seg.path else ""))
+        for k, seg in enumerate(segments):
+            it = _Item(seg.mtime, 0, segment_path=seg.path, agent=agent.name, segment_number=seg.number,
+                       timed=seg.mtime is not None)
+            (after.setdefault(calls[k], []) if k < len(calls) else tail).append(it)
+    out: list[_Item] = []
+    for n, it in enumerate(items):
+        out.append(it)
+        out.extend(after.get(n, ()))
+    return out + tail
 
 
 def _block_names(run: Run) -> dict[int | None, str]:

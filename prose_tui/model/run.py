@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from prose_tui.model.agent import Agent
-from prose_tui.model.binding import Binding, natural_key
+from prose_tui.model.binding import Binding, natural_key, write_sorted
 from prose_tui.model.event import Event, EventKind
 from prose_tui.model.frame import Frame
 from prose_tui.model.node import Node, Receipt
@@ -211,32 +211,41 @@ def binding_of_event(event: Event, bindings: list[Binding]) -> Binding | None:
     return None
 
 
-def write_order(run: Run) -> dict[int, int]:
+def write_order(run: Run, *, first: bool = False) -> dict[int, int]:
     """Where each binding (by its index in ``run.bindings``) comes in the order the run wrote
     them, as the run records it: its latest ``binding_written`` event in ``run.events``
-    (SQLite/PostgreSQL, journals) or the latest completed or failed statement named like it
+    (narration, journals) or the latest completed or failed statement named like it
     or its contract service (event logs), else the last entered trace line whose ``-->``
-    annotation names its file (``state.md`` is written in execution order). Bindings the run
-    does not place are absent. File times are no evidence: a copy or clone scrambles them."""
+    annotation names its file (``state.md`` is written in execution order). With ``first``,
+    the earliest such event or line instead (where a binding first appeared: a loop that
+    rewrites it does not move it). A scoped binding the record does not name (``parts__41``
+    when only ``parts__43`` is annotated) takes the place of its namesake: the same statement
+    wrote it. Bindings the run does not place are absent. File times are no evidence: a copy
+    or clone scrambles them."""
     index = {id(b): i for i, b in enumerate(run.bindings)}
     named: dict[str, list[int]] = {}  # a binding's name and its contract service -> its indexes
     for i, b in enumerate(run.bindings):
         for key in {b.name, b.service or b.name}:
             named.setdefault(key, []).append(i)
     order: dict[int, int] = {}
+
+    def place(i: int, n: int) -> None:
+        if not first or i not in order:
+            order[i] = n
+
     for n, event in enumerate(run.events):
         if event.kind is EventKind.BINDING_WRITTEN:
             found = binding_of_event(event, run.bindings)
             if found is not None:
-                order[index[id(found)]] = n
+                place(index[id(found)], n)
         elif event.kind in _STATEMENT_ENDS and event.name:
             # an event log's "5-> linus ✓" wrote bindings/linus/*.md (a contract's service) or `linus`
             for i in named.get(event.name, ()):
                 b = run.bindings[i]
                 if b.service == event.name or event.execution_id in (None, b.execution_id):
-                    order[i] = n
+                    place(i, n)
     if order:
-        return order
+        return _namesakes(run.bindings, order)
     by_rel: dict[str, int] = {}
     for i, b in enumerate(run.bindings):
         try:
@@ -247,8 +256,30 @@ def write_order(run: Run) -> dict[int, int]:
         if line.binding and line.state not in (None, StatementState.NEXT, StatementState.PENDING):
             i = by_rel.get(line.binding.removeprefix("./"), -1)
             if i >= 0:
-                order[i] = n
+                place(i, n)
+    return _namesakes(run.bindings, order)
+
+
+def _namesakes(bindings: list[Binding], order: dict[int, int]) -> dict[int, int]:
+    """``order`` with each unplaced binding at the earliest place of a placed one of the same
+    name and service in another scope (``parts__41`` where ``parts__43`` was written)."""
+    at: dict[tuple[str | None, str], int] = {}
+    for i, n in order.items():
+        key = (bindings[i].service, bindings[i].name)
+        at[key] = min(n, at.get(key, n))
+    for i, b in enumerate(bindings):
+        if i not in order and (b.service, b.name) in at:
+            order[i] = at[(b.service, b.name)]
     return order
+
+
+def ordered_bindings(run: Run) -> list[Binding]:
+    """``run.bindings`` as a user reads them (the bindings pane, ``show``, ``show --json``):
+    in the order the run first wrote them by its own record (:func:`write_order` with
+    ``first``; the program's order for a snapshot's trace), the rest in the order the backend
+    lists them (Index rows, table rows, receipts; natural order of the files otherwise). See
+    :func:`prose_tui.model.binding.write_sorted`; file times play no part."""
+    return write_sorted(run.bindings, write_order(run, first=True))
 
 
 def newest_binding(run: Run, changed: set[Path] | None = None,

@@ -15,7 +15,7 @@ from .event import Event
 from .failure import Failure, ending, run_failures
 from .frame import Frame
 from .node import Node, Receipt
-from .run import Run, newest_binding
+from .run import Run, newest_binding, ordered_bindings
 from .statement import TraceLine
 
 
@@ -190,7 +190,7 @@ def run_detail(run: Run, failures: list[Failure] | None = None) -> dict[str, Any
         "encrypted": run.encrypted,
         "header": run.header,
         "trace": [trace_line(t) for t in run.trace],
-        "bindings": [binding(b) for b in run.bindings],
+        "bindings": [binding(b) for b in ordered_bindings(run)],  # the order the run wrote them, as the pane shows
         # the binding the run wrote last by its own record (trace, events, execution ids), not file times
         "newest_binding": binding(newest) if (newest := newest_binding(run)) is not None else None,
         "agents": [agent(a) for a in run.agents],

@@ -19,6 +19,7 @@ from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun, inside
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.text import open_regular, visible, visible_name
 from prose_tui.model import Binding
+from prose_tui.model.binding import natural_key
 
 HEAD_BYTES = 16 * 1024
 MAX_BINDING_DEPTH = 8  # folders below bindings/ that are searched for binding files
@@ -181,7 +182,9 @@ def read_binding(path: Path, bindings_root: Path, root: Path | None = None) -> B
 
 
 def scan_bindings(run_dir: Path, root: Path | None = None) -> list[Binding]:
-    """Every binding file under ``run_dir/bindings`` (recursively), sorted by path. With
+    """Every binding file under ``run_dir/bindings`` (recursively), in natural order of their
+    paths (``s2`` before ``s10``; never the folder's listing order, which differs between
+    filesystems): the order a run's bindings take where it records none. With
     ``root`` (the run's ``run_root``) a file, or a ``bindings/`` folder, that resolves
     outside it is listed ``outside`` and not read."""
     folder = run_dir / "bindings"
@@ -194,8 +197,8 @@ def scan_bindings(run_dir: Path, root: Path | None = None) -> list[Binding]:
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         # Bindings sit at most a service folder deep; a pathologically deep tree would
         # otherwise exhaust os.walk's recursion (RecursionError) on Python 3.11.
-        dirnames[:] = sorted(dirnames) if len(Path(dirpath).parts) - base < MAX_BINDING_DEPTH else []
-        for fn in sorted(filenames):
+        dirnames[:] = sorted(dirnames, key=lambda n: (natural_key(n), n)) if len(Path(dirpath).parts) - base < MAX_BINDING_DEPTH else []
+        for fn in sorted(filenames, key=lambda n: (natural_key(n), n)):
             if fn.startswith(".") or not fn.endswith(_BINDING_SUFFIXES):
                 continue
             found.append(read_binding(Path(dirpath) / fn, folder, root))

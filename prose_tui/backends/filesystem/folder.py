@@ -527,7 +527,7 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
     if snap is None or not snap.binding_rows:
         return found
     by_path = {os.path.normpath(b.path): b for b in found}
-    for row in snap.binding_rows:
+    for listed, row in enumerate(snap.binding_rows):  # the Index's order is the run's (Binding.listed)
         name = row.get("name") or ""
         rel = row.get("path") or f"bindings/{name}.md"
         path = os.path.normpath(run_dir / rel if not rel.startswith("(") else run_dir / f"bindings/{name}.md")
@@ -538,9 +538,11 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
             eid = int(m.group(0)) if (m := re.search(r"\d+", eid_text)) else None
             missing = Binding(name=name, path=run_dir / rel, kind=kind, execution_id=eid, exists=False,
                               warning="named in the Index but its file does not exist (yet)")
-            found.append(missing if lexically_inside(path, run_dir) else outside_binding(missing))
+            binding = missing if lexically_inside(path, run_dir) else outside_binding(missing)
+            found.append(binding)
         elif binding.kind is None and kind:
             binding.kind = kind
+        binding.listed = listed
     return found
 
 

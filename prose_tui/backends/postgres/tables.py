@@ -77,7 +77,7 @@ def load_bindings(reader: PgReader, run: Run) -> list[Binding]:
     if len(rows) > MAX_BINDINGS:
         run.warnings.append(f"more than {MAX_BINDINGS} bindings: only the first {MAX_BINDINGS} are listed.")
         rows = rows[:MAX_BINDINGS]
-    out = []
+    out: list[Binding] = []
     for raw in rows:
         data = dict(zip(other, raw[1:]))
         name = text(data.get("name")) or "(no name)"
@@ -87,7 +87,8 @@ def load_bindings(reader: PgReader, run: Run) -> list[Binding]:
         skip = ("name", "run_id", "execution_id", "binding", "kind", "source_statement")
         fields = {k: text(v) or "" for k, v in data.items() if k not in skip and v is not None}
         out.append(Binding(name=name, path=binding_path(run, name, eid), kind=text(kind), execution_id=eid,
-                           source=text(data.get("source_statement")), bytes=int(raw[0] or 0), fields=fields))
+                           source=text(data.get("source_statement")), bytes=int(raw[0] or 0), fields=fields,
+                           listed=len(out)))  # created_at order: the order the VM inserted them
     return out
 
 

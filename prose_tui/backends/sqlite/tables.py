@@ -122,7 +122,7 @@ def load_bindings(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: P
     if len(rows) > MAX_BINDINGS:
         warnings.append(f"more than {MAX_BINDINGS} bindings: only the first {MAX_BINDINGS} are listed.")
         rows = rows[:MAX_BINDINGS]
-    out = []
+    out: list[Binding] = []
     nameless = 0
     for raw in rows:
         data = dict(zip(other, raw[1:]))
@@ -144,6 +144,7 @@ def load_bindings(conn: sqlite3.Connection, schema: dict[str, list[str]], dbp: P
                 source=_s(data["source_statement"]) if data.get("source_statement") is not None else None,
                 bytes=int(raw[0] or 0),
                 fields=fields,
+                listed=len(out),  # row order (rowid): the order the VM inserted them
             )
         )
     if nameless:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from pathlib import Path
 from typing import Self
 
@@ -16,8 +15,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import NodeID, TreeNode
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN
-from prose_tui.model import Run
-from prose_tui.model.binding import natural_key
+from prose_tui.model import Binding, Run
+from prose_tui.model.run import ordered_bindings
 from prose_tui.remote import shown
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
@@ -79,9 +78,8 @@ class BindingTree(Tree[Target]):
         # scope group's node and its members' names in order, each agent's node.
         self._bindings_node: TreeNode[Target] | None = None
         self._groups: dict[str, TreeNode[Target]] = {}
-        self._members: dict[str, list[tuple[tuple[int, int | str], ...]]] = {}  # natural_key of each name, in order
+        self._members: dict[str, list[tuple]] = {}  # (path, name, execution id) of each member, in order
         self._pages: dict[str, list[TreeNode[Target]]] = {}  # a paged group's pages, in order
-        self._group_keys: list[tuple] = []
         self._agent_nodes: list[TreeNode[Target]] = []
         self._binding_set: frozenset = frozenset()
         self._binding_keys: frozenset = frozenset()  # (path, name, execution id) of each binding
@@ -108,7 +106,8 @@ class BindingTree(Tree[Target]):
             return ()
         return (
             run.path,
-            tuple((b.path, b.name, b.execution_id, b.kind, b.exists, b.encrypted, bool(b.warning)) for b in run.bindings),
+            tuple((b.path, b.name, b.execution_id, b.kind, b.exists, b.encrypted, bool(b.warning))
+                  for b in ordered_bindings(run)),
             tuple((a.name, a.scope, a.memory, tuple((s.path, s.timestamp) for s in a.segments)) for a in run.agents),
             tuple((i.import_handle, i.status, BindingTree.shape_of(i)) for i in run.imports),
             run.program_path, run.state_file, tuple(sec.title for sec in run.sections), tuple(run.tables),
@@ -150,21 +149,23 @@ class BindingTree(Tree[Target]):
             if not was[3] and was[2] is None and node.id not in self._lazy:
                 return False  # its "no memory" line is on screen: rebuild
             grown.append(i)
+        groups = _grouped(run)
+        if list(groups)[:len(self._groups)] != list(self._groups):
+            return False  # a new scope or service comes before one shown: rebuild
         added_keys = {entry[:3] for entry in added}
-        new_bindings = [b for b in run.bindings if (b.path, b.name, b.execution_id) in added_keys]
-        counts: dict[str, int] = {}
+        new_bindings: list[Binding] = []
+        for group, members in groups.items():
+            keys = [_key(b) for b in members]
+            if [k for k in keys if k not in added_keys] != self._members.get(group, []):
+                return False  # the order of the bindings shown changed: rebuild
+            fresh = [b for b in members if _key(b) in added_keys]
+            if group in self._pages and keys[:len(keys) - len(fresh)] != self._members[group]:
+                return False  # a paged group takes new bindings after its last one only
+            if group not in self._pages and len(keys) > PAGE and fresh:
+                return False  # the group would be paged: rebuild
+            new_bindings.extend(fresh)
         for b in new_bindings:
-            group = f"service {b.service}" if b.service else b.scope
-            counts[group] = counts.get(group, 0) + 1
-        for b in new_bindings:  # a paged group takes new names after its last one only
-            group = f"service {b.service}" if b.service else b.scope
-            names = self._members.get(group, [])
-            if group in self._pages and names and natural_key(b.name) < names[-1]:
-                return False
-        if any(g not in self._pages and len(self._members.get(g, ())) + n > PAGE for g, n in counts.items()):
-            return False  # the group would be paged: rebuild
-        for b in new_bindings:
-            self._add_binding(b, run)
+            self._add_binding(b, run, groups)
         self._bindings_node.set_label(Text(f"Bindings ({len(run.bindings)})", "bold"))
         for i in grown:
             self._add_segments(self._agent_nodes[i], run.agents[i], len(old_agents[i][3]))
@@ -173,21 +174,24 @@ class BindingTree(Tree[Target]):
         self._binding_keys = frozenset(entry[:3] for entry in shape[1])
         return True
 
-    def _add_binding(self, b, run: Run) -> None:
+    def _add_binding(self, b: Binding, run: Run, groups: dict[str, list[Binding]]) -> None:
+        """Add the leaf of ``b`` (new in ``run``) where ``groups`` (:func:`_grouped`) places it."""
         assert self._bindings_node is not None
-        group = f"service {b.service}" if b.service else b.scope
+        group = _group_of(b)
         node = self._groups.get(group)
-        if node is None:
-            key = (group != "root", _eid(group), group)
-            at = bisect_right(self._group_keys, key)
-            self._group_keys.insert(at, key)
-            node = self._bindings_node.add(Text(f"{group} (0)", "italic"), before=at if at < len(self._group_keys) - 1 else None,
-                                           expand=group == "root" or len(self._group_keys) <= 3)
+        if node is None:  # a new group comes after those shown (checked by ``_grow``)
+            node = self._bindings_node.add(Text(f"{group} (0)", "italic"),
+                                           expand=group == "root" or len(self._groups) < 3)
             self._groups[group] = node
             self._members[group] = []
         names = self._members[group]
-        at = bisect_right(names, natural_key(b.name))
-        names.insert(at, natural_key(b.name))
+        shown = set(names)  # those before it in the group that are on screen
+        at = 0
+        for member in groups[group]:
+            if member is b:
+                break
+            at += _key(member) in shown
+        names.insert(at, _key(b))
         leaf = (_binding_label(b), binding_target(b, run))
         pages = self._pages.get(group)
         if pages is None:
@@ -233,7 +237,7 @@ class BindingTree(Tree[Target]):
         self._lazy.clear()
         self._imports.clear()
         self._bindings_node = None
-        self._groups, self._members, self._group_keys, self._agent_nodes, self._pages = {}, {}, [], [], {}
+        self._groups, self._members, self._agent_nodes, self._pages = {}, {}, [], {}
         self._binding_set = frozenset(self.shape[1]) if run is not None else frozenset()
         self._binding_keys = frozenset(entry[:3] for entry in self._binding_set)
         self.clear()
@@ -253,18 +257,13 @@ class BindingTree(Tree[Target]):
         bindings = parent.add(Text(f"Bindings ({len(run.bindings)})", "bold"), expand=True)
         if top:
             self._bindings_node = bindings
-        groups: dict[str, list] = {}
-        for b in run.bindings:
-            group = f"service {b.service}" if b.service else b.scope
-            groups.setdefault(group, []).append(b)
-        for group in sorted(groups, key=lambda g: (g != "root", _eid(g), g)):
-            members = sorted(groups[group], key=lambda b: natural_key(b.name))  # s2 before s10
+        groups = _grouped(run)
+        for group, members in groups.items():  # each in the order the run wrote them (model.run.ordered_bindings)
             node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
                                 expand=group == "root" or group in expanded or len(groups) <= 3)
             if top:
                 self._groups[group] = node
-                self._members[group] = [natural_key(b.name) for b in members]
-                self._group_keys.append((group != "root", _eid(group), group))
+                self._members[group] = [_key(b) for b in members]
             leaves: list[tuple[Text, Target | None]] = [(_binding_label(b), binding_target(b, run)) for b in members]
             if len(leaves) <= PAGE:
                 for label, target in leaves:
@@ -481,8 +480,23 @@ def _segment_child(a, seg) -> tuple[Text, Target | None]:
                          warning=OUTSIDE_RUN if outside else None)
 
 
-def _eid(group: str) -> int:
-    try:
-        return int(group.rsplit(" ", 1)[-1])
-    except ValueError:
-        return -1
+def _group_of(b: Binding) -> str:
+    """The tree group of ``b``: its contract service, else its scope (``root``, ``execution N``)."""
+    return f"service {b.service}" if b.service else b.scope
+
+
+def _key(b: Binding) -> tuple:
+    """What names a binding's leaf across reads: its file, name and execution id."""
+    return (b.path, b.name, b.execution_id)
+
+
+def _grouped(run: Run) -> dict[str, list[Binding]]:
+    """``run``'s bindings by group, each group's in the order the run wrote them
+    (:func:`prose_tui.model.run.ordered_bindings`); root first, then the groups in the order
+    their first binding comes in."""
+    groups: dict[str, list[Binding]] = {"root": []}
+    for b in ordered_bindings(run):
+        groups.setdefault(_group_of(b), []).append(b)
+    if not groups["root"]:
+        del groups["root"]
+    return groups
