@@ -5,6 +5,7 @@ tokens, producers. Shown where the call stack goes when the run has nodes."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from prose_tui.model import Node
@@ -27,6 +28,14 @@ class NodeTable(DataTable):
     """``set_nodes`` fills it; the row cursor moves over nodes; search finds a name."""
 
     HELP_GROUP = "Nodes"
+    # Its own list, so help shows these and not DataTable's (``Ctrl+Home Top``, ``Home Home``);
+    # DataTable's keys still work (Textual merges bindings along the class chain).
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down a node", show=False),
+        Binding("k", "cursor_up", "Up a node", show=False),
+        Binding("g,home,ctrl+home", "scroll_top", "First node", show=False),
+        Binding("G,end,ctrl+end", "scroll_bottom", "Last node", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
