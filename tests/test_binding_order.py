@@ -221,3 +221,32 @@ async def test_a_run_that_records_no_order_lists_its_bindings_naturally_also_as_
         await pilot.pause()
         assert _tree_rows(tree) == ["s1", "s2", "s3", "s10", "s11"]
         assert tree.rebuilds == 1  # grown in place
+
+
+async def test_bindings_written_live_join_the_pane_in_write_order_without_a_rebuild(tmp_path):
+    """A snapshot revision that writes one more binding adds its leaf where the trace puts it
+    (after the others here), in place."""
+    from textual.app import App
+
+    from prose_tui.model import Binding, Run, StatementState, TraceLine
+
+    class _Tree(App[None]):
+        def compose(self):
+            yield BindingTree()
+
+    def revision(*names: str) -> Run:
+        trace = [TraceLine(line=n + 1, text=f"let {name} = session", state=StatementState.COMPLETE,
+                           binding=f"bindings/{name}.md") for n, name in enumerate(names)]
+        bindings = [Binding(name=n, path=tmp_path / "bindings" / f"{n}.md") for n in sorted(names)]  # as a folder lists them
+        return Run(id="r", path=tmp_path, bindings=bindings, trace=trace)
+
+    app = _Tree()
+    async with app.run_test(size=(80, 30)) as pilot:
+        tree = app.query_one(BindingTree)
+        tree.show(revision("s10", "s2"))
+        await pilot.pause()
+        assert _tree_rows(tree) == ["s10", "s2"]
+        tree.show(revision("s10", "s2", "alpha"))
+        await pilot.pause()
+        assert _tree_rows(tree) == ["s10", "s2", "alpha"]
+        assert tree.rebuilds == 1  # grown in place
