@@ -22,7 +22,7 @@ from prose_tui.model import EventKind
 from prose_tui.tui.widgets.binding_tree import BindingTree
 
 RUN_ID = "20260301-090000-0rd3r5"
-CLONED = 1_767_000_000  # the one time a clone gives every file
+CLONED = 1_767_000_000  # the one time a clone gives every file (2025-12-29: the run started 2026-03-01)
 
 # The program writes s10, then s2, then alpha (an input written last), then calls `split`
 # three times (execution ids 9, 10, 11; the trace names only the last pass's file), and the
@@ -157,6 +157,10 @@ def test_history_of_a_cloned_snapshot_run_follows_the_record_not_the_listing(tmp
     ]
     segments = [e.status for e in history.events if e.kind is EventKind.AGENT_SEGMENT]
     assert segments == ["001", "002"]
+    # the clone's file time is months before the run's started: it cannot be when a step ran
+    assert run.started is not None
+    assert all(e.time is None or e.time >= run.started for e in history.events), \
+        [(e.text, e.time) for e in history.events if e.time is not None and e.time < run.started]
 
 
 _SQL_VM = """

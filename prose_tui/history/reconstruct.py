@@ -24,7 +24,8 @@ and the order must not then depend on the folder's listing. The reconstruction:
 Times on events come only from files (binding/segment mtimes, the header's ``updated:``);
 lines with no file have ``time=None``. The History says it is reconstructed.
 Times never run backwards: a file time more than ``COPY_GAP`` after the run's start came
-from a copy or a checkout, not the run, and is dropped; a time earlier than one before it
+from a copy or a checkout, not the run, and one before the start (beyond ``CLOCK_SLACK``)
+cannot be the run's either: both are dropped; a time earlier than one before it
 (the header's ``updated:`` written before the last binding, a file touched out of order) is
 raised to it. Every time left is marked ``Event.approximate``.
 """
@@ -55,7 +56,8 @@ __all__ = ["NOTE", "reconstruct"]
 
 K = EventKind
 S = StatementState
-NOTE = "reconstructed from file times (never watched by prose-tui); the order is approximate"
+NOTE = "reconstructed from the trace and file times (never watched by prose-tui); approximate"
+CLOCK_SLACK = 14 * 3600.0  # a file time this much before `started:` is not the run's (the widest time-zone slip a VM makes)
 _BLOCK_DEF = re.compile(r"^\s*block\s+([\w-]+)")
 
 
@@ -149,9 +151,10 @@ def reconstruct(run: Run) -> History:
 
 
 def _settle_times(events: list[Event], run: Run) -> None:
-    """Drop file times a copy gave (more than ``COPY_GAP`` after ``run.started``, the run
-    end's header time aside), raise a time earlier than one before it to that one, and mark
-    every time left approximate: times are non-decreasing in event order."""
+    """Drop file times a copy gave (more than ``COPY_GAP`` after ``run.started``, or
+    more than ``CLOCK_SLACK`` before it: the run had not begun; the run end's header time
+    aside), raise a time earlier than one before it to that one, and mark every time left
+    approximate: times are non-decreasing in event order."""
     started = as_utc(run.started)
     latest: datetime | None = None
     for event in events:
@@ -159,7 +162,7 @@ def _settle_times(events: list[Event], run: Run) -> None:
             continue
         when = as_utc(event.time)
         ended = event.kind in (K.RUN_ENDED, K.RUN_ERRORED)
-        if not ended and started is not None and (when - started).total_seconds() > COPY_GAP:
+        if not ended and started is not None and not -CLOCK_SLACK <= (when - started).total_seconds() <= COPY_GAP:
             event.time = None
             continue
         if latest is not None and when < latest:
