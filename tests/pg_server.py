@@ -22,6 +22,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -54,6 +55,25 @@ class PgCluster:
         self.password = secrets.token_urlsafe(12)
         self._init()
         self.start()
+        self._watchdog = self._start_watchdog()
+
+    def _start_watchdog(self) -> subprocess.Popen:
+        """A process that stops the server and removes its folder once this process is gone.
+
+        A test run killed by SIGKILL or SIGTERM (or a crashed xdist worker) skips every
+        ``finally``; without this its server stayed up for good. The watchdog holds the read end
+        of a pipe whose write end only this process has: the pipe reaches end-of-file when this
+        process exits for any reason, and :meth:`close` closes it on purpose.
+        """
+        pg_ctl = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", "-m", "immediate", "stop"]
+        script = (
+            "import shutil, subprocess, sys\n"
+            "sys.stdin.buffer.read()\n"
+            f"subprocess.run({pg_ctl!r}, capture_output=True, cwd={str(self.base)!r}, user={self.user!r})\n"
+            f"shutil.rmtree({str(self.base)!r}, ignore_errors=True)\n"
+        )
+        return subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _run(self, *args: str, timeout: float = 60) -> None:
         kwargs: dict = {"user": self.user} if self.user else {}
@@ -103,6 +123,10 @@ class PgCluster:
         except (subprocess.SubprocessError, OSError):
             pass
         shutil.rmtree(self.base, ignore_errors=True)
+        watchdog = getattr(self, "_watchdog", None)
+        if watchdog is not None and watchdog.stdin is not None:
+            watchdog.stdin.close()  # end-of-file: it finds the server stopped and the folder gone
+            watchdog.wait(timeout=60)
 
 
 def cluster_or_skip():

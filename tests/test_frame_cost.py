@@ -219,3 +219,46 @@ async def test_a_run_list_row_that_looks_the_same_is_not_repainted_and_a_changed
         assert refreshed == [0, 0], "a new status is"
         await pilot.pause()
         assert STATUS_SHORT[RunStatus.FAILED][0] in "".join(seg.text for seg in runs.render_line(0))
+
+
+async def test_off_the_live_end_the_timeline_fills_its_pane_again():
+    """A page turn at the live end leaves blank rows below the last event, as ``less`` does;
+    once the cursor moves back (``!`` on a failure, ``[``) they go and the pane shows events
+    to its bottom. They stayed: at 200x50 a failed run's History showed five blank rows or
+    none, depending on whether the layout came before the live end's page turn."""
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        timeline = app.query_one(Timeline)
+        height = timeline.scrollable_content_region.height
+        events = [_event(i) for i in range(height)]
+        timeline.set_events(events, len(events) - 1)
+        await pilot.pause()
+        events.append(_event(height))
+        timeline.set_events(events, len(events) - 1)  # just past the bottom: a page turn
+        await pilot.pause()
+        rows = ["".join(t for t, _ in row).strip() for row in _cells(timeline)]
+        assert rows[-1] == "", "the live end's page turn leaves blank rows below the last event"
+        timeline.set_cursor(len(events) - 2)
+        await pilot.pause()
+        await pilot.pause()
+        rows = ["".join(t for t, _ in row).strip() for row in _cells(timeline)]
+        assert f"step_{height}" in rows[-1], f"the pane ends on the last event, not on blank rows: {rows[-3:]}"
+        assert any(f"step_{height - 1}" in row for row in rows)
+
+
+async def test_an_ended_runs_history_turns_no_page_past_its_last_event():
+    """The history of a run that has ended fills in (from a worker) as one more batch: that is
+    no live event arriving, so the pane ends on the last event, never on blank rows."""
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        timeline = app.query_one(Timeline)
+        height = timeline.scrollable_content_region.height
+        events = [_event(i) for i in range(height)]
+        timeline.set_events(events, len(events) - 1, live=False)
+        await pilot.pause()
+        events.append(_event(height))
+        timeline.set_events(events, len(events) - 1, live=False)
+        await pilot.pause()
+        await pilot.pause()
+        rows = ["".join(t for t, _ in row).strip() for row in _cells(timeline)]
+        assert f"step_{height}" in rows[-1], f"the pane ends on the last event: {rows[-3:]}"

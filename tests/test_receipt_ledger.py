@@ -76,6 +76,23 @@ def test_a_healthy_run_shows_receipts_as_history_cost_and_a_good_chain(tmp_path,
     assert {b["name"] for b in detail["bindings"]} == {"research", "draft"}
 
 
+def test_stepping_through_a_failed_ledger_tells_no_future(tmp_path, capsys) -> None:
+    """As of its second receipt the run is running: its line is executing (run_start is no
+    completed statement) and statements not reached show no note, so nothing tells of the
+    failure to come (they showed today's receipts, tokens and the timeout)."""
+    run_dir = _run_dir(tmp_path)
+    write_run(run_dir, failed=True)
+    assert cli_main(["show", "--json", "--at", "1", str(run_dir)]) == 0
+    trace = {t["step"]: t for t in json.loads(capsys.readouterr().out)["trace"]}
+    assert trace["run"]["state"] == "executing" and not trace["run"]["note"]
+    assert trace["s002"]["state"] == "complete" and "46,210 in" in trace["s002"]["note"]
+    assert trace["s004"]["state"] is None and not trace["s004"]["note"], trace["s004"]
+    last = _show(capsys, run_dir)["events"]
+    assert cli_main(["show", "--json", "--at", str(len(last) - 1), str(run_dir)]) == 0
+    trace = {t["step"]: t for t in json.loads(capsys.readouterr().out)["trace"]}
+    assert trace["run"]["state"] == "failed" and trace["s004"]["state"] == "failed"
+
+
 def test_a_failed_receipt_is_the_runs_failure(tmp_path, capsys) -> None:
     run_dir = _run_dir(tmp_path)
     write_run(run_dir, failed=True)

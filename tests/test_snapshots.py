@@ -149,10 +149,7 @@ def test_live_run(snap_compare, project, size):
     assert snap_compare(make_app(project), terminal_size=size, run_before=_loaded)
 
 
-# 200x50 is left out here: its History pane draws one highlighted row either on the live
-# end (event 13) or on event 9, run to run, with the timeline's cursor on 13 both times (seen
-# after the issue 28/32/33 merges; open, see the closing note). The other sizes are steady.
-@pytest.mark.parametrize("size", SIZES[:2], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_failed_run_at_its_failure(snap_compare, failed_run, size):
     """A failed run opens on its failure: report in the value pane, statement under the cursor."""
     assert snap_compare(make_app(failed_run), terminal_size=size, run_before=_on_its_failure)

@@ -43,6 +43,8 @@ _STATE_OF = {
     K.STATEMENT_FAILED: S.FAILED, K.STATEMENT_SKIPPED: S.SKIPPED,
     # a statement receipt (FORMATS.md generation 8, Reactor's receipts.json): written when it ended
     K.RECEIPT_RENDERED: S.COMPLETE, K.RECEIPT_SKIPPED: S.SKIPPED, K.RECEIPT_FAILED: S.FAILED,
+    # the run's end, where a trace line stands for the run (a receipt ledger's run_end)
+    K.RUN_ENDED: S.COMPLETE, K.RUN_ERRORED: S.FAILED,
 }
 _DONE = (K.STATEMENT_COMPLETED, K.STATEMENT_FAILED, K.STATEMENT_SKIPPED, K.PARALLEL_JOINED,
          K.RECEIPT_RENDERED, K.RECEIPT_SKIPPED, K.RECEIPT_FAILED)
@@ -183,6 +185,7 @@ def _log_state(out: Run, run: Run, history: History, cursor: int, source: Histor
 
 def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
     states: dict[int, S] = {}
+    reported = {ref.trace_line for ref in history.refs if ref.trace_line is not None}  # lines some event reaches
     for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
         if ref.trace_line is not None and event.kind in _STATE_OF:
             states[ref.trace_line] = _STATE_OF[event.kind]
@@ -192,12 +195,21 @@ def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
     for i in range(len(run.trace) - 1, -1, -1):
         t = run.trace[i]
         shallowest_after[i] = min(shallowest_after[i + 1], t.indent if t.line in states else float("inf"))
+    # ...unless the history reports its end later: then it was still running at the cursor
+    # (a receipt ledger's run line, started by run_start and ended by run_end).
+    ends_later = {ref.trace_line for event, ref in zip(history.events[cursor + 1:], history.refs[cursor + 1:])
+                  if event.kind in _DONE or event.kind in (K.RUN_ENDED, K.RUN_ERRORED)}
     lines = []
     for i, t in enumerate(run.trace):
         state = states.get(t.line)
-        if state is S.EXECUTING and shallowest_after[i + 1] <= t.indent:
+        if state is S.EXECUTING and shallowest_after[i + 1] <= t.indent and t.line not in ends_later:
             live = t.state if t.state in (S.COMPLETE, S.FAILED, S.SKIPPED) else S.COMPLETE
             state = live
+        if (state is None and t.line in reported) or (state in (S.EXECUTING, S.RETRYING) and t.state is not state):
+            # Not reached yet at the cursor, or not ended yet: today's note (its receipts,
+            # tokens, failure) and binding would tell the future.
+            lines.append(_copy_line(t, state=state, note=None, binding=None, failure=None))
+            continue
         lines.append(_copy_line(t, state=state))
     out.trace = lines
     out.call_stack = fold_frames(history.events[: cursor + 1])

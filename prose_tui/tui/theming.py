@@ -34,7 +34,7 @@ def apply_app_theme(app: App) -> None:
         for run_list in screen.query(RunList):
             run_list.set_runs(run_list.runs, clock=screen.workspace.clock)
         for timeline in screen.query(Timeline):
-            timeline.set_events(timeline.events, timeline.cursor)
+            timeline.set_events(timeline.events, timeline.cursor, live=timeline.live)
         for trace in screen.query(TraceView):
             trace.notify_style_update()
             trace.refresh()

@@ -283,12 +283,28 @@ def add_entries(run: Run, lrun: LedgerRun, entries: list[Entry]) -> tuple[list[E
         if _dict(entry.fields.get("detail")).get("event") == "run_end":
             lrun.end = entry
         run.receipts.append(receipt)
-        event = Event(seq=len(run.events), kind=_KIND.get(receipt.status, EventKind.NOTE),
+        event = Event(seq=len(run.events), kind=_event_kind(entry, receipt),
                       text=event_text(entry, receipt), step=sid, name=sid, status=receipt.status)
         run.events.append(event)
         events.append(event)
     lrun.receipts = len(run.receipts)
     return events, changed
+
+
+def _event_kind(entry: Entry, receipt: Receipt) -> EventKind:
+    """The event a receipt is in the run's history: named by its status, except the run's own
+    control receipts. ``run_start`` starts the run's line (it is running, not done, until
+    ``run_end``), and ``run_end`` ends the run as its ``outcome`` says (``RUN_ENDED`` or
+    ``RUN_ERRORED``, as an event log's ``---end``/``---error``): stepping through history, the
+    run's line is executing from its start and failed at its end when the run failed."""
+    if receipt.node == "run":
+        detail = _dict(entry.fields.get("detail"))
+        if detail.get("event") == "run_start":
+            return EventKind.STATEMENT_STARTED
+        if detail.get("event") == "run_end" and receipt.status == "rendered":
+            failed = _FAILED.match(_text(detail.get("outcome")) or "")
+            return EventKind.RUN_ERRORED if failed else EventKind.RUN_ENDED
+    return _KIND.get(receipt.status, EventKind.NOTE)
 
 
 def update_trace(run: Run, lrun: LedgerRun, changed: set[int]) -> None:

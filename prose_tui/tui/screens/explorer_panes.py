@@ -30,7 +30,7 @@ from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
 from prose_tui.backends.common.contained import OUTSIDE_RUN
-from prose_tui.model import Backend, Binding, Delta, Frame, Run, TraceLine
+from prose_tui.model import Backend, Binding, Delta, Frame, Run, RunStatus, TraceLine
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
 from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
 from prose_tui.tui.heap import HeapKeeper
@@ -191,8 +191,10 @@ class Panes:
             self._stack(view)
         self.w.tree.show(view)
         timeline = self.w.timeline
-        if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position):
-            timeline.set_events(change.events, change.position)
+        live = run.status is RunStatus.RUNNING  # only a run that may grow turns pages with blank rows
+        if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position
+                                          or timeline.live != live):
+            timeline.set_events(change.events, change.position, live=live)
         self._time_summary()
         self.head(run)
         if change.failure_cursor is not None:

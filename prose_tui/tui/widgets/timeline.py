@@ -135,6 +135,10 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         self._dated = "time"
         self._timed = False  # some event on screen has a time: the time column is shown
         self._visible: tuple[int, int] | None = None  # the rows (top, height) the columns fit
+        # The scrollable height a live end's page turn gave (blank rows below the last event,
+        # kept until events fill them); 0 when no page turn's blank rows are shown.
+        self._page_end = 0
+        self.live = True  # the run may still grow: a page turn may leave blank rows (set_events)
         self._now = datetime.now(timezone.utc)  # "today" for the rows, as of the last set_events
         self.search_term = ""
 
@@ -144,8 +148,13 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         clock = getattr(workspace, "clock", None)
         return clock() if callable(clock) else datetime.now(timezone.utc)
 
-    def set_events(self, events: list[Event], cursor: int) -> None:
-        """Show ``events`` with the cursor on ``cursor`` (the last index when live)."""
+    def set_events(self, events: list[Event], cursor: int, *, live: bool = True) -> None:
+        """Show ``events`` with the cursor on ``cursor`` (the last index when live).
+
+        ``live``: the run may still grow, so an event just past the bottom turns a page, as
+        ``less +F`` does. A run that has ended (or one whose history fills in from a worker
+        after it ended) keeps no blank rows: its pane always ends on its last event."""
+        self.live = live
         if events is self.events and self._gaps:
             # The same list, grown (or its last events replaced): only the end is new.
             start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
@@ -174,11 +183,12 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         self._digits = _digits(len(events))
         self._now = self._today()
         self._visible = None  # the time column is fitted to the rows on screen again
-        height = self.scrollable_content_region.height
         rows = len(events)
-        if height > 0 and cursor == rows - 1 and rows > height:
+        if live and cursor == rows - 1 and self._page_end > rows:
             # At the live end, the blank rows a page turn showed (below) stay until filled.
-            rows = max(rows, round(self.scroll_offset.y) + height)
+            rows = self._page_end
+        else:
+            self._page_end = 0
         set_virtual_size(self, Size(self.size.width, rows))  # no screen-wide layout (repaint.py)
         self.set_cursor(cursor)
 
@@ -200,14 +210,23 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         event) turns a page, the cursor a quarter down, as ``less`` does: each scrolled row is
         sent to the terminal again (issue 33); one further away is centred."""
         height = self.scrollable_content_region.height or 1
-        top = self.scroll_offset.y
         cursor = self.cursor
+        rows = len(self.events)
+        if cursor < rows - 1 and self._page_end:
+            # Off the live end, the blank rows a page turn left below the last event go: the
+            # history fills its pane again, whichever order the moves and the layout came in.
+            self._page_end = 0
+            set_virtual_size(self, Size(self.size.width, rows))
+        top = self.scroll_offset.y
         if top <= cursor < top + height:
             return
         if top + height <= cursor < top + height + height // 2:
             y = cursor - height // 4
-            if y + height > self.virtual_size.height:  # blank rows below the last event
+            if y + height > rows and self.live:  # blank rows below the last event
+                self._page_end = y + height
                 set_virtual_size(self, Size(self.size.width, y + height))
+            elif y + height > rows:
+                y = max(0, rows - height)
             self.scroll_to(y=y, animate=False)
         else:
             self.scroll_to(y=max(0, min(cursor - height // 2, len(self.events) - height)), animate=False)
@@ -244,6 +263,12 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self._cache.clear()
+        if self._page_end:
+            # A new height is a new layout: no blank rows from a page turn at another height
+            # (they were kept, and at 200x50 a failed run's History showed five or none, run to
+            # run, by whether the layout came before the live end's page turn).
+            self._page_end = 0
+            set_virtual_size(self, Size(self.size.width, len(self.events)))
         self.call_after_refresh(self._scroll_to_cursor)
 
     def on_show(self) -> None:
