@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from markdown_it import MarkdownIt
@@ -237,7 +237,7 @@ def _paragraph_line(line: str) -> bool:
 
 def _cells(line: str) -> list[str]:
     """A table row's cells as markdown-it splits them (no backslash in ``line``): leading
-    and trailing empty cells from the enclosing pipes dropped, each trimmed."""
+    and trailing empty cells from the enclosing pipes dropped, not yet trimmed."""
     columns = line.strip(_MD_TRIM).split("|")
     if columns and columns[0] == "":
         columns.pop(0)
@@ -265,37 +265,32 @@ def _aligns(line: str) -> int | None:
     return count
 
 
-def _plain_cell(cell: str) -> str | None:
-    """A cell's text as ``_inline_text`` gives it, when it holds no inline markup."""
-    return None if _INLINE.search(cell) else cell.strip()
-
-
 def _plain_table(lines: list[str], at: int) -> tuple[Table, int] | None:
     """The pipe table starting at ``lines[at]`` and the index after it, or ``None`` when it
-    is not one whose every line starts with ``|`` and every cell is plain text."""
-    if at + 1 >= len(lines) or "\\" in lines[at]:
+    is not one whose every line starts with ``|`` and every cell is plain text (its own
+    text: no backslash, no inline markup)."""
+    if at + 1 >= len(lines):
         return None
     count = _aligns(lines[at + 1])
     header = _cells(lines[at])
     if count is None or count == 0 or len(header) != count:
         return None
-    head = [_plain_cell(c) for c in header]
-    rows: list[list[str | None]] = []
-    missing = 0
     end = at + 2
     while end < len(lines) and lines[end].startswith("|"):
-        line = lines[end]
-        if "\\" in line:
-            return None
+        end += 1
+    # One search over the whole table: a cell's edges are pipes, so "_" inside a word is
+    # told from "_" at a cell's edge as well as cell by cell.
+    if _INLINE.search("\n".join(lines[at:end])):
+        return None
+    rows: list[list[str]] = []
+    missing = 0
+    for line in lines[at + 2:end]:
         cells = _cells(line)
         missing += count - len(cells)
         if missing > _MAX_AUTOCOMPLETED:
             return None
-        rows.append([_plain_cell(c) if c else "" for c in cells[:count]] + [""] * (count - len(cells)))
-        end += 1
-    if None in head or any(None in row for row in rows):
-        return None
-    return Table(cast("list[str]", head), cast("list[list[str]]", rows)), end
+        rows.append([c.strip() for c in cells[:count]] + [""] * (count - len(cells)))
+    return Table([c.strip() for c in header], rows), end
 
 
 def _plain_document(text: str) -> Document | None:

@@ -602,10 +602,11 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
     if snap is None or not snap.binding_rows:
         return found
     by_path = {os.path.normpath(b.path): b for b in found}
+    base = os.fspath(run_dir)  # joined as strings: a Path per row was a third of the merge
     for row in snap.binding_rows:
         name = row.get("name") or ""
         rel = row.get("path") or f"bindings/{name}.md"
-        path = os.path.normpath(run_dir / rel if not rel.startswith("(") else run_dir / f"bindings/{name}.md")
+        path = os.path.normpath(os.path.join(base, rel if not rel.startswith("(") else f"bindings/{name}.md"))
         binding = by_path.get(path)
         kind = (row.get("kind") or "").lower() or None
         if binding is None:
