@@ -19,6 +19,8 @@ from pathlib import Path
 
 from prose_tui.backends.filesystem import backend as backend_module
 from prose_tui.backends.filesystem.folder import FIRST_SCREEN_FILES, load_run, load_snapshot_first_screen
+from prose_tui.backends.filesystem.snapshot import parse_snapshot
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached, parse_snapshot_first_screen
 from prose_tui.model import StatementState
 from prose_tui.tui.widgets.trace_view import TraceView
 from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
@@ -51,6 +53,16 @@ def test_the_first_screen_agrees_with_the_full_read_on_what_it_shows(tmp_path) -
     assert first.bindings == [] and len(whole.bindings) == BINDINGS
     assert "still loading" in first.warnings[0]
     assert not any("still loading" in w for w in whole.warnings)
+
+
+def test_a_parse_after_a_first_screen_reads_the_index_and_all(tmp_path) -> None:
+    run, _name = _big_run(tmp_path)
+    # A text no other test parsed (a text parsed whole before is taken, Index and all, from the cache).
+    text = (run / "state.md").read_text(encoding="utf-8").replace("updated: 2026-01-15T10:00:00Z", f"updated: {tmp_path.name}")
+    first = parse_snapshot_first_screen(text, run)
+    assert first is not None and first.binding_rows == [] and first.trace
+    assert parse_snapshot_cached(text, run) == parse_snapshot(text)
+    assert len(parse_snapshot(text).binding_rows) == BINDINGS
 
 
 def test_a_run_with_few_bindings_is_read_whole_at_once(tmp_path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from prose_tui.model import StatementState
 
@@ -61,7 +62,13 @@ def classify(note: str) -> StatementState | None:
     The output path of ``--> path`` is not read as words (``bindings/next.md`` is not
     "next"); an output arrow with no other state word means the output was written.
     """
-    words = _OUTPUT.sub(" ", note).strip()
+    return _classify_words(_OUTPUT.sub(" ", note).strip(), "-->" in note)
+
+
+@lru_cache(maxsize=4096)
+def _classify_words(words: str, arrow: bool) -> StatementState | None:
+    """``classify`` of a note whose output paths are taken out (``words``): the same few
+    wordings recur on most lines of a trace, so each is classified once."""
     # The VM's leading marker decides ("✓ done (succeeded after retry)" is complete); the
     # words after it are only read when there is no marker or it is a bracket of words.
     if words[:1] in _GLYPH_STATES:
@@ -77,7 +84,7 @@ def classify(note: str) -> StatementState | None:
         for pattern, state in _RULES:
             if pattern.search(words):
                 return state
-    if "-->" in note:
+    if arrow:
         return StatementState.COMPLETE
     return None
 

@@ -56,7 +56,7 @@ from prose_tui.backends.filesystem.snapshot import (
     looks_like_snapshot,
     parse_time,
 )
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached, parse_snapshot_first_screen
 from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
 
@@ -272,10 +272,10 @@ STILL_READING = "reading {} binding files: bindings, agents and values are still
 def load_snapshot_first_screen(run_dir: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
                                observed: datetime | None = None) -> Run | None:
     """A first screen of a snapshot run with many binding files (issue 33): the run as its
-    ``state.md`` says (header, trace, Active Constructs, Call Stack, other sections) and
-    its status, without opening one binding or agent file, for the explorer to show while
-    :func:`load_run` reads them (that read then finds ``state.md``'s parse cached:
-    ``snapshot_sections.parse_snapshot_cached``).
+    ``state.md`` says (header, trace, Active Constructs, Call Stack, other sections; not the
+    Index) and its status, without opening one binding or agent file, for the explorer to
+    show while :func:`load_run` reads them (that read then finds the trace annotated:
+    ``snapshot_sections.parse_snapshot_first_screen``).
 
     The status is inferred as :func:`load_run` infers it, the binding files known by
     their names in a listing of ``bindings/`` (one written for a statement still to come
@@ -283,8 +283,8 @@ def load_snapshot_first_screen(run_dir: Path, *, now: datetime | None = None, st
     and ``agents`` stay empty and the first warning (``STILL_READING``) says they are
     loading. ``None`` when the full read is quick anyway (at most ``FIRST_SCREEN_FILES``
     binding files and agent folders), the state file is not a plain snapshot ``state.md``
-    of at most ``MAX_STATE_BYTES`` (an event log, SOPS-encrypted, a 0.15 skill run), lies
-    outside the run, or cannot be read."""
+    of at most ``MAX_STATE_BYTES`` (an event log, SOPS-encrypted, a 0.15 skill run, text
+    that cannot be cut at its ``##`` sections), lies outside the run, or cannot be read."""
     root = run_root(run_dir)
     listed = _binding_names(run_dir, root)
     if len(listed) + len(agent_files.agent_dirs(run_dir / "agents")) <= FIRST_SCREEN_FILES or is_skill_run(run_dir):
@@ -302,9 +302,12 @@ def load_snapshot_first_screen(run_dir: Path, *, now: datetime | None = None, st
     if len(data) > MAX_STATE_BYTES or looks_encrypted(text[:4096]) or looks_like_event_log(text) \
             or not looks_like_snapshot(text):
         return None
+    snapshot = parse_snapshot_first_screen(text, run_dir)
+    if snapshot is None:
+        return None
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
               state_file=state_file, state_mtime=st.st_mtime, read_at=now or datetime.now(timezone.utc))
-    _apply_snapshot(run, parse_snapshot_cached(text, run_dir))
+    _apply_snapshot(run, snapshot)
     _program_and_times(run, run_dir, root, now)
     run.bindings = listed
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
