@@ -331,7 +331,7 @@ def _binding_names(run_dir: Path, root: Path) -> list[Binding]:
         service = visible_name(here.relative_to(folder).parts[0]) if here != folder else None
         for fn in filenames:
             if not fn.startswith(".") and is_binding_name(fn):
-                name, eid = name_and_scope(visible_name(Path(fn).stem))
+                name, eid = name_and_scope(visible_name(os.path.splitext(fn)[0]))  # Path.stem
                 found.append(Binding(name=name, path=here / fn, execution_id=eid, service=service))
     return found
 
