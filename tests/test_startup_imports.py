@@ -38,7 +38,9 @@ def test_the_readers_still_load_when_a_run_needs_them():
     code = (
         "from prose_tui.backends.filesystem.snapshot import parse_snapshot\n"
         "from prose_tui.backends.common.bindings import parse_binding_head\n"
-        "state = parse_snapshot('# Execution State\\n\\n## Index\\n\\n### Bindings\\n\\n| Name | Kind |\\n|---|---|\\n| a | let |\\n')\n"
+        # A fence needs markdown-it (plain headings and tables do not: common/markdown.py).
+        "state = parse_snapshot('# Execution State\\n\\n## Index\\n\\n### Bindings\\n\\n| Name | Kind |\\n|---|---|\\n| a | let |\\n'\n"
+        "                       '\\n## Notes\\n\\n```\\nkept\\n```\\n')\n"
         "assert [r.get('name') for r in state.binding_rows] == ['a'], state\n"
         "fields, _, _, _ = parse_binding_head('---\\nkind: let\\n---\\nvalue\\n')\n"
         "assert fields == {'kind': 'let'}, fields\n"

@@ -3,10 +3,19 @@
 The VM writes Markdown by hand, so the structure comes from a real Markdown parser rather
 than line regexes: a ``##`` inside a fenced block is not a heading, a table is a table
 whatever its spacing.
+
+Text made only of lines whose block structure cannot be mistaken (ATX headings, pipe
+tables after a blank line or heading with cells of plain text, paragraph and list lines
+that start with a letter, blank lines: the usual shape of a snapshot's Index and Call
+Stack) is read without markdown-it, line by line, into the same :class:`Document`
+(:func:`_plain_document`; tests/test_markdown_plain.py compares the two). A 2,000-row
+Index then takes milliseconds instead of half a second, and a first screen does not
+import markdown-it (issue 33). Anything else goes to markdown-it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -124,6 +133,12 @@ def parse_document(text: str) -> Document:
 
     Never raises on any text; text with no headings is all preamble.
     """
+    plain = _plain_document(text)
+    return plain if plain is not None else markdown_it_document(text)
+
+
+def markdown_it_document(text: str) -> Document:
+    """:func:`parse_document` through markdown-it always (the plain-text path's reference)."""
     lines = text.splitlines()
     tokens = _parser().parse(text)
     headings: list[tuple[int, int, str]] = []  # (level, line, title)
@@ -190,3 +205,162 @@ def _with_children(tokens: list[Token], start: int, end: int) -> list[Token]:
         if tok.type == "table_close":
             inside = False
     return out
+
+
+# -- the plain-text path: what markdown-it would give, for text that cannot be read otherwise ----------
+
+# Characters that make ``str.splitlines`` and markdown-it number lines differently, or that
+# markdown-it replaces (NUL): such text goes to markdown-it.
+_ODD_LINES = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00")
+_ATX = re.compile(r"(#{1,6})(?:[ \t]+([^#]*?))?[ \t]*")
+# A paragraph or list item's text starts with a letter, a digit (not an ordered list's
+# marker), a bracket or quote, or ``**`` and a word: nothing markdown-it reads as a block.
+_PLAIN_START = re.compile(r"""(?:[^\W_]|[(\["']|\*\*[^*\s])""")
+_ORDERED = re.compile(r"\d{1,9}[.)](?:[ \t]|$)")
+_BULLET = re.compile(r"[-*+] +(?=\S)")
+_DELIMITER = re.compile(r"[-:|][-:| \t]*")
+_DELIMITER_CELL = re.compile(r":?-+:?")
+# Inline markup: a cell holding none of these (``_`` only inside a word) is its own text.
+_INLINE = re.compile(r"[\\`*\[\]!<&~]|(?<![^\W_])_|_(?![^\W_])")
+_MD_TRIM = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_MAX_AUTOCOMPLETED = 0x10000  # markdown-it's cap on the empty cells it adds to short rows
+
+
+def _paragraph_line(line: str) -> bool:
+    """A line markdown-it reads as paragraph text or as a list item holding such text."""
+    if _PLAIN_START.match(line) and not _ORDERED.match(line):
+        return True
+    marker = _BULLET.match(line) or _ORDERED.match(line)
+    rest = line[marker.end():].lstrip(" \t") if marker else ""
+    return bool(rest) and bool(_PLAIN_START.match(rest)) and not _ORDERED.match(rest)
+
+
+def _cells(line: str) -> list[str]:
+    """A table row's cells as markdown-it splits them (no backslash in ``line``): leading
+    and trailing empty cells from the enclosing pipes dropped, not yet trimmed."""
+    columns = line.strip(_MD_TRIM).split("|")
+    if columns and columns[0] == "":
+        columns.pop(0)
+    if columns and columns[-1] == "":
+        columns.pop()
+    return columns
+
+
+def _aligns(line: str) -> int | None:
+    """The column count of a GFM delimiter row (``|---|:--:|``), or ``None`` when ``line``
+    is none (markdown-it's table rule)."""
+    if not _DELIMITER.fullmatch(line) or len(line) < 2 or (line[0] == "-" and line[1] in " \t"):
+        return None
+    columns = line.split("|")
+    count = 0
+    for i, column in enumerate(columns):
+        cell = column.strip(_MD_TRIM)
+        if not cell:
+            if i in (0, len(columns) - 1):
+                continue
+            return None
+        if not _DELIMITER_CELL.fullmatch(cell):
+            return None
+        count += 1
+    return count
+
+
+def _plain_table(lines: list[str], at: int) -> tuple[Table, int] | None:
+    """The pipe table starting at ``lines[at]`` and the index after it, or ``None`` when it
+    is not one whose every line starts with ``|`` and every cell is plain text (its own
+    text: no backslash, no inline markup)."""
+    if at + 1 >= len(lines):
+        return None
+    count = _aligns(lines[at + 1])
+    header = _cells(lines[at])
+    if count is None or count == 0 or len(header) != count:
+        return None
+    end = at + 2
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    # One search over the whole table: a cell's edges are pipes, so "_" inside a word is
+    # told from "_" at a cell's edge as well as cell by cell.
+    if _INLINE.search("\n".join(lines[at:end])):
+        return None
+    rows: list[list[str]] = []
+    missing = 0
+    for line in lines[at + 2:end]:
+        cells = _cells(line)
+        missing += count - len(cells)
+        if missing > _MAX_AUTOCOMPLETED:
+            return None
+        rows.append([c.strip() for c in cells[:count]] + [""] * (count - len(cells)))
+    return Table([c.strip() for c in header], rows), end
+
+
+def _plain_document(text: str) -> Document | None:
+    """``text`` as :func:`parse_document` gives it, read line by line, or ``None`` when it
+    has any line whose block structure needs markdown-it: a fence, indented or quoted text,
+    HTML, a rule or setext underline, a table not after a blank line or heading or with
+    inline markup in a cell, a line a table row would take in (see the module docstring)."""
+    if not _ODD_LINES.isdisjoint(text):
+        return None
+    lines = text.splitlines()
+    headings: list[tuple[int, int, str]] = []
+    tables: list[tuple[int, Table]] = []
+    after_block = True  # the line before is blank, a heading or the start: a table may start here
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip(" \t"):
+            after_block = True
+            i += 1
+            continue
+        first = line[0]
+        if first == "#":
+            m = _ATX.fullmatch(line)
+            if m is None:
+                return None  # "#tag", "####### x", "## a ##": paragraph text or closing hashes
+            headings.append((len(m.group(1)), i, (m.group(2) or "").strip()))
+            after_block = True
+            i += 1
+            continue
+        if first == "|":
+            if not after_block:
+                return None  # a paragraph's next line: markdown-it may read it either way
+            found = _plain_table(lines, i)
+            if found is None:
+                return None
+            table, end = found
+            tables.append((i, table))
+            if end < len(lines) and lines[end].strip(" \t") and not _ATX.fullmatch(lines[end]):
+                return None  # a line a table row would take in, or a block ending the table
+            i = end
+            continue
+        if not _paragraph_line(line):
+            return None
+        after_block = False
+        i += 1
+    return _document(lines, headings, tables)
+
+
+def _document(lines: list[str], headings: list[tuple[int, int, str]], tables: list[tuple[int, Table]]) -> Document:
+    title: str | None = None
+    first_section = len(lines)
+    for level, line, text_ in headings:
+        if level == 1 and title is None and line < first_section:
+            title = text_
+        if level == 2:
+            first_section = line
+            break
+    title_line = _title_line(headings) if title is not None else -1
+    preamble = [ln for i, ln in enumerate(lines[:first_section]) if i != title_line]
+
+    def block(title_: str, level: int, start: int, end: int) -> Block:
+        out = Block(title_, level, start, end, lines[start:end], [], [t for at, t in tables if start <= at < end])
+        if level == 2:
+            subs = [(line, t) for lvl, line, t in headings if lvl == 3 and start <= line < end]
+            for idx, (line, t) in enumerate(subs):
+                sub_end = subs[idx + 1][0] if idx + 1 < len(subs) else end
+                out.children.append(block(t, 3, line + 1, sub_end))
+        return out
+
+    level2 = [(line, t) for lvl, line, t in headings if lvl == 2]
+    sections = [block(t, 2, line + 1, level2[idx + 1][0] if idx + 1 < len(level2) else len(lines))
+                for idx, (line, t) in enumerate(level2)]
+    return Document(title, preamble, sections)

@@ -16,6 +16,7 @@ from prose_tui.backends.filesystem.folder import (
     is_run_dir,
     load_run,
     load_run_tail_first,
+    load_snapshot_first_screen,
 )
 from prose_tui.backends.filesystem.history import FilesystemHistory
 from prose_tui.backends.filesystem.live import apply_paths, run_status
@@ -79,10 +80,13 @@ class FilesystemBackend(RunBackend):
 
     def open_first_screen(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
                           observed: datetime | None = None) -> Run | None:
-        """A long event log's header and tail (``folder.load_run_tail_first``); see ``RunBackend``."""
+        """A long event log's header and tail (``folder.load_run_tail_first``), a snapshot
+        with many binding files without them (``folder.load_snapshot_first_screen``); see
+        ``RunBackend``."""
         if path.is_file():
             return None
-        return load_run_tail_first(path, now=now, stale_after=stale_after, observed=observed)
+        return load_run_tail_first(path, now=now, stale_after=stale_after, observed=observed) \
+            or load_snapshot_first_screen(path, now=now, stale_after=stale_after, observed=observed)
 
     def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:

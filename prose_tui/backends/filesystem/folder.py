@@ -16,7 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prose_tui.backends.common import agents as agent_files
-from prose_tui.backends.common.bindings import outside_binding, scan_bindings
+from prose_tui.backends.common.bindings import (
+    MAX_BINDING_DEPTH,
+    is_binding_name,
+    name_and_scope,
+    outside_binding,
+    scan_bindings,
+)
 from prose_tui.backends.common.contained import OUTSIDE_RUN, inside, lexically_inside, run_root
 from prose_tui.backends.common.encryption import looks_encrypted
 from prose_tui.backends.common.project import read_env, read_state_json, shown_env
@@ -47,9 +53,10 @@ from prose_tui.backends.filesystem.skill import (
 )
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
+    looks_like_snapshot,
     parse_time,
 )
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached, parse_snapshot_first_screen
 from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
 
@@ -256,6 +263,77 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
     _program_and_times(run, run_dir, root, now)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     return run
+
+
+FIRST_SCREEN_FILES = 256  # a snapshot run with more binding and agent folders than this gets a first screen
+STILL_READING = "reading {} binding files: bindings, agents and values are still loading"
+
+
+def load_snapshot_first_screen(run_dir: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
+                               observed: datetime | None = None) -> Run | None:
+    """A first screen of a snapshot run with many binding files (issue 33): the run as its
+    ``state.md`` says (header, trace, Active Constructs, Call Stack, other sections; not the
+    Index) and its status, without opening one binding or agent file, for the explorer to
+    show while :func:`load_run` reads them (that read then finds the trace annotated:
+    ``snapshot_sections.parse_snapshot_first_screen``).
+
+    The status is inferred as :func:`load_run` infers it, the binding files known by
+    their names in a listing of ``bindings/`` (one written for a statement still to come
+    is evidence of an interrupted run, ``status._bindings_written_after``); ``bindings``
+    and ``agents`` stay empty and the first warning (``STILL_READING``) says they are
+    loading. ``None`` when the full read is quick anyway (at most ``FIRST_SCREEN_FILES``
+    binding files and agent folders), the state file is not a plain snapshot ``state.md``
+    of at most ``MAX_STATE_BYTES`` (an event log, SOPS-encrypted, a 0.15 skill run, text
+    that cannot be cut at its ``##`` sections), lies outside the run, or cannot be read."""
+    root = run_root(run_dir)
+    listed = _binding_names(run_dir, root)
+    if len(listed) + len(agent_files.agent_dirs(run_dir / "agents")) <= FIRST_SCREEN_FILES or is_skill_run(run_dir):
+        return None
+    state_file = state_file_of(run_dir)
+    if state_file is None or state_file.name != "state.md" or not inside(state_file, root):
+        return None
+    try:
+        with open_regular(state_file, root=root) as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read(MAX_STATE_BYTES + 1)
+    except OSError:
+        return None
+    text = decode(data)
+    if len(data) > MAX_STATE_BYTES or looks_encrypted(text[:4096]) or looks_like_event_log(text) \
+            or not looks_like_snapshot(text):
+        return None
+    snapshot = parse_snapshot_first_screen(text, run_dir)
+    if snapshot is None:
+        return None
+    run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
+              state_file=state_file, state_mtime=st.st_mtime, read_at=now or datetime.now(timezone.utc))
+    _apply_snapshot(run, snapshot)
+    _program_and_times(run, run_dir, root, now)
+    run.bindings = listed
+    run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
+    run.bindings = []  # names alone: a binding's size, kind and value come with the full read
+    run.warnings.insert(0, STILL_READING.format(len(listed)))
+    return run
+
+
+def _binding_names(run_dir: Path, root: Path) -> list[Binding]:
+    """The binding files below ``bindings/`` as ``scan_bindings`` finds them, by name and
+    scope only: listed, never opened nor measured. Empty when ``bindings/`` lies outside
+    ``root`` or cannot be listed."""
+    folder = run_dir / "bindings"
+    if not folder.is_dir() or not inside(folder, root):
+        return []
+    found: list[Binding] = []
+    base = len(folder.parts)
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = dirnames if len(here.parts) - base < MAX_BINDING_DEPTH else []
+        service = visible_name(here.relative_to(folder).parts[0]) if here != folder else None
+        for fn in filenames:
+            if not fn.startswith(".") and is_binding_name(fn):
+                name, eid = name_and_scope(visible_name(os.path.splitext(fn)[0]))  # Path.stem
+                found.append(Binding(name=name, path=here / fn, execution_id=eid, service=service))
+    return found
 
 
 # -- openprose 0.15 skill runs: kept apart in skill.py; these two calls are the whole hook ----
@@ -527,10 +605,11 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
     if snap is None or not snap.binding_rows:
         return found
     by_path = {os.path.normpath(b.path): b for b in found}
+    base = os.fspath(run_dir)  # joined as strings: a Path per row was a third of the merge
     for listed, row in enumerate(snap.binding_rows):  # the Index's order is the run's (Binding.listed)
         name = row.get("name") or ""
         rel = row.get("path") or f"bindings/{name}.md"
-        path = os.path.normpath(run_dir / rel if not rel.startswith("(") else run_dir / f"bindings/{name}.md")
+        path = os.path.normpath(os.path.join(base, rel if not rel.startswith("(") else f"bindings/{name}.md"))
         binding = by_path.get(path)
         kind = (row.get("kind") or "").lower() or None
         if binding is None:

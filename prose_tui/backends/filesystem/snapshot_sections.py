@@ -50,6 +50,7 @@ _CANDIDATE = re.compile(r"\n(?:[ \t]*(?:```|~~~|##)| {0,3}=)")
 _TRACE_OPEN = re.compile(r"## (?P<title>[^\n#`*_\[\]<>&\\]*?)[ \t]*\n(?:[ \t]*\n)*(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n")
 _TRACE_TITLES = ("execution trace", "trace")
 _CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n?$")
+_INDEX_HEADING = re.compile(r" {0,3}##[ \t]+index", re.IGNORECASE)
 
 _KEEP = 512  # whole-text heads kept (the text before the first ## heading: title, header)
 # Section parses are kept for the last revision parsed under each key (a run folder, the
@@ -226,6 +227,26 @@ def parse_snapshot_cached(text: str, key: object = None) -> SnapshotState:
         seen = _parse(text, key)
         with _lock:
             _remember(_texts, text, seen, _TEXTS_KEPT)
+    return _copy(seen)
+
+
+def parse_snapshot_first_screen(text: str, key: object = None) -> SnapshotState | None:
+    """:func:`parse_snapshot_cached` but for the ``## Index`` section, which is not parsed
+    (``binding_rows`` and ``agent_rows`` empty, unless this very text was parsed whole
+    before): a first screen (issue 33). Only the trace's annotation is kept for the next
+    parse under ``key``, which then reads the Index. ``None`` when the text cannot be cut
+    at its sections (it would be parsed whole: no quicker than :func:`parse_snapshot_cached`)."""
+    with _lock:
+        seen = _texts.get(text)
+    if seen is None:
+        split = split_sections(text)
+        if split is None:
+            return None
+        seen = _parse_sections(text, *split, key, {}, with_index=False)
+    return _copy(seen)
+
+
+def _copy(seen: SnapshotState) -> SnapshotState:
     return SnapshotState(title=seen.title, header=dict(seen.header), trace=list(seen.trace),
                          constructs=list(seen.constructs), binding_rows=list(seen.binding_rows),
                          agent_rows=list(seen.agent_rows), call_stack=list(seen.call_stack),
@@ -244,7 +265,7 @@ def _parse(text: str, key: object) -> SnapshotState:
 
 
 def _parse_sections(text: str, head: str, sections: list[str], key: object,
-                    seen: dict[str, _Parsed]) -> SnapshotState:
+                    seen: dict[str, _Parsed], *, with_index: bool = True) -> SnapshotState:
     blocks: list[Block] = []
     parsed: dict[int, _Parsed] = {}
     trace_content: str | None = None
@@ -256,6 +277,8 @@ def _parse_sections(text: str, head: str, sections: list[str], key: object,
                 trace_at, trace_content = len(blocks), quick[1]
                 blocks.append(quick[0])
                 continue
+        if not with_index and _INDEX_HEADING.match(section):
+            continue  # left for the full read (every section titled Index..., as doc.section matches)
         p = _section(section, seen)
         if p.block is None:
             return parse_snapshot(text)
