@@ -84,7 +84,8 @@ class EventLogParser:
 
     ``feed(lines)`` takes complete lines (as ``str.splitlines`` gives them, 1-based
     numbering continuing from the last feed) and returns the indexes of the trace lines
-    whose state or text changed (new lines included). ``checkpoint``/``rollback`` undo a
+    whose state or text changed (new lines included; with ``changes=False`` only the
+    earlier lines whose state changed). ``checkpoint``/``rollback`` undo a
     provisional feed (a last line still being written). ``finish`` fills the derived
     fields a whole-file parse sets at the end (call stack, end-of-log warnings).
     Raises nothing for any text. A log starting with a SOPS block is not handled here
@@ -119,7 +120,7 @@ class EventLogParser:
         return _BRACE_START_RE.match(first_text) is None  # (no stripped copy of a long text)
 
     # -- feeding --------------------------------------------------------------------------
-    def feed(self, lines: list[str]) -> set[int]:
+    def feed(self, lines: list[str], *, changes: bool = True) -> set[int]:
         log = self.log
         first_trace = len(log.trace)
         warnings_before = len(log.warnings)
@@ -136,11 +137,11 @@ class EventLogParser:
         # apply_event appends its warnings to log.warnings; keep them in line order.
         self.line_warnings.extend(log.warnings[warnings_before:])
         del log.warnings[warnings_before:]
-        changed = set(range(first_trace, len(log.trace)))
-        changed |= set(self.joined_log[joined_before:])
-        changed |= self._settle(self.dirty)
+        settled = self._settle(self.dirty)
         self.dirty = set()
-        return changed
+        if not changes:  # a set of every new line's index, made and dropped, would leave holes in the heap
+            return settled
+        return settled | set(range(first_trace, len(log.trace))) | set(self.joined_log[joined_before:])
 
     def _leave_header(self) -> None:
         log = self.log
@@ -399,7 +400,7 @@ class EventLogTail:
             end = data.rfind(b"\n", start, min(start + FEED_CHUNK, cut)) + 1
             if end <= start:  # a line longer than a chunk: up to its end
                 end = data.find(b"\n", start) + 1
-            fed = parser.feed(decode(data[start:end]).splitlines())
+            fed = parser.feed(decode(data[start:end]).splitlines(), changes=changes)
             if changes:
                 changed |= fed
             start = end
