@@ -65,3 +65,54 @@ def test_the_parser_makes_one_int_per_number_for_seq_line_and_trace_line():
     assert [e.seq for e in log.events] == list(range(2000))
     assert [t.line for t in log.trace] == list(range(1, 2001))
     assert [e.line for e in log.events] == list(range(2, 2002))
+
+
+def _loop_log(rounds: int) -> str:
+    lines = ["# run:20260301-100000-abcdef loop.prose"]
+    for r in range(rounds):
+        lines += [f"3→ loop:{r + 1}/{rounds}", f"4→ researcher ✓ [10:{r // 60:02d}:{r % 60:02d}]",
+                  f"5→ gate:review ✓ approved [10:{r // 60:02d}:{r % 60:02d}]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_names_steps_and_statuses_written_on_many_lines_are_held_once(tmp_path):
+    """A loop writes the same agent, step and status on every pass: one object each for the
+    whole log, not one per line (a long log's memory is its distinct words, not its lines)."""
+    from prose_tui.backends.filesystem.backend import FilesystemBackend
+
+    run = tmp_path / ".prose" / "runs" / "20260301-100000-abcdef"
+    run.mkdir(parents=True)
+    (run / "state.md").write_text(_loop_log(50), encoding="utf-8")
+    loaded = FilesystemBackend().open(run)
+    researcher = [e for e in loaded.events if e.name == "researcher"]
+    gates = [e for e in loaded.events if e.name == "gate:review"]
+    assert len(researcher) == len(gates) == 50
+    assert len({id(e.name) for e in researcher}) == 1
+    assert len({id(e.step) for e in researcher}) == 1
+    assert len({id(e.status) for e in gates}) == 1 and gates[0].status == "approved"
+    assert len({id(t.step) for t in loaded.trace if t.step == "4"}) == 1
+    # the same second on two lines: one datetime
+    assert researcher[7].time == gates[7].time and researcher[7].time is gates[7].time
+
+
+@pytest.mark.parametrize("chunk", [1, 40, 4096])
+def test_a_log_parsed_a_chunk_at_a_time_is_the_log_parsed_whole(tmp_path, monkeypatch, chunk):
+    """The first read decodes and parses a long log a chunk of whole lines at a time (its text
+    is never one string); lines longer than a chunk, CRLF endings and a last line still being
+    written come out as a whole-file parse gives them."""
+    from prose_tui.backends.filesystem import eventlog_tail
+    from prose_tui.backends.filesystem.eventlog import parse_event_log
+    from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
+
+    monkeypatch.setattr(eventlog_tail, "FEED_CHUNK", chunk)
+    text = _loop_log(30).replace("\n", "\r\n", 9) + "6→ " + "w" * 300 + " ✓\n7→ writer"
+    path = tmp_path / "state.md"
+    path.write_bytes(text.encode("utf-8"))
+    tail = EventLogTail.start(path, "state.md")
+    assert tail.feed_bytes(path.read_bytes(), path.stat(), changes=False) <= {len(tail.parser.log.trace) - 1}
+    got, want = tail.parser.finish(), parse_event_log(text.replace("\r\n", "\n"))
+    assert [(e.seq, e.kind, e.text, e.name, e.step, e.status, e.line, e.time) for e in got.events] == \
+        [(e.seq, e.kind, e.text, e.name, e.step, e.status, e.line, e.time) for e in want.events]
+    assert [(t.line, t.text, t.state, t.note, t.step) for t in got.trace] == \
+        [(t.line, t.text, t.state, t.note, t.step) for t in want.trace]
+    assert got.trace[-1].text == "7→ writer" and got.trace[-1].state == "executing"

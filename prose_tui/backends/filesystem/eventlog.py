@@ -86,6 +86,8 @@ _EVENT_KEYWORDS = {"loop", "block", "retry", "gate", "if"}
 _EVENT_CHARS = set(MARKS) | set("∥‖→")
 _NOT_BINDINGS = {"if", "gate", "else", "loop", "block", "retry"}
 _SNIFF_LINES = 40
+_SNIFF_CHARS = 64 * 1024  # the head a sniff splits into lines first (more when its lines are longer)
+_BRACE_START_RE = re.compile(r"\s*\{")
 
 
 @dataclass(slots=True)
@@ -156,8 +158,12 @@ def looks_like_event_log(text: str) -> bool:
     """
     if not isinstance(text, str):
         return False
-    all_lines = text.splitlines()
-    lines = [ln.strip() for ln in all_lines[_sops_prefix_end(all_lines):][:_SNIFF_LINES]]
+    if _BRACE_START_RE.match(text):  # a leading ``{`` block (SOPS) may be long: split it all
+        all_lines = text.splitlines()
+        all_lines = all_lines[_sops_prefix_end(all_lines):]
+    else:
+        all_lines = _first_lines(text, _SNIFF_LINES)
+    lines = [ln.strip() for ln in all_lines[:_SNIFF_LINES]]
     lines = [ln for ln in lines if ln]
     if not lines:
         return False
@@ -174,6 +180,17 @@ def looks_like_event_log(text: str) -> bool:
     if any(re.match(r"^run_id\s*:", ln, re.IGNORECASE) for ln in lines[:10]):
         return True
     return any(STEP_RE.match(ln) for ln in lines)
+
+
+def _first_lines(text: str, count: int) -> list[str]:
+    """``text.splitlines()[:count]`` without splitting the rest of ``text`` (a 1,000,000-event
+    log is sniffed without a list of its lines)."""
+    size = _SNIFF_CHARS
+    while True:
+        lines = text[:size].splitlines()
+        if len(lines) > count or size >= len(text):  # the first ``count`` are whole lines
+            return lines[:count]
+        size *= 4
 
 
 def _sops_prefix_end(lines: list[str]) -> int:

@@ -13,9 +13,11 @@ rolled back when more bytes arrive, so the run shows it as a fresh open would.
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from itertools import chain
 from pathlib import Path
 
 from prose_tui.backends.common.text import decode
@@ -32,6 +34,9 @@ from prose_tui.backends.filesystem.eventlog_lines import classify_line
 from prose_tui.backends.filesystem.tail import FileTail
 from prose_tui.model import Event, EventKind, StatementState, TraceLine
 
+_BRACE_START_RE = re.compile(r"\s*\{")
+_WORDS = 4096  # distinct names, steps, statuses and notes one parser shares (``_word``)
+FEED_CHUNK = 1 << 20  # bytes of whole lines decoded and parsed at a time (``EventLogTail.feed_bytes``)
 _KINDS = list(EventKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
 _STATES: list[StatementState | None] = [None, *StatementState]
@@ -79,7 +84,8 @@ class EventLogParser:
 
     ``feed(lines)`` takes complete lines (as ``str.splitlines`` gives them, 1-based
     numbering continuing from the last feed) and returns the indexes of the trace lines
-    whose state or text changed (new lines included). ``checkpoint``/``rollback`` undo a
+    whose state or text changed (new lines included; with ``changes=False`` only the
+    earlier lines whose state changed). ``checkpoint``/``rollback`` undo a
     provisional feed (a last line still being written). ``finish`` fills the derived
     fields a whole-file parse sets at the end (call stack, end-of-log warnings).
     Raises nothing for any text. A log starting with a SOPS block is not handled here
@@ -105,14 +111,16 @@ class EventLogParser:
         self.failed_line: int | None = None
         self.dirty: set[int] = set()
         self._ints: dict[int, int] = {}  # recent numbers, one int object each (``_shared``)
+        self._words: dict[str, str] = {}  # names, steps, statuses and notes seen, one str each (``_word``)
+        self._times: dict[tuple, datetime] = {}  # recent event times, one datetime each (``_time``)
 
     @staticmethod
     def supports(first_text: str) -> bool:
         """False for a log that starts with a ``{`` block (possibly SOPS): parsed whole."""
-        return not first_text.lstrip().startswith("{")
+        return _BRACE_START_RE.match(first_text) is None  # (no stripped copy of a long text)
 
     # -- feeding --------------------------------------------------------------------------
-    def feed(self, lines: list[str]) -> set[int]:
+    def feed(self, lines: list[str], *, changes: bool = True) -> set[int]:
         log = self.log
         first_trace = len(log.trace)
         warnings_before = len(log.warnings)
@@ -129,11 +137,11 @@ class EventLogParser:
         # apply_event appends its warnings to log.warnings; keep them in line order.
         self.line_warnings.extend(log.warnings[warnings_before:])
         del log.warnings[warnings_before:]
-        changed = set(range(first_trace, len(log.trace)))
-        changed |= set(self.joined_log[joined_before:])
-        changed |= self._settle(self.dirty)
+        settled = self._settle(self.dirty)
         self.dirty = set()
-        return changed
+        if not changes:  # a set of every new line's index, made and dropped, would leave holes in the heap
+            return settled
+        return settled | set(range(first_trace, len(log.trace))) | set(self.joined_log[joined_before:])
 
     def _leave_header(self) -> None:
         log = self.log
@@ -152,17 +160,43 @@ class EventLogParser:
             del ints[next(iter(ints))]  # the oldest
         return shared
 
+    def _word(self, value: str | None) -> str | None:
+        """``value`` as the str object made for it earlier: a name, step, status or note is
+        written on many lines of a log (a loop's steps, an agent's statements), one object
+        for them all. The table holds at most ``_WORDS`` and starts again when full."""
+        if value is None:
+            return None
+        words = self._words
+        shared = words.get(value)
+        if shared is None:
+            if len(words) >= _WORDS:
+                words.clear()
+            shared = words[value] = value
+        return shared
+
+    def _time(self, value: datetime | None) -> datetime | None:
+        """``value`` as the datetime made for it lately (the same second on lines close
+        together), one object for them; equal instants with another UTC offset stay apart."""
+        if value is None:
+            return None
+        times = self._times
+        shared = times.setdefault((value, value.utcoffset()), value)
+        if len(times) > 16:
+            del times[next(iter(times))]  # the oldest
+        return shared
+
     def _line(self, number: int, text: str) -> None:
         log = self.log
-        shared = self._shared
+        shared, word = self._shared, self._word
         number = shared(number)
         info = classify_line(text, self.base)
+        info.step, info.note = word(info.step), word(info.note)
         if not info.recognised:
             log.warnings.append(f"{self.source_name} line {number}: unrecognised event, kept as a note")
         for item in info.items:
             event = Event(
-                seq=shared(len(log.events)), kind=item.kind, text=info.text, time=item.time,
-                step=info.step, name=item.name, status=item.status, line=number,
+                seq=shared(len(log.events)), kind=item.kind, text=info.text, time=self._time(item.time),
+                step=info.step, name=word(item.name), status=word(item.status), line=number,
                 execution_id=item.execution_id,
             )
             apply_event(log, event, item.message, self.frames, self.source_name)
@@ -234,9 +268,9 @@ class EventLogParser:
         for index in (failed_line, self.failed_line):
             if index is not None:
                 touched.add(index)
-        touched |= set(range(self._settled_upto, len(self.log.trace)))
+        touched.difference_update(range(self._settled_upto, len(self.log.trace)))
         changed: set[int] = set()
-        for index in touched:
+        for index in chain(touched, range(self._settled_upto, len(self.log.trace))):
             state = self._state_of(index, live, failed_line)
             line = self.log.trace[index]
             if line.state is not state:
@@ -348,18 +382,30 @@ class EventLogTail:
     def start(cls, path: Path, source_name: str) -> EventLogTail:
         return cls(FileTail(path), EventLogParser(source_name))
 
-    def feed_bytes(self, data: bytes, st: os.stat_result | None) -> set[int]:
-        """Parse ``data`` (the bytes from the committed offset to the end of the file)."""
+    def feed_bytes(self, data: bytes, st: os.stat_result | None, *, changes: bool = True) -> set[int]:
+        """Parse ``data`` (the bytes from the committed offset to the end of the file) and
+        return the indexes of the trace lines it added or changed; with ``changes=False``
+        (a first read: every line is new) an empty set, so a 1,000,000-line read does not
+        build a set of a million numbers. The whole lines are decoded and parsed
+        ``FEED_CHUNK`` bytes at a time: the text of a long log is never held as one string
+        and a list of all its lines besides the lines the trace keeps."""
         parser = self.parser
         changed: set[int] = set()
         if self.pending is not None:
             parser.rollback(self.pending)
             self.pending = None
         cut = data.rfind(b"\n") + 1
-        complete, rest = data[:cut], data[cut:]
-        if complete:
-            changed |= parser.feed(decode(complete).splitlines())
-        self.file.advance(len(complete), st, data)
+        start = 0
+        while start < cut:
+            end = data.rfind(b"\n", start, min(start + FEED_CHUNK, cut)) + 1
+            if end <= start:  # a line longer than a chunk: up to its end
+                end = data.find(b"\n", start) + 1
+            fed = parser.feed(decode(data[start:end]).splitlines(), changes=changes)
+            if changes:
+                changed |= fed
+            start = end
+        rest = data[cut:]
+        self.file.advance(cut, st, data)
         self.pending_data = rest
         if rest:
             self.pending = parser.checkpoint()

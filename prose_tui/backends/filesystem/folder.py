@@ -414,8 +414,9 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             # A log with front matter is read whole on each change (its header may be rewritten);
             # a plain log is tailed.
             if tails is not None and not front and not cut and st is not None and EventLogParser.supports(text):
+                text = ""  # the tail decodes ``data`` a chunk at a time: no whole copy held while parsing
                 tail = EventLogTail.start(state_file, state_file.name)
-                tail.feed_bytes(data, st)
+                tail.feed_bytes(data, st, changes=False)
                 tails[run_dir] = tail
                 log = tail.parser.finish()
                 tail.warnings_at, tail.shown_warnings = len(run.warnings), len(log.warnings)
