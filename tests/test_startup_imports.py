@@ -79,12 +79,14 @@ def test_an_event_log_runs_first_screen_imports_no_other_backend():
     imported; SQLite (and Python's sqlite3), Reactor, the receipt ledger and narration are
     not, nor is PostgreSQL's driver. The command line's own options (``--postgres``) do
     import the PostgreSQL backend, without psycopg (or python-dotenv: the project has no
-    ``.env``). Nor are the screens no key was pressed for (help, Mission Control, compare)."""
+    ``.env``), nor ``importlib.metadata`` (no installed distribution names the entry point
+    group). Nor are the screens no key was pressed for (help, Mission Control, compare)."""
     loaded = _loaded_after("import prose_tui.cli.main\nprose_tui.cli.main._main_parser()\n"
                            + FIRST_SCREEN.format(tests=str(ROOT / "tests"), project=str(EVENTLOG)))
     assert "textual.app" in loaded and "prose_tui.backends.filesystem.backend" in loaded  # the run was read
     assert _backends_in(loaded) == ["filesystem", "postgres"]
     assert not {"sqlite3", "psycopg", "dotenv"} & loaded
+    assert "importlib.metadata" not in loaded  # no distribution declares a backend: no metadata read
     later = ("prose_tui.mission", "prose_tui.tui.screens.help", "prose_tui.tui.screens.mission_control",
              "prose_tui.tui.screens.compare")
     assert sorted(m for m in later if m in loaded) == []

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
@@ -299,9 +301,12 @@ def _asked(path: Path, *, finding: bool = False) -> Iterator[RunBackend]:
 def _entry_point_backends() -> list[RunBackend]:
     global _plugins
     if _plugins is None:
-        from importlib.metadata import entry_points  # with its email and zipfile: ~40 ms, once
-
         found: list[RunBackend] = []
+        if not _may_declare_plugins():
+            _plugins = found
+            return _plugins
+        from importlib.metadata import entry_points
+
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             try:
                 found.append(_instance(ep.load(), f"entry point {ep.name} ({ep.value})"))
@@ -309,6 +314,38 @@ def _entry_point_backends() -> list[RunBackend]:
                 _errors.append(f"backend {ep.name} ({ep.value}) could not be loaded: {type(exc).__name__}: {exc}")
         _plugins = found
     return _plugins
+
+
+def _may_declare_plugins() -> bool:
+    """Whether an installed distribution may declare a ``prose_tui.backends`` entry point:
+    one on ``sys.path`` (a ``*.dist-info``, ``*.egg-info`` or ``*.egg``) whose
+    ``entry_points.txt`` names the group. A look at folder names and those few files instead
+    of ``importlib.metadata``, which imports ``email`` and ``zipfile`` and reads every
+    distribution's metadata (measured: a seventh of Textual's own import, for a lookup that
+    finds nothing on most machines). Anything else on the path that may hold distributions
+    (a zip, another metadata finder on ``sys.meta_path``) says yes: the full lookup decides."""
+    if any(hasattr(finder, "find_distributions") and finder is not PathFinder for finder in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            with os.scandir(folder) as found:
+                names = [e.name for e in found if e.name.endswith((".dist-info", ".egg-info", ".egg"))]
+        except NotADirectoryError:
+            return True  # a zip file on the path
+        except OSError:
+            continue  # not there: nothing to find (as importlib.metadata)
+        if folder.endswith(".egg"):
+            names.append("EGG-INFO")
+        for name in names:
+            for where in ((folder, name, "entry_points.txt"), (folder, name, "EGG-INFO", "entry_points.txt")):
+                try:
+                    with open(os.path.join(*where), encoding="utf-8", errors="replace") as fh:
+                        if ENTRY_POINT_GROUP in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
 
 
 def reload_entry_points() -> None:
