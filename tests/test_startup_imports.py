@@ -87,6 +87,7 @@ def test_an_event_log_runs_first_screen_imports_no_other_backend():
     assert _backends_in(loaded) == ["filesystem", "postgres"]
     assert not {"sqlite3", "psycopg", "dotenv"} & loaded
     assert "importlib.metadata" not in loaded  # no distribution declares a backend: no metadata read
+    assert "watchfiles" not in loaded  # the probe does not watch (watch=False): the watcher's engine is not needed
     later = ("prose_tui.mission", "prose_tui.tui.screens.help", "prose_tui.tui.screens.mission_control",
              "prose_tui.tui.screens.compare")
     assert sorted(m for m in later if m in loaded) == []
