@@ -7,7 +7,9 @@ Each tool is launched in a tmux pane of ``--size`` (80x24) on a tmux server of i
 (``tmux -L bench-open-PID``): the pane starts on a placeholder, one control-mode client
 (``tmux -C``) attaches, the clock starts and ``respawn-pane`` runs the tool; the client
 captures the pane every millisecond until all of the case's first-screen texts are on it.
-Per open: that time, and the tool's RSS (VmRSS) when the first screen showed and 3 s later.
+Per open: that time, the CPU time the tool's process had used by then (user + system, from
+``/proc``: on a loaded machine the wall time is mostly waiting for a core, the CPU time much
+less so), and its RSS (VmRSS) when the first screen showed and 3 s later.
 
 First screen, per case and tool:
 
@@ -59,7 +61,7 @@ class Case:
     file: Path  # the file toolong and tail -f open
     ours: list[str]  # texts of prose-tui's first screen
     theirs: list[str]  # texts of toolong's and tail -f's
-    figures: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    figures: dict[str, list[tuple[float, float, float, float]]] = field(default_factory=dict)
 
 
 def make_case(name: str, folder: Path) -> Case:
@@ -131,6 +133,15 @@ class Pane:
             pass
         return float("nan")
 
+    def cpu_ms(self) -> float:
+        """User + system CPU time of the pane's process so far (``/proc/PID/stat``), ms."""
+        pid = self.command("display -p -t o '#{pane_pid}'").strip()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.server, "kill-server"], capture_output=True)
         try:
@@ -155,8 +166,8 @@ def command_for(tool: str, case: Case, env: dict[str, str], toolong: Path) -> st
 
 
 def open_once(tool: str, case: Case, size: tuple[int, int], env: dict[str, str], toolong: Path,
-              timeout: float) -> tuple[float, float, float]:
-    """(ms to the first screen, RSS MB then, RSS MB 3 s later)."""
+              timeout: float) -> tuple[float, float, float, float]:
+    """(ms to the first screen, RSS MB then, RSS MB 3 s later, CPU ms used by the first screen)."""
     pane = Pane(size)
     try:
         t0 = pane.launch(command_for(tool, case, env, toolong))
@@ -164,10 +175,11 @@ def open_once(tool: str, case: Case, size: tuple[int, int], env: dict[str, str],
         if seen is None:  # the figure is "never" (nan); what the screen showed instead is printed
             screen = pane.command("capture-pane -p -t o")
             print(f"{label(tool)} {case.name}: no first screen in {timeout:.0f} s; the screen:\n{screen}", flush=True)
-            return float("nan"), pane.rss_mb(), pane.rss_mb()
+            return float("nan"), pane.rss_mb(), pane.rss_mb(), float("nan")
+        cpu = pane.cpu_ms()
         rss = pane.rss_mb()
         time.sleep(3)
-        return (seen - t0) * 1000, rss, pane.rss_mb()
+        return (seen - t0) * 1000, rss, pane.rss_mb(), cpu
     finally:
         pane.close()
 
@@ -211,21 +223,25 @@ def main() -> None:
             for tool in tools:
                 ms = [f[0] for f in case.figures[tool]]
                 print(f"{name:<18} {label(tool):<10} first screen ms: {' '.join(f'{m:.0f}' for m in ms)}; "
-                      f"RSS MB {case.figures[tool][-1][1]:.0f} -> {case.figures[tool][-1][2]:.0f}", flush=True)
+                      f"CPU ms: {' '.join(f'{f[3]:.0f}' for f in case.figures[tool])}; "
+                      f"RSS MB {case.figures[tool][-1][1]:.0f} -> {case.figures[tool][-1][2]:.0f}; "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
             cases.append(case)
-    load = os.getloadavg()[0]
-    print(f"\n{size[0]}x{size[1]}, median (max) of {args.rounds} opens, ms; RSS 3 s after the first screen, MB; "
-          f"load average {load:.1f}\n")
-    print("| case | " + " | ".join(map(label, tools)) + " | " + " | ".join(f"RSS {label(t)}" for t in tools if t != "tail")
-          + " |")
-    print("|---" * (1 + len(tools) + len([t for t in tools if t != "tail"])) + "|")
+    load = os.getloadavg()
+    print(f"\n{size[0]}x{size[1]}, median (max) of {args.rounds} opens, ms; CPU ms used by the first screen, "
+          f"median; RSS 3 s after the first screen, MB; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}\n")
+    others = [t for t in tools if t != "tail"]
+    print("| case | " + " | ".join(map(label, tools)) + " | " + " | ".join(f"CPU {label(t)}" for t in others)
+          + " | " + " | ".join(f"RSS {label(t)}" for t in others) + " |")
+    print("|---" * (1 + len(tools) + 2 * len(others)) + "|")
     for case in cases:
         cells = []
         for tool in tools:
             ms = [f[0] for f in case.figures[tool]]
             cells.append("never" if any(m != m for m in ms) else f"{statistics.median(ms):,.0f} ({max(ms):,.0f})")
-        rss = [f"{statistics.median(f[2] for f in case.figures[t]):.0f}" for t in tools if t != "tail"]
-        print(f"| {case.name} | " + " | ".join(cells) + " | " + " | ".join(rss) + " |")
+        cpu = [f"{statistics.median(f[3] for f in case.figures[t]):,.0f}" for t in others]
+        rss = [f"{statistics.median(f[2] for f in case.figures[t]):.0f}" for t in others]
+        print(f"| {case.name} | " + " | ".join(cells) + " | " + " | ".join(cpu) + " | " + " | ".join(rss) + " |")
 
 
 if __name__ == "__main__":

@@ -46,3 +46,129 @@ def test_the_readers_still_load_when_a_run_needs_them():
         "assert fields == {'kind': 'let'}, fields\n"
     )
     assert {"markdown_it", "frontmatter", "yaml"} <= _loaded_after(code)
+
+
+# -- the backends: imported for the paths they may claim, not at start (issue 33) -------------------
+
+EVENTLOG = ROOT / "tests" / "fixtures" / "eventlog"
+OTHER_BACKENDS = ("sqlite", "reactor", "receipt_ledger", "narration")
+FIRST_SCREEN = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from app_helpers import make_app, ready
+from prose_tui.model import RunStatus
+
+async def main():
+    app = make_app(Path({project!r}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        run = app.explorer.current_run
+        assert run is not None and run.events and run.status is not RunStatus.UNREADABLE, run
+        print("shown:", run.path.name, len(run.events), run.status.value)
+
+asyncio.run(main())
+"""
+
+
+def _backends_in(loaded: set[str]) -> list[str]:
+    return sorted({m.split(".")[2] for m in loaded if m.startswith("prose_tui.backends.") and m.count(".") >= 3} - {"common"})
+
+
+def test_an_event_log_runs_first_screen_imports_no_other_backend():
+    """The explorer on a project whose run is an event log (seeds/filesystem.md): once the
+    run's newest events and status are on screen, the filesystem backend is the only reader
+    imported; SQLite (and Python's sqlite3), Reactor, the receipt ledger and narration are
+    not, nor is PostgreSQL's driver. The command line's own options (``--postgres``) do
+    import the PostgreSQL backend, without psycopg (or python-dotenv: the project has no
+    ``.env``), nor ``importlib.metadata`` (no installed distribution names the entry point
+    group). Nor are the screens no key was pressed for (help, Mission Control, compare)."""
+    loaded = _loaded_after("import prose_tui.cli.main\nprose_tui.cli.main._main_parser()\n"
+                           + FIRST_SCREEN.format(tests=str(ROOT / "tests"), project=str(EVENTLOG)))
+    assert "textual.app" in loaded and "prose_tui.backends.filesystem.backend" in loaded  # the run was read
+    assert _backends_in(loaded) == ["filesystem", "postgres"]
+    assert not {"sqlite3", "psycopg", "dotenv"} & loaded
+    assert "importlib.metadata" not in loaded  # no distribution declares a backend: no metadata read
+    assert "watchfiles" not in loaded  # the probe does not watch (watch=False): the watcher's engine is not needed
+    later = ("prose_tui.mission", "prose_tui.tui.screens.help", "prose_tui.tui.screens.mission_control",
+             "prose_tui.tui.screens.compare")
+    assert sorted(m for m in later if m in loaded) == []
+
+
+def test_each_backend_is_imported_for_the_run_it_reads():
+    """A path a built-in may claim imports that backend and it reads the run: a state.db,
+    a Reactor state dir, a narration file, each in a fresh interpreter that asked for that
+    path alone."""
+    code = ("from pathlib import Path\nfrom prose_tui.backends import open_run\n"
+            "run = open_run(Path({path!r}))\nprint(run.backend.value)\n")
+    narration = ROOT / "tests" / "fixtures" / "narration" / "compact.md"
+    reactor = ROOT / "tests" / "fixtures" / "reactor" / "newsroom"
+    for path, backend in ((narration, "narration"), (reactor, "reactor")):
+        loaded = _loaded_after(code.format(path=str(path)))
+        assert backend in _backends_in(loaded), (path, _backends_in(loaded))
+        assert "sqlite" not in _backends_in(loaded)
+
+
+def test_the_declared_claims_are_the_backends_own():
+    """Each built-in's declaration in ``registry.BUILTIN`` says what its class does: the same
+    name, priority and kind; it tells run folders apart (``finds``) exactly when it overrides
+    ``is_run_folder``, adds options (``options``) exactly when it overrides ``add_options``
+    or ``sources_for``."""
+    from prose_tui.backends import registry
+    from prose_tui.backends.protocol import RunBackend
+
+    for target, claim in registry.BUILTIN.items():
+        module, _, name = target.partition(":")
+        import importlib
+
+        cls = getattr(importlib.import_module(module), name)
+        assert (cls.name, cls.priority, cls.kind.value) == (claim.name, claim.priority, claim.kind), target
+        assert (cls.is_run_folder is not RunBackend.is_run_folder) == claim.finds, target
+        assert (cls.add_options is not RunBackend.add_options or cls.sources_for is not RunBackend.sources_for) \
+            == claim.options, target
+
+
+def _sample_paths() -> list[Path]:
+    """Every folder and file of the test fixtures and, when present, the shared corpus of real
+    runs (read in place), plus a few made in a temporary folder by the fixture below."""
+    roots = [ROOT / "tests" / "fixtures", Path("/work/shared/corpus")]
+    paths: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            paths.extend(p.resolve() for p in [root, *sorted(root.rglob("*"))][:3000])
+    return paths
+
+
+def test_a_backend_claims_no_path_its_declaration_leaves_out(tmp_path):
+    """For every fixture and corpus path (and an SQLite run, a ledger run and a database
+    key made here), a built-in whose ``claims`` says yes was declared as one that may claim
+    it: the registry, which skips a backend its declaration rules out, finds the same
+    backend as asking every backend would."""
+    import sqlite3
+
+    from prose_tui.backends import registry
+
+    db_run = tmp_path / "runs" / "20260101-000000-abcdef"
+    db_run.mkdir(parents=True)
+    sqlite3.connect(db_run / "state.db").execute("create table t(x)").connection.close()
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    (ledger / "receipts.jsonl").write_text("", encoding="utf-8")
+    (ledger / "state.md").write_text("# state\n", encoding="utf-8")
+    made = [db_run, db_run / "state.db", ledger, ledger / "receipts.jsonl", ledger / "state.md",
+            Path("postgres:/db@host/20260101-000000-abcdef")]
+    every = registry.backends()
+    claimed = 0
+    for path in [*_sample_paths(), *made]:
+        for backend in every:
+            target = f"{type(backend).__module__}:{type(backend).__qualname__}"
+            if target not in registry.BUILTIN:
+                continue
+            try:
+                claims = backend.claims(path)
+            except OSError:
+                continue
+            if claims:
+                claimed += 1
+                assert registry.BUILTIN[target].may_claim(path), (backend.name, path)
+    assert claimed >= len(made) - 1  # the paths were claimed: the check checked something

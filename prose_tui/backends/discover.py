@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prose_tui.backends.registry import backends
+from prose_tui.backends import registry
 
 STATE_FILES = ("state.md", "vm.log.md")  # a run's state files (seeds/filesystem.md): the flat layout has them in runs/
 
@@ -102,7 +102,7 @@ def is_prose_runs(folder: Path) -> bool:
 def is_run_folder(folder: Path) -> bool:
     """Whether some backend takes ``folder`` for one of its run folders
     (``RunBackend.is_run_folder``). Raises ``OSError`` when it cannot be looked into."""
-    return any(backend.is_run_folder(folder) for backend in backends())
+    return registry.is_run_folder(folder)
 
 
 def is_native_run(folder: Path) -> bool:

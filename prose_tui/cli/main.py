@@ -23,12 +23,14 @@ name ``db@host`` only, and every message passes through
 Exit status: 0 on success (also for a run that parsed with warnings), 1 for a path that
 is not a run or does not exist (with a one-line message on stderr), 2 for usage errors.
 Settings come from the config file (``tui.config``); flags given here override it.
+
+The explorer's start imports what its first screen needs: the subcommands' modules (and
+``json``) are imported by the subcommand that runs (issue 33).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -36,8 +38,6 @@ from prose_tui import __version__
 from prose_tui.backends import NotARunError
 from prose_tui.backends.common.dburl import Target, is_postgres_url, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
-from prose_tui.cli.completion import add_completion_parser
-from prose_tui.cli.config_cmd import add_config_parser
 from prose_tui.cli.targets import (
     RedactingArgumentParser,
     TargetError,
@@ -49,7 +49,6 @@ from prose_tui.cli.targets import (
 )
 from prose_tui.cli.usage import MAIN_EPILOG, decorate
 from prose_tui.model import Run, RunStatus
-from prose_tui.model.serialize import run_detail, run_row
 from prose_tui.tui.config import LAYOUTS
 
 SUBCOMMANDS = ("runs", "show", "agent", "record", "export", "diff", "serve", "config", "completion")
@@ -135,6 +134,9 @@ def _sub_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_agent_parser(sub)
+    from prose_tui.cli.completion import add_completion_parser
+    from prose_tui.cli.config_cmd import add_config_parser
+
     add_config_parser(sub)
     add_completion_parser(sub)
     decorate(sub)
@@ -168,6 +170,9 @@ def load_runs(path: Path | None, stale_after: float = DEFAULT_STALE_AFTER, sourc
 
 def _print_runs(runs: list[Run], as_json: bool) -> None:
     if as_json:
+        import json
+
+        from prose_tui.model.serialize import run_row
         from prose_tui.remote import shown_json  # a remote target's runs show their remote paths
 
         print(json.dumps(shown_json([run_row(r) for r in runs]), indent=2, ensure_ascii=False))
@@ -194,6 +199,10 @@ def _show(args: argparse.Namespace) -> int:
     elif args.json:
         failures = failure_events(run, history)
     if args.json:
+        import json
+
+        from prose_tui.model.serialize import run_detail
+
         detail = run_detail(run, failures)
         detail["events"] = events_json(history)
         detail["history"] = {"origin": history.origin, "note": history.note, "at": args.at}
@@ -213,7 +222,14 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _config():
-    """The config file, checked; its problems are shown by the app (or printed for headless commands)."""
+    """The config file, checked; its problems are shown by the app (or printed for headless commands).
+    ``[keys]`` is checked against the action names of every screen's bindings, which imports
+    every screen: only when the file has such a table."""
+    from prose_tui.tui.config import load_config
+
+    config = load_config()
+    if not config.keys:
+        return config
     from prose_tui.cli.config_cmd import load_checked
 
     return load_checked()

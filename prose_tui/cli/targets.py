@@ -35,7 +35,7 @@ from typing import NoReturn
 from prose_tui.backends.common.dburl import Target, parse_target, redact
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.protocol import RunSource
-from prose_tui.backends.registry import backends
+from prose_tui.backends.registry import option_backends
 from prose_tui.model import Run
 
 __all__ = ["DEFAULT_TARGET", "RedactingArgumentParser", "TargetError", "add_postgres_options", "any_target",
@@ -101,7 +101,7 @@ def add_postgres_options(parser: argparse.ArgumentParser, *, live: bool) -> None
     """The options every backend adds (``RunBackend.add_options``, in registry order): today
     PostgreSQL's ``--postgres URL`` / ``--postgres-env VAR`` / ``--no-postgres`` (and, when
     ``live``, ``--poll``/``--listen``)."""
-    for backend in backends():
+    for backend in option_backends():
         backend.add_options(parser, live=live)
 
 
@@ -132,7 +132,7 @@ def sources_for(target: Target, args: argparse.Namespace | None = None) -> list[
 
     if mirror_of(target.path) is not None:  # a remote target (ssh): no database is looked for
         return []
-    return [source for backend in backends() for source in backend.sources_for(target, args)]
+    return [source for backend in option_backends() for source in backend.sources_for(target, args)]
 
 
 def open_target_run(target: Target, stale_after: float = DEFAULT_STALE_AFTER) -> Run:

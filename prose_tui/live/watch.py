@@ -13,8 +13,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from watchfiles import awatch
-
 DEBOUNCE_MS = 30
 STEP_MS = 10
 _IGNORED_SUFFIXES = (".swp", ".swx", "~", ".tmp", ".part")
@@ -37,6 +35,8 @@ async def watch_paths(
 
     Raises whatever watchfiles raises when a root cannot be watched (e.g. it vanished).
     """
+    from watchfiles import awatch  # here: the explorer's start does not import watchfiles (issue 33)
+
     existing = [str(r) for r in roots if r.exists()]
     if not existing:
         return

@@ -31,12 +31,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-from watchfiles._rust_notify import RustNotify
+from typing import TYPE_CHECKING, Literal
 
 from prose_tui.live.doorbell import Doorbell, open_doorbell
 from prose_tui.live.watch import DEBOUNCE_MS, interesting
+
+if TYPE_CHECKING:
+    from watchfiles._rust_notify import RustNotify
 
 # How often the engine looks for news (ms), by how long ago the last change (or subscription)
 # was. A change is handed over once a look finds no more changes than the look before: one
@@ -224,6 +225,10 @@ class Watcher:
             stop = self._restart
             doorbell: Doorbell | None = None
             self._bell_wanted = self.use_doorbell
+            # Imported on this thread when watching starts: watchfiles (with anyio and
+            # multiprocessing) is a seventh of Textual's import, not needed for a first screen.
+            from watchfiles._rust_notify import RustNotify
+
             try:
                 with RustNotify([str(f) for f in folders], False, False, 300, self.recursive, False) as notify:
                     for sub in list(self._subs):  # watches are installed: anything earlier was missed

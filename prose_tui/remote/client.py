@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -595,6 +594,8 @@ def _write_db(target: Path, image: bytes) -> None:
     """Put the host's database image into the local copy through SQLite (its own locks, so
     a backend reading the copy sees whole commits), as a rollback-journal database: the copy
     has no ``-wal``, and a WAL header without one would need SQLite to make files."""
+    import sqlite3  # here: a run's first screen (a file on disk) never needs it (issue 33)
+
     target.parent.mkdir(parents=True, exist_ok=True)
     patched = bytearray(image)
     if len(patched) >= 100:

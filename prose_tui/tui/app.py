@@ -1,4 +1,8 @@
-"""The Textual application: composes the explorer screen, help, palette and Mission Control."""
+"""The Textual application: composes the explorer screen, help, palette and Mission Control.
+
+Start-up imports what the explorer's first screen needs; the help, Mission Control, compare
+and export screens are imported when first opened (issue 33).
+"""
 
 from __future__ import annotations
 
@@ -11,16 +15,13 @@ from textual.notifications import SeverityLevel
 
 from prose_tui.history import Journal
 from prose_tui.live.workspace import RunSource, Workspace
-from prose_tui.mission.state import find_agent_state
 from prose_tui.remote import shown
 from prose_tui.tui.commands import OrderedCommands
 from prose_tui.tui.config import Config
 from prose_tui.tui.habits import HABIT_BINDINGS, HABITS_GROUP, HabitsApp
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.screens.explorer import ExplorerScreen
-from prose_tui.tui.screens.help import HelpScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
-from prose_tui.tui.screens.mission_control import MissionControlScreen
 from prose_tui.tui.served import served_read_only
 from prose_tui.tui.sent_cells import SentCells
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -90,13 +91,27 @@ class ProseTUI(HabitsApp):
         self.workspace = Workspace(self.path, stale_after=stale_after, clock=clock, sources=sources, disk=disk)
         self.live = watch
         self.journal = journal if journal is not None else Journal()
-        root = self.path if self.path.is_dir() else self.path.parent
-        self.agent_state_path = find_agent_state(root, agent_state)
+        self._agent_state: tuple[Path | None] | None = None if agent_state is None else (agent_state,)
         self._after_frame: list[Callable[[], object]] = []
         # Set once the explorer has listed the runs and settled (its first read): another
         # thread may wait on it (the demo VM starts its run then).
         self.first_read = threading.Event()
         self.sent_cells = SentCells()  # what the terminal shows: frames send only the rest
+
+    @property
+    def agent_state_path(self) -> Path | None:
+        """The ``agent_state.json`` Mission Control shows: ``--agent-state``, else the first
+        found below the path (``mission.state.find_agent_state``), looked for when first asked."""
+        if self._agent_state is None:
+            from prose_tui.mission.state import find_agent_state
+
+            root = self.path if self.path.is_dir() else self.path.parent
+            self._agent_state = (find_agent_state(root),)
+        return self._agent_state[0]
+
+    @agent_state_path.setter
+    def agent_state_path(self, path: Path | None) -> None:
+        self._agent_state = (path,)
 
     def on_mount(self) -> None:
         # Back from a suspension (an editor run in the terminal): the terminal shows its text.
@@ -167,12 +182,15 @@ class ProseTUI(HabitsApp):
         for widget in (RunList, TraceView, CallStackView, NodeTable, BindingTree, ValueViewer, Timeline):
             groups.append((widget.HELP_GROUP, [b for b in widget.BINDINGS if isinstance(b, Binding)]))
         from prose_tui.tui.screens.compare import CompareScreen
+        from prose_tui.tui.screens.mission_control import MissionControlScreen
 
         groups.append(("Compare (palette: Compare with run…)", [b for b in CompareScreen.BINDINGS if isinstance(b, Binding)]))
         groups.append(("Mission Control (m)", [b for b in MissionControlScreen.BINDINGS if isinstance(b, Binding)]))
         return groups
 
     def action_mission_control(self) -> None:
+        from prose_tui.tui.screens.mission_control import MissionControlScreen
+
         if not isinstance(self.screen, MissionControlScreen):
             self.push_screen(MissionControlScreen())
 
@@ -194,5 +212,7 @@ class ProseTUI(HabitsApp):
         self.push_screen(CompareScreen(other, run.path))
 
     def action_help(self) -> None:
+        from prose_tui.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_groups(), INTRO))

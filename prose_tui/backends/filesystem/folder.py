@@ -196,7 +196,7 @@ def load_run(
     return run
 
 
-TAIL_FIRST_OVER = 1024 * 1024  # an event log longer than this gets a first screen from its tail
+TAIL_FIRST_OVER = 256 * 1024  # an event log longer than this (some 8,000 events) gets a first screen from its tail
 TAIL_FIRST_BYTES = 64 * 1024  # the tail that first screen parses: a few hundred events
 FROM_TAIL = "reading the whole log: showing its last {} KiB; earlier history, open blocks and their status are still loading"
 

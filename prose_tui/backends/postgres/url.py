@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dotenv import dotenv_values
-
 from prose_tui.backends.common.dburl import (
     SCHEMES,
     DatabaseUrl,
@@ -60,6 +58,8 @@ def find_url(project: Path | None, *, variable: str = URL_VARIABLE,
     for dotenv in _dotenv_files(project):
         if not dotenv.is_file():
             continue
+        from dotenv import dotenv_values  # a project with a .env only (issue 33: start-up imports)
+
         try:
             values = dotenv_values(dotenv)
         except (OSError, UnicodeDecodeError, ValueError):
