@@ -96,6 +96,8 @@ class RunFeed:
         self._first_read = threading.Event()
         self._mounted = False
         self._first_painted = threading.Event()
+        self.first_screens = 0  # runs opened from the list shown first from their tail (tests, benchmarks)
+        self._reading: tuple[Path, Any] | None = None  # the run "open in full" reads, and its worker
         if workspace.sources:
             # The database's newest runs are read now, while the screen is composed and
             # mounted (a connection and one short query), not after: the list shows them
@@ -381,16 +383,22 @@ class RunFeed:
     def open_in_full(self, path: Path) -> None:
         """Read a summarised run in full (bindings, agents, imports) in a thread worker and show it.
 
-        A run opened before the start-up read reached it gets its summary (the trace) first."""
-        self.screen.run_worker(partial(self._open_in_full, path), name="open_in_full", group="detail", exclusive=True,
-                               thread=True)
+        A run opened before the start-up read reached it gets its first screen (a long log's
+        tail) or its summary (the trace) first. The run being read already (chosen, then
+        Enter on it) is not read again."""
+        reading = self._reading
+        if reading is not None and reading[0] == path and not reading[1].is_finished and not reading[1].is_cancelled:
+            return
+        worker = self.screen.run_worker(partial(self._open_in_full, path), name="open_in_full", group="detail",
+                                        exclusive=True, thread=True)
+        self._reading = (path, worker)
 
     def _open_in_full(self, path: Path) -> None:
         def first_screen(run: Run) -> None:
-            # A database run's last rows, shown (``_detailed``: if it is still the run chosen)
-            # even when a later choice cancelled this worker (choosing the same run again
-            # waits for this read); the rest is read once they are painted: read during the
-            # paint, it would hold the GIL the paint needs.
+            # A database run's last rows, or a long log's tail, shown (``_detailed``: if it
+            # is still the run chosen) even when a later choice cancelled this worker
+            # (choosing the same run again waits for this read); the rest is read once they
+            # are painted: read during the paint, it would hold the GIL the paint needs.
             painted = threading.Event()
 
             def show() -> None:
@@ -406,14 +414,23 @@ class RunFeed:
 
         try:
             if path not in self.workspace.runs and path != self._scan_full:
-                # A summary first (the trace before bindings and agents), unless the first read
-                # is about to read this run in full: a summary asked for before that read holds
-                # the run's lock would parse the run beside it (a 100,000-event log twice, 5.6
-                # s instead of 2.7), and the screen would show both (1.8 s of the UI thread
-                # each); ``detail`` below takes that read's run instead.
-                summary = self.workspace.summary(path)
-                if summary is not None:
-                    self._from_thread(self._detailed, summary)
+                # Not read yet, and the first read is not about to read it in full (a read asked
+                # for beside that one would parse the run twice, a 100,000-event log 5.6 s
+                # instead of 2.7, and the screen would show both; ``detail`` below takes that
+                # read's run instead). A long log's first screen from its tail (milliseconds:
+                # its newest events and status), else a summary (the trace before bindings
+                # and agents); then the whole read behind it, unless another run was chosen
+                # meanwhile (j j j: each run passed over costs its tail only).
+                first = self.workspace.first_screen(path)
+                if first is not None:
+                    first_screen(first)
+                    self.first_screens += 1
+                    if get_current_worker().is_cancelled:
+                        return
+                else:
+                    summary = self.workspace.summary(path)
+                    if summary is not None:
+                        self._from_thread(self._detailed, summary)
             run = self.workspace.detail(path, first_screen=first_screen)
             if run is not None:
                 self._from_thread(self._detailed, run)
