@@ -9,10 +9,12 @@ list, the header and the trace follow the run again. The VM is a real second pro
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import pytest
 from app_helpers import make_app, settled, wait_until
-from test_hostile import screen_lines, screen_text, watched
+from test_hostile import screen_lines, screen_text, state_md, watched
 from test_live_faults import writer
 
 from prose_tui.model import RunStatus
@@ -75,3 +77,52 @@ async def test_a_failed_run_shown_on_its_failure_follows_the_vm_when_it_resumes(
         # its newest step is on screen, not below the failure out of sight.
         await wait_until(pilot, lambda: "step_resumed" in screen_text(app), what="the resumed step on screen")
         assert _row(app, failed).status is RunStatus.RUNNING
+
+
+SNAPSHOT_DONE = state_md(['session "step_one"  # (complete)'])
+SNAPSHOT_RESUMED = state_md(['session "step_one"  # (complete)', 'session "step_resumed"  # <-- EXECUTING'])
+SQLITE_SCHEMA = f"""
+CREATE TABLE run (id TEXT PRIMARY KEY, program_path TEXT, started_at TEXT, updated_at TEXT, status TEXT);
+CREATE TABLE execution (id INTEGER PRIMARY KEY AUTOINCREMENT, statement_index INTEGER, statement_text TEXT,
+    status TEXT, started_at TEXT, completed_at TEXT, error_message TEXT, parent_id INTEGER, metadata TEXT);
+INSERT INTO run VALUES ('{DONE_ID}', 'resumed.prose', '2026-03-01T09:00:00Z', '2026-03-01T09:10:00Z', 'completed');
+INSERT INTO execution (statement_index, statement_text, status, started_at, completed_at)
+    VALUES (1, 'session "step_one"', 'completed', '2026-03-01T09:00:00Z', '2026-03-01T09:10:00Z');
+"""
+SQLITE_RESUME = """
+db = sqlite3.connect(os.path.join(run, 'state.db'))  # one connection, as the seed's sqlite3 CLI call
+db.execute("UPDATE run SET status = 'running', updated_at = '2026-03-01T10:07:00Z'")
+db.execute("INSERT INTO execution (statement_index, statement_text, status, started_at) "
+           "VALUES (2, 'session \\"step_resumed\\"', 'executing', '2026-03-01T10:07:00Z')")
+db.commit()
+db.close()
+"""
+
+
+@pytest.mark.parametrize("kind", ["snapshot", "sqlite"])
+async def test_a_completed_run_of_another_format_is_followed_when_it_resumes(tmp_path, kind):
+    """A guard beside the two above (these formats were followed already): a completed
+    snapshot rewritten with a statement executing, a completed state.db given a row."""
+    done = tmp_path / ".prose" / "runs" / DONE_ID
+    done.mkdir(parents=True)
+    if kind == "snapshot":
+        (done / "state.md").write_text(SNAPSHOT_DONE, encoding="utf-8")
+        script = ("p = os.path.join(run, 'state.md')\nopen(p + '.tmp', 'w').write(TEXT)\nos.replace(p + '.tmp', p)\n"
+                  .replace("TEXT", repr(SNAPSHOT_RESUMED)))
+    else:
+        db = sqlite3.connect(done / "state.db")
+        db.executescript(SQLITE_SCHEMA)
+        db.close()
+        script = "import sqlite3\n" + SQLITE_RESUME
+    _log_run(tmp_path, NEWEST_ID, "1→ other ✓\n")
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await watched(pilot)
+        await wait_until(pilot, lambda: _row(app, done).status is RunStatus.COMPLETED, what="the row read as completed")
+        app.explorer.query_one(RunList).select_path(done)
+        await settled(pilot, done)
+        assert "completed" in _head(app)
+        writer(script, run=done)
+        await wait_until(pilot, lambda: _row(app, done).status is RunStatus.RUNNING and "running" in _head(app),
+                         what="the row and the header to say running")
+        await wait_until(pilot, lambda: "step_resumed" in screen_text(app), what="the resumed statement in the trace")
