@@ -9,7 +9,8 @@ log of N events (``generate.EventLogWriter``). prose-tui starts in a tmux pane o
 list and opens the log. Timed from those keys: the log's newest event (``step_N``) on screen
 (*first screen*) and the whole read shown (the tail's "reading the whole log" warning
 gone: *whole*). ``--when``: ``listed`` sends the keys as soon as the row is listed (the
-start-up read still reading the list), ``read`` once the list is read (``Runs (2)``).
+start-up read still reading the list), ``read`` once the list is read (the status line
+says ``watching``).
 ``--baseline TREE`` runs another tree too (``git archive main | tar -x -C /tmp/main``),
 the trees taking turns. Figures, not assertions; the load average is printed beside them.
 """
@@ -57,7 +58,9 @@ def open_once(tree: Path, folder: Path, writer: EventLogWriter, when: str, size:
                     f"{shlex.quote(sys.executable)} -m prose_tui {shlex.quote(str(folder))}")
         if pane.wait_for([writer.run_id], timeout) is None:
             return float("nan"), float("nan"), os.getloadavg()[0]
-        if when == "read" and pane.wait_for(["Runs (2) ─"], timeout) is None:  # the title once read ("· reading" before)
+        # The list read: the status line says what is watched once the start-up read ended
+        # (the Runs pane's title is hidden at 80x24 once the first run's trace is shown).
+        if when == "read" and pane.wait_for(["watching 1 folder"], timeout) is None:
             return float("nan"), float("nan"), os.getloadavg()[0]
         t0 = time.perf_counter()
         pane.command("send-keys -t o 1 Down Enter")
@@ -86,17 +89,19 @@ def main() -> None:
     parser.add_argument("--size", default="80x24")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--baseline", type=Path, help="another prose-tui tree, taking turns with this one")
+    parser.add_argument("--no-warmup", action="store_true", help="no warm-up open (bytecode cached already: --cache)")
+    parser.add_argument("--cache", type=Path, help="bytecode cache folder kept between runs (default: a temporary one)")
     args = parser.parse_args()
     size = (int(args.size.split("x")[0]), int(args.size.split("x")[1]))
     trees = [ROOT] + ([args.baseline.resolve()] if args.baseline else [])
     names = {ROOT: "this tree", **({args.baseline.resolve(): "baseline"} if args.baseline else {})}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "cache"
+        cache = args.cache.resolve() if args.cache else Path(tmp) / "cache"
         for i, n in enumerate(int(x) for x in args.events.split(",")):
             folder = Path(tmp) / f"log-{n}"
             writer = make_project(folder, n)
-            for tree in trees if i == 0 else ():  # warm-up (first size): bytecode, page cache
+            for tree in trees if i == 0 and not args.no_warmup else ():  # warm-up (first size): bytecode, page cache
                 open_once(tree, folder, writer, "listed", size, cache, args.timeout)
             for when in args.when.split(","):
                 figures: dict[Path, list[tuple[float, float, float]]] = {t: [] for t in trees}
