@@ -29,13 +29,14 @@ NEWEST_ID = "20991231-235959-4ew000"  # listed first and opened first: small, re
 PAD = " note" * 80  # long lines: a log over 1 MiB in few events (a quick whole parse)
 
 
-def _held_whole_reads(monkeypatch, held: set[Path]) -> threading.Event:
-    """Every whole read of a run in ``held`` (summary or full) waits until the event is set."""
+def _held_whole_reads(monkeypatch, held: set[Path], *, summaries: bool = True) -> threading.Event:
+    """Every whole read of a run in ``held`` (full reads, and summaries unless not
+    ``summaries``) waits until the event is set."""
     release = threading.Event()
     load_run = backend_module.load_run
 
     def held_load_run(run_dir, *args, **kwargs):
-        if Path(run_dir) in held:
+        if Path(run_dir) in held and (summaries or not kwargs.get("summary")):
             release.wait()
         return load_run(run_dir, *args, **kwargs)
 
@@ -76,6 +77,30 @@ async def test_a_100000_event_log_opened_from_the_list_shows_its_newest_event_be
         await settled(pilot, writer.run)
         assert "step_1 " in trace.lines[0].text and "step_100000 " in trace.lines[-1].text
         assert "still loading" not in _head(app)
+
+
+async def test_a_long_log_listed_already_opens_from_its_tail_not_its_whole_summary(tmp_path, monkeypatch):
+    """Its row read (a summary of 100,000 lines): painting that summary took the UI thread
+    seconds, keys held, before the full read painted it again. Its header, then its tail."""
+    _small_newest(tmp_path)
+    writer = EventLogWriter(tmp_path)
+    writer.append(100_000)
+    release = _held_whole_reads(monkeypatch, {writer.run}, summaries=False)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        trace = app.explorer.query_one(TraceView)
+        try:
+            await wait_until(pilot, lambda: app.explorer.feed.watcher_state.startswith("watching"),
+                             what="the list read (watching starts after it)")
+            assert writer.run in app.explorer.workspace.runs  # its summary: read, not shown
+            await pilot.press("1", "down", "enter")
+            await wait_until(pilot, lambda: trace.lines and "step_100000 " in trace.lines[-1].text,
+                             what="the log's newest event shown from its tail")
+            assert "still loading" in _head(app) and len(trace.lines) < 5_000
+        finally:
+            release.set()
+        await settled(pilot, writer.run)
+        assert "step_1 " in trace.lines[0].text and "still loading" not in _head(app)
 
 
 def _long_log(root: Path, run_id: str, name: str) -> tuple[Path, int]:

@@ -167,15 +167,16 @@ class Workspace(SourceRuns):
 
     def first_screen(self, path: Path) -> Run | None:
         """A first screen of the run on disk at ``path`` read in a few milliseconds, for a
-        run not read yet whose whole read is slow (a long event log's header and last 64
-        KiB: ``RunBackend.open_first_screen``; its warnings say the rest is loading), shown
-        while :meth:`detail` reads it whole. ``None`` when the run is read already (or is
-        a source's), has no such shortcut, or cannot be read (the whole read says why).
-        Not kept: the run list and live changes follow the whole read."""
+        run not read in full whose whole read is slow (a long event log's header and last
+        64 KiB: ``RunBackend.open_first_screen``; its warnings say the rest is loading),
+        shown while :meth:`detail` reads it whole. ``None`` when the run is read in full
+        already (or is a source's), has no such shortcut, or cannot be read (the whole
+        read says why). Not kept: the run list and live changes follow the summary and the
+        whole read."""
         if self.source_of(path) is not None:
             return None
         with self.lock:
-            if path in self.runs:
+            if path in self.detailed:
                 return None
         backend = backend_for(path)
         if backend is None:
@@ -244,7 +245,7 @@ class Workspace(SourceRuns):
                 with self.lock:
                     self.detailed.add(path)
                 return self._read_growing(backend, path, progress=progress, partial=partial)
-        if not summary and partial is not None:
+        if not summary and partial is not None and path not in self.runs:
             # A long log's newest screenful first (its tail), then the whole read behind it.
             first = self.first_screen(path)
             if first is not None:
