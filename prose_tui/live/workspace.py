@@ -131,7 +131,10 @@ class Workspace(SourceRuns):
         first = self.read_in_full_first(refs, first) if detail_first else None  # None: summaries only
         ordered = sorted(refs, key=lambda r: r.path != first)
         for done, ref in enumerate(ordered, start=1):
-            run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first)
+            if ref.path != first and self._await_full_read(ref.path):
+                run = self.runs.get(ref.path)  # opened meanwhile: its full read, not a second parse beside it
+            else:
+                run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first)
             if run is not None and on_run is not None:
                 on_run(run)
             if progress is not None:
@@ -149,13 +152,40 @@ class Workspace(SourceRuns):
     def summary(self, path: Path) -> Run | None:
         """The run at ``path`` as a run list row needs it (state file only), read now; when
         a full read of it is under way, that read's run (the state file is parsed once)."""
+        if self._await_full_read(path):
+            return self.runs.get(path)
+        return self._read(path, summary=True)
+
+    def _await_full_read(self, path: Path) -> bool:
+        """Wait for a full read of ``path`` under way (another thread's); True when the run
+        is read in full now. Never call it holding the run's lock (a full read takes it)."""
         if path not in self.detailed and self._full_read_lock(path).locked():
             with self._full_read_lock(path):
-                pass  # the start-up read is reading this run in full: wait for it
+                pass
+        with self.lock:
+            return path in self.detailed and path in self.runs
+
+    def first_screen(self, path: Path) -> Run | None:
+        """A first screen of the run on disk at ``path`` read in a few milliseconds, for a
+        run not read in full whose whole read is slow (a long event log's header and last
+        64 KiB: ``RunBackend.open_first_screen``; its warnings say the rest is loading),
+        shown while :meth:`detail` reads it whole. ``None`` when the run is read in full
+        already (or is a source's), has no such shortcut, or cannot be read (the whole
+        read says why). Not kept: the run list and live changes follow the summary and the
+        whole read."""
+        if self.source_of(path) is not None:
+            return None
         with self.lock:
             if path in self.detailed:
-                return self.runs.get(path)
-        return self._read(path, summary=True)
+                return None
+        backend = backend_for(path)
+        if backend is None:
+            return None
+        try:
+            return backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
+                                             observed=self.observed.get(path))
+        except OSError:
+            return None
 
     def detail(self, path: Path, *, first_screen: Callable[[Run], None] | None = None) -> Run | None:
         """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on.
@@ -217,12 +247,7 @@ class Workspace(SourceRuns):
                 return self._read_growing(backend, path, progress=progress, partial=partial)
         if not summary and partial is not None and path not in self.runs:
             # A long log's newest screenful first (its tail), then the whole read behind it.
-            backend = backend_for(path)
-            try:
-                first = backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
-                                                  observed=self.observed.get(path)) if backend is not None else None
-            except OSError:
-                first = None  # an unreadable run: the whole read below says why, as it always has
+            first = self.first_screen(path)
             if first is not None:
                 partial(first)
         try:

@@ -123,6 +123,7 @@ class ExplorerModel:
         self.loaded_run: Path | None = None  # the run whose full read (not a summary) is on screen
         self.viewer_follows_writes = True  # until the user picks something to read
         self.opened_on_failure: Path | None = None
+        self._status_seen: RunStatus | None = None  # the shown run's status at the last ``touch`` (a run may change in place)
         self.raw_log = False  # event-log runs: the raw log instead of the annotated program
         self.line_of: dict[int, int] = {}  # log line -> program line while the program is shown
         self.banner: str | None = None  # why the trace is the raw state file, when it is
@@ -149,7 +150,8 @@ class ExplorerModel:
         The follow policy (the one place it is decided): a run opens following its executing
         statement (``follow_on_start``), except a failed run, which opens on its failure; a
         shown run seen failed for the first time (the read after its placeholder, or a live
-        run that just failed) stops following, so nothing moves the cursor off the failure."""
+        run that just failed) stops following, so nothing moves the cursor off the failure;
+        a failed run that runs again (resumed) follows again."""
         if binding_only is None:
             workspace = self.workspace
             binding_only = run is not None and changed is not None and workspace is not None and all(
@@ -169,6 +171,9 @@ class ExplorerModel:
         failed = run is not None and run.status is RunStatus.FAILED and not was_failed
         if failed:
             follow = False
+        elif same and self._status_seen is RunStatus.FAILED and run is not None and run.status is RunStatus.RUNNING:
+            follow = self.follow_on_start  # resumed (a VM went on after the failure): followed again
+        self._status_seen = run.status if run is not None else None
         return Touch(same=same, live=same and changed is not None, only_bindings=same and changed is not None and binding_only,
                      follow=follow, failed=failed)
 

@@ -39,7 +39,8 @@ Dialect decisions (documented here because the VM is not a program):
   and a leading ``let``/``const``/``output``/``input``/``exec``. :attr:`EventLog.bindings`
   lists the names that are bindings (see :func:`is_binding_event`).
 * The last terminator wins: ``---end`` -> completed, ``---error`` -> failed, ``---resume``
-  -> neither (running again). ``ended``/``errored`` are set only by the terminator that
+  -> neither (running again); so does any event but a note after a terminator (the VM
+  went on without writing ``---resume``). ``ended``/``errored`` are set only by the terminator that
   decided the status.
 * ``loop:i/n`` is LOOP_ITERATION, name ``"loop"``, status ``"exit"`` when ``exit(...)``
   follows, else ``None``; ``retry:a/n`` is RETRY with status ``"a/n"`` and the trace line's
@@ -403,6 +404,10 @@ def apply_event(log: EventLog, event: Event, message: str | None, frames: OpenFr
         log.status, log.ended, log.errored, log.error_message = None, None, None, None
         log.resumed += 1
         return
+    if log.status is not None and kind is not EventKind.NOTE:
+        # A step after ``---end``/``---error`` without ``---resume``: the VM went on, and the
+        # log no longer ends with its terminator (FORMATS.md: neither = running or interrupted).
+        log.status, log.ended, log.errored, log.error_message = None, None, None, None
     top = frames.top()
     if top is not None and event.execution_id is None and kind is not EventKind.NOTE:
         event.execution_id = top.execution_id

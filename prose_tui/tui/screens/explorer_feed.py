@@ -62,6 +62,7 @@ FIRST_WAIT = 15.0  # seconds the scan waits for that page (a connection and a st
 PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
 FIRST_WAIT_PAINT = 0.5  # seconds a run's full read waits for its first screen's paint (a frame or two)
 SUMMARY_AFTER = 0.3  # seconds a chosen database run's first screen may take before its summary is shown
+TAIL_FIRST_LINES = 5_000  # trace lines of a summary on disk over which a run opens from its tail first
 
 
 class RunFeed:
@@ -96,6 +97,8 @@ class RunFeed:
         self._first_read = threading.Event()
         self._mounted = False
         self._first_painted = threading.Event()
+        self.first_screens = 0  # runs opened from the list shown first from their tail (tests, benchmarks)
+        self._reading: tuple[Path, Any] | None = None  # the run "open in full" reads, and its worker
         if workspace.sources:
             # The database's newest runs are read now, while the screen is composed and
             # mounted (a connection and one short query), not after: the list shows them
@@ -347,18 +350,29 @@ class RunFeed:
         """Show the run at ``path``: its summary at once, then all of it once read. A
         database run's summary only if its first screen (its last rows, a few round trips)
         is late: painted first, it held the screen for a frame of every pane (100-150 ms
-        under load) while those rows waited to be shown."""
+        under load) while those rows waited to be shown. A long summary on disk (over
+        ``TAIL_FIRST_LINES`` trace lines) is not painted either: its header alone, then
+        its tail's first screen from the reader (a 100,000-line summary took the UI thread
+        4-6 s under load, keys held, before the whole read painted it all again)."""
         if self.live is not None:
             self.live.chosen(path)
-        run = self.workspace.runs.get(path) or next((r for r in self.screen.run_list.runs if r.path == path), None)
-        late = run is not None and path not in self.workspace.detailed and self.workspace.source_of(path) is not None
+        current = self.model.run
+        if current is not None and current.path == path and self._being_read(path):
+            return  # chosen again while being read (Enter on it): what is shown of it stays
+        ws = self.workspace
+        run = ws.runs.get(path) or next((r for r in self.screen.run_list.runs if r.path == path), None)
+        late = run is not None and path not in ws.detailed and ws.source_of(path) is not None
         self._opening = path if late else None
+        long_summary = (run is not None and not late and path not in ws.detailed and path in ws.runs
+                        and len(run.trace) > TAIL_FIRST_LINES)
         if run is not None and late:
             self.screen.set_timer(SUMMARY_AFTER, partial(self._summary_if_late, path, run))
+        elif long_summary and run is not None:
+            self.panes.show_run(_header_of(run))
         else:
             self.panes.show_run(run)
-        if path not in self.workspace.detailed:
-            self.open_in_full(path)
+        if path not in ws.detailed:
+            self.open_in_full(path, tail_first=long_summary or path not in ws.runs)
 
     def _summary_if_late(self, path: Path, run: Run) -> None:
         if self._opening == path:
@@ -378,19 +392,30 @@ class RunFeed:
         model.loaded_run = child.path
         return True
 
-    def open_in_full(self, path: Path) -> None:
+    def open_in_full(self, path: Path, *, tail_first: bool = True) -> None:
         """Read a summarised run in full (bindings, agents, imports) in a thread worker and show it.
 
-        A run opened before the start-up read reached it gets its summary (the trace) first."""
-        self.screen.run_worker(partial(self._open_in_full, path), name="open_in_full", group="detail", exclusive=True,
-                               thread=True)
+        A run opened before the start-up read reached it gets its first screen (a long log's
+        tail) or its summary (the trace) first. The run being read already (chosen, then
+        Enter on it) is not read again. ``tail_first``: the summary on screen (if any) is
+        only its header (``open``): the reader shows a first screen before the whole read."""
+        if self._being_read(path):
+            return
+        worker = self.screen.run_worker(partial(self._open_in_full, path, tail_first), name="open_in_full",
+                                        group="detail", exclusive=True, thread=True)
+        self._reading = (path, worker)
 
-    def _open_in_full(self, path: Path) -> None:
+    def _being_read(self, path: Path) -> bool:
+        """Whether "open in full" is reading the run at ``path`` now (its worker not cancelled)."""
+        reading = self._reading
+        return reading is not None and reading[0] == path and not reading[1].is_finished and not reading[1].is_cancelled
+
+    def _open_in_full(self, path: Path, tail_first: bool = True) -> None:
         def first_screen(run: Run) -> None:
-            # A database run's last rows, shown (``_detailed``: if it is still the run chosen)
-            # even when a later choice cancelled this worker (choosing the same run again
-            # waits for this read); the rest is read once they are painted: read during the
-            # paint, it would hold the GIL the paint needs.
+            # A database run's last rows, or a long log's tail, shown (``_detailed``: if it
+            # is still the run chosen) even when a later choice cancelled this worker
+            # (choosing the same run again waits for this read); the rest is read once they
+            # are painted: read during the paint, it would hold the GIL the paint needs.
             painted = threading.Event()
 
             def show() -> None:
@@ -405,15 +430,27 @@ class RunFeed:
                 painted.wait(FIRST_WAIT_PAINT)
 
         try:
-            if path not in self.workspace.runs and path != self._scan_full:
-                # A summary first (the trace before bindings and agents), unless the first read
-                # is about to read this run in full: a summary asked for before that read holds
-                # the run's lock would parse the run beside it (a 100,000-event log twice, 5.6
-                # s instead of 2.7), and the screen would show both (1.8 s of the UI thread
-                # each); ``detail`` below takes that read's run instead.
-                summary = self.workspace.summary(path)
-                if summary is not None:
-                    self._from_thread(self._detailed, summary)
+            summarised = self.workspace.runs.get(path)
+            if tail_first and path not in self.workspace.detailed and path != self._scan_full:
+                # Not read yet, and the first read is not about to read it in full (a read asked
+                # for beside that one would parse the run twice, a 100,000-event log 5.6 s
+                # instead of 2.7, and the screen would show both; ``detail`` below takes that
+                # read's run instead). A long log's first screen from its tail (milliseconds:
+                # its newest events and status), else a summary (the trace before bindings
+                # and agents); then the whole read behind it, unless another run was chosen
+                # meanwhile (j j j: each run passed over costs its tail only).
+                first = self.workspace.first_screen(path)
+                if first is not None:
+                    first_screen(first)
+                    self.first_screens += 1
+                    if get_current_worker().is_cancelled:
+                        return
+                elif summarised is not None:
+                    self._from_thread(self._detailed, summarised)  # no shortcut: the summary after all
+                else:
+                    summary = self.workspace.summary(path)
+                    if summary is not None:
+                        self._from_thread(self._detailed, summary)
             run = self.workspace.detail(path, first_screen=first_screen)
             if run is not None:
                 self._from_thread(self._detailed, run)
@@ -511,6 +548,14 @@ class RunFeed:
         self._first_painted.set()  # a scan waiting for the first page's frame waits no more
         if self.live is not None:
             self.live.stop()
+
+
+def _header_of(run: Run) -> Run:
+    """A long summary's header (id, program, status, times) without its trace, shown while
+    its first screen is read (``RunFeed.open``)."""
+    return Run(id=run.id, path=run.path, backend=run.backend, root=run.root, format=run.format, program=run.program,
+               started=run.started, updated=run.updated, status=run.status, status_reason=run.status_reason,
+               warnings=["reading the run: its newest events first"])
 
 
 def no_runs_text(root: Path, *, waiting: bool) -> str:
