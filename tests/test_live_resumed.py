@@ -126,3 +126,29 @@ async def test_a_completed_run_of_another_format_is_followed_when_it_resumes(tmp
         await wait_until(pilot, lambda: _row(app, done).status is RunStatus.RUNNING and "running" in _head(app),
                          what="the row and the header to say running")
         await wait_until(pilot, lambda: "step_resumed" in screen_text(app), what="the resumed statement in the trace")
+
+
+async def test_a_running_run_that_fails_live_stops_on_its_failure(tmp_path):
+    """The other way round: a run being followed fails while shown. The trace stops following
+    and its cursor goes to the failed statement, as when a failed run is opened. An event-log
+    run changes in place, so the status the view last showed is what says it just failed
+    (the run's own status was already the new one, and the failure was passed by)."""
+    from prose_tui.tui.widgets.trace_view import TraceView
+
+    from datetime import datetime, timezone
+
+    today = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-fa1100"  # a run started just now
+    running = _log_run(tmp_path, today, STEPS + "60→ step_60\n")  # step 60 under way
+    app = make_app(running, watch=True, now=datetime.now(timezone.utc))  # written just now: running
+    async with app.run_test(size=(80, 24)) as pilot:
+        await watched(pilot)
+        assert "running" in _head(app)
+        trace = app.explorer.query_one(TraceView)
+        assert trace.following
+        more = "60→ step_60 ✓\\n" + "".join(f"{i}→ step_{i} ✓\\n" for i in range(61, 63))
+        writer(f"open(os.path.join(run, 'vm.log.md'), 'a').write('{more}63→ step_63 ✗ timeout\\n"
+               "64→ step_64 ✓\\n65→ step_65 ✓\\n---error 2026-03-01T09:10:00Z boom\\n')", run=running)
+        await wait_until(pilot, lambda: "failed" in _head(app), what="the header to say failed")
+        await wait_until(pilot, lambda: not trace.following, what="following to stop on the failure")
+        await wait_until(pilot, lambda: "step_63" in (trace.lines[trace.cursor].text + (trace.lines[trace.cursor].note or "")),
+                         what="the cursor on the failed statement")
