@@ -243,7 +243,8 @@ def test_a_watched_run_holds_its_newest_revision_not_the_last_few_rewrites(tmp_p
         history = history_of(open_run(run_dir, now=NOW), journal=journal)
     newest = {b"updated: 2031-03-01T09:19:00Z"}  # this run's; other tests' runs may be held too
     assert _revisions_held(current._CURRENT, "updated: 2031-") == newest
-    assert _revisions_held(revisions._READ, "updated: 2031-") == newest
+    # the pack reader holds at most the newest (now none: the replay takes the text above)
+    assert _revisions_held(revisions._READ, "updated: 2031-") <= newest
     assert len(history.revision_cursors()) == 20  # every rewrite is still in the history
     cursors = history.revision_cursors()
     assert len({sha for _, sha in cursors}) == 20
