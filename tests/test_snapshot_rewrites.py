@@ -243,7 +243,57 @@ def test_a_watched_run_holds_its_newest_revision_not_the_last_few_rewrites(tmp_p
         history = history_of(open_run(run_dir, now=NOW), journal=journal)
     newest = {b"updated: 2031-03-01T09:19:00Z"}  # this run's; other tests' runs may be held too
     assert _revisions_held(current._CURRENT, "updated: 2031-") == newest
-    assert _revisions_held(revisions._READ, "updated: 2031-") == newest
+    # the pack reader holds at most the newest (now none: the replay takes the text above)
+    assert _revisions_held(revisions._READ, "updated: 2031-") <= newest
     assert len(history.revision_cursors()) == 20  # every rewrite is still in the history
     cursors = history.revision_cursors()
     assert len({sha for _, sha in cursors}) == 20
+
+
+def _watch(tmp_path, rewrites: int, journal) -> tuple[Path, object]:
+    """A run rewritten ``rewrites`` times, each rewrite journaled and the history extended,
+    as the live pipeline and the history pane do; returns the run folder and the history."""
+    from prose_tui.history import history_of
+
+    run_dir = tmp_path / "runs" / "20260301-090000-c0ffee"
+    (run_dir / "bindings").mkdir(parents=True, exist_ok=True)
+    state = run_dir / "state.md"
+    history = None
+    for k in range(rewrites):
+        state.write_text(_state(_program(20 + k)).replace("09:00:00Z", f"09:{k:02d}:00Z"), encoding="utf-8")
+        os.utime(state, (1_700_000_000 + k, 1_700_000_000 + k))
+        journal.record(run_dir, {state}, NOW)
+        history = history_of(open_run(run_dir, now=NOW), journal=journal)
+    return run_dir, history
+
+
+def test_a_watched_rewrite_is_decoded_once_not_read_back_from_the_journal(tmp_path, monkeypatch):
+    """Issue 35: the replay read each newest revision back from the journal's pack (its lines
+    joined and decoded again) although the journal had just decoded it for "state.md as it is
+    now". Now it takes that text: a watched run reads no revision back; a history built anew
+    (another journal reader) still reads the older ones from disk."""
+    from prose_tui.history import history_of
+    from prose_tui.history.journal import Journal, StoredRevision
+
+    reads: list[str] = []
+    real = StoredRevision.read
+    monkeypatch.setattr(StoredRevision, "read", lambda self: reads.append(self.sha256) or real(self))
+    journal = Journal(tmp_path / "journal")
+    run_dir, history = _watch(tmp_path, 12, journal)
+    assert len(history.revision_cursors()) == 12
+    assert reads == [], f"{len(reads)} of 12 watched rewrites were read back from the journal"
+    fresh = history_of(open_run(run_dir, now=NOW), journal=Journal(tmp_path / "journal"))
+    assert [sha for sha, _ in fresh.revision_cursors()] == [sha for sha, _ in history.revision_cursors()]
+    assert len(reads) == 11  # every older revision from disk, the newest from the text kept
+
+
+def test_a_watched_runs_journal_entries_share_its_folder(tmp_path):
+    """Issue 35: every revision's entry held a path object of its own for the journal folder
+    (a few hundred bytes per rewrite, for as long as the run is watched); they share one."""
+    from prose_tui.history.journal import Journal
+
+    journal = Journal(tmp_path / "journal")
+    run_dir, _history = _watch(tmp_path, 6, journal)
+    folders = [e.stored.folder for e in journal.entries(run_dir) if e.stored is not None]
+    assert len(folders) == 6 and all(f is folders[0] for f in folders)
+    assert all(e.text is not None for e in journal.entries(run_dir))

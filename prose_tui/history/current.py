@@ -3,9 +3,12 @@
 The journal replay and the cursor compare the last journaled revision with the file as it
 is now (:func:`current_state`). The journal, which reads each revision on the live worker,
 hands what it read over (:func:`remember_current`), so a history built on the UI thread
-does not read the file again. One entry per file, its newest text (an older one is never
-asked for again: the file has changed), for the few files read lately; shared by threads
-under a lock held for dictionary operations only. No Textual, no writes.
+does not read the file again, and the replay takes the newest revision's text from here
+(:func:`newest_text`) instead of rebuilding and decoding it from the journal a second time.
+Texts are decoded as the backends and the journal decode them (``common.text.decode``).
+One entry per file, its newest text (an older one is never asked for again: the file has
+changed), for the few files read lately; shared by threads under a lock held for dictionary
+operations only. No Textual, no writes.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from prose_tui.backends.common.text import open_regular
+from prose_tui.backends.common.text import decode, open_regular
 from prose_tui.model import Run
 
-__all__ = ["current_state", "remember_current", "sha256_of"]
+__all__ = ["current_state", "newest_text", "remember_current", "sha256_of"]
 
 _KEPT = 16  # files (runs' state.md), each with its newest text only
 # path -> ((mtime, size) when read, (text, sha256)); issue 35: a text per file, not per revision
@@ -51,6 +54,15 @@ def current_state(run: Run) -> tuple[str | None, str | None]:
     return _remember(run.state_file, stamp, data, sha256_of(data))
 
 
+def newest_text(path: Path, sha: str) -> str | None:
+    """The decoded text kept for ``path`` when the newest revision read of it has sha256
+    ``sha`` (a journal entry's ``sha256``), else ``None``. Neither reads nor decodes: the
+    journal handed the text over when it recorded that revision (:func:`remember_current`)."""
+    with _CURRENT_LOCK:
+        known = _CURRENT.get(path)
+    return known[1][0] if known is not None and known[1][1] == sha else None
+
+
 def remember_current(path: Path, st: os.stat_result, data: bytes, sha: str) -> None:
     """``current_state`` of the file at ``path`` (``st`` its ``fstat`` when ``data`` was read)
     is ``data`` with sha256 ``sha``: the journal, which reads each revision on the live
@@ -59,7 +71,7 @@ def remember_current(path: Path, st: os.stat_result, data: bytes, sha: str) -> N
 
 
 def _remember(path: Path, stamp: tuple[float, int], data: bytes, sha: str) -> tuple[str, str]:
-    value = (data.decode("utf-8", "replace"), sha)
+    value = (decode(data), sha)  # as the journal's revisions read back (StoredRevision.read)
     with _CURRENT_LOCK:
         _CURRENT[path] = (stamp, value)  # replaces the file's older text
         _CURRENT.move_to_end(path)

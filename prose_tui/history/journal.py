@@ -192,6 +192,9 @@ class Journal:
         # when no append began or ended meanwhile.
         self._version: dict[Path, int] = {}
         self._paths: dict[Path, dict[str, Path]] = {}
+        # Per run, its journal folder: one object for every stored revision's entry (issue 35:
+        # not a path of its own per rewrite, kept as long as the run is watched).
+        self._folders: dict[Path, Path] = {}
 
     # -- places --------------------------------------------------------------------------------
     def folder(self, run_dir: Path) -> Path:
@@ -234,7 +237,7 @@ class Journal:
 
     def _read_index(self, run_dir: Path) -> list[JournalEntry] | None:
         """Every entry of the index of ``run_dir`` (resolved), or ``None`` when there is none."""
-        folder = self.folder(run_dir)
+        folder = self._folders.setdefault(run_dir, self.folder(run_dir))
         try:
             data = (folder / "index.jsonl").read_bytes()
         except FileNotFoundError:
@@ -455,7 +458,7 @@ class Journal:
                 seen.pack = PackWriter(folder)
             at, size = seen.pack.append(sha, data)  # before the index line that points at it
             seen.stored += size
-            stored = StoredRevision(folder, sha, at)
+            stored = StoredRevision(self._folders.setdefault(run_dir or path.parent, folder), sha, at)
         return JournalEntry(now, "state", self._path(path.parent, "state.md", path), sha256=sha, size=st.st_size,
                             mtime=st.st_mtime, stored=stored)
 

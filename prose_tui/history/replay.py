@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.bindings import name_and_scope
 from prose_tui.backends.protocol import HistorySource, Revision
-from prose_tui.history.current import current_state
+from prose_tui.history.current import current_state, newest_text
 from prose_tui.history.refs import EventRef, run_relative
 from prose_tui.history.sources import source_of
 from prose_tui.history.timeline import KEPT, History
@@ -96,7 +96,11 @@ class _Replay:
             if entry.kind == "state":
                 if entry.stored is None or entry.sha256 == self.revision or self.source is None:
                     continue  # a revision too large to keep, the same one journaled twice, or unreadable
-                text = entry.text  # read back from the journal folder, not kept
+                # The newest revision is the text the journal handed over when it recorded it
+                # (decoded once); an older one is read back from the journal folder, not kept.
+                text = newest_text(entry.path, entry.sha256) if entry.sha256 is not None else None
+                if text is None:
+                    text = entry.text
                 if text is None:
                     continue  # lost (a pack cut short, a revision file removed)
                 # parsed against the revision before (unchanged trace lines are reused)

@@ -178,11 +178,13 @@ def read_revision(folder: Path, at: int, *, known: dict[int, list[bytes]] | None
 @dataclass
 class PackWriter:
     """Appends revisions of one run to its pack; remembers the last one it wrote (its
-    offset and lines: one revision per run in memory) to store the next as a difference."""
+    offset and bytes: one revision per run in memory) to store the next as a difference.
+    The bytes are kept whole and split in lines only while the next one is diffed (issue 35:
+    a revision's ~1,500 line objects held between rewrites pinned the allocator's arenas)."""
 
     folder: Path
     last_at: int = -1
-    last_lines: list[bytes] | None = field(default=None, repr=False)
+    last_data: bytes | None = field(default=None, repr=False)
     chain: int = 0  # differences since the last checkpoint
     chain_bytes: int = 0  # their bytes
     checkpoint_bytes: int = 0  # the last checkpoint's bytes
@@ -192,10 +194,10 @@ class PackWriter:
         Raises ``OSError`` when the pack cannot be written."""
         lines = data.split(b"\n")
         base = self.last_at
-        if self.last_lines is None or self.chain >= MAX_CHAIN or self.chain_bytes >= max(self.checkpoint_bytes, 4096):
+        if self.last_data is None or self.chain >= MAX_CHAIN or self.chain_bytes >= max(self.checkpoint_bytes, 4096):
             ops, literal, base = [[len(lines)]], lines, -1
         else:
-            ops, literal = delta_ops(self.last_lines, lines)
+            ops, literal = delta_ops(self.last_data.split(b"\n"), lines)
         payload = zlib.compress(b"\n".join(literal), 6) if literal else b""
         head = json.dumps({"sha": sha, "base": base, "ops": ops, "n": len(payload)}, separators=(",", ":"))
         record = head.encode("ascii") + b"\n" + payload
@@ -216,12 +218,13 @@ class PackWriter:
         else:
             self.chain += 1
             self.chain_bytes += len(record)
-        self.last_at, self.last_lines = at, lines
-        _remember_read(self.folder, at, lines)  # the replay reads it next
+        # Not remembered as read: the replay takes the newest revision's text from
+        # ``current.newest_text``; a replay started anew reads in order (each base the one before).
+        self.last_at, self.last_data = at, data
         return at, len(record)
 
 
-# The revision read or written last, per journal folder: a replay reads revisions in order
+# The revision read last, per journal folder: a replay reads revisions in order
 # and each one's base is the one before, so a walk back stops at once; a revision read
 # before it is read back from the pack (issue 35: one whole revision per run, not a few).
 _READ: OrderedDict[Path, tuple[int, list[bytes]]] = OrderedDict()

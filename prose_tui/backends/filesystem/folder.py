@@ -382,7 +382,10 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
         try:
             with open_regular(state_file, root=root) as fh:
                 st = os.fstat(fh.fileno())
-                data = fh.read(MAX_STATE_BYTES + 1)
+                # Sized by the file, not the cap: read(cap + 1) allocates 8 MiB per read (issue 35)
+                data = fh.read(min(st.st_size, MAX_STATE_BYTES) + 1)
+                if st.st_size < len(data) <= MAX_STATE_BYTES:  # it grew since the fstat
+                    data += fh.read(MAX_STATE_BYTES + 1 - len(data))
                 cut = len(data) > MAX_STATE_BYTES
                 if cut and _is_event_log_start(state_file.name, data):
                     # An event log is read to its end, however long: its last lines are where
