@@ -219,8 +219,9 @@ class ExplorerScreen(Screen[None]):
     def on_mount(self) -> None:
         self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
         self.feed.mounted()  # a database's first page, if read already, is in the first frame
-        # Children may not be mounted yet when the default screen mounts: start after a refresh.
-        self.call_after_refresh(self._start)
+        # Start reading at once: the children are mounted, and a start after the first refresh
+        # waited about five frames (0.4 s under load) before the first byte of a run was read.
+        self.call_later(self._start)
 
     def _start(self) -> None:
         self._started = True
