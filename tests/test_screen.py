@@ -580,9 +580,9 @@ async def test_the_run_opened_at_start_up_is_parsed_once_when_its_open_beats_the
     real_open, real_scan, real_read = RunFeed._open_in_full, Workspace.scan, Workspace._read_now
     reads: list[tuple[Path, bool | None]] = []
 
-    def open_in_full(self, path):
+    def open_in_full(self, path, *args, **kwargs):
         opening.set()
-        return real_open(self, path)
+        return real_open(self, path, *args, **kwargs)
 
     def scan(self, *args, **kwargs):
         opening.wait(30)  # a bound for a broken open: the assertions below then say what went wrong
