@@ -368,3 +368,48 @@ def test_history_package_does_not_import_textual():
     code = "import sys, prose_tui.history; print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_copied_trace_line_keeps_every_field():
+    """``history.cursor`` copies trace lines field by field (for speed): a field added to
+    ``TraceLine`` and not copied would vanish from every past moment."""
+    import dataclasses as dc
+
+    from prose_tui.history.cursor import _copy_line
+    from prose_tui.model import StatementState, TraceLine
+
+    values = {"line": 7, "text": "  let x = session: a", "state": StatementState.RETRYING, "note": "n",
+              "binding": "bindings/x.md", "attempt": 2, "max_attempts": 3, "step": "4a", "failure": "exit 1"}
+    assert {f.name for f in dc.fields(TraceLine)} == set(values), "a TraceLine field not copied by _copy_line"
+    line = TraceLine(**values)
+    assert _copy_line(line) == line and _copy_line(line) is not line
+    assert _copy_line(line, state=None).state is None and _copy_line(line, state=None).note == "n"
+
+
+def test_a_step_in_a_long_log_folds_its_events_to_what_a_parse_of_the_prefix_gives(tmp_path, monkeypatch):
+    """Past ``REPARSE_LINES`` a history step folds the events instead of parsing the log
+    again up to the cursor (which held the UI for seconds per step at 100,000 events): the
+    trace states it gives are the parse's, retries and failures included."""
+    from prose_tui.backends import open_run
+    from prose_tui.backends.filesystem import history as fs_history
+    from prose_tui.history import history_of, state_at
+
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-100000-10n9a0"
+    run_dir.mkdir(parents=True)
+    lines = []
+    for i in range(1, 3_001):
+        if i % 97 == 0:
+            lines += [f"{i}→ step_{i} ✗ timeout", f"{i}→ retry:2/3", f"{i}→ step_{i} ✓"]
+        else:
+            lines.append(f"{i}→ step_{i} ✓")
+    (run_dir / "state.md").write_text("# run:20260301-100000-10n9a0 long.prose\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    run = open_run(run_dir)
+    history = history_of(run)
+    cursors = [10, 95 * 1, 291, 1_500, len(history.events) - 2]
+    monkeypatch.setattr(fs_history, "REPARSE_LINES", 10**9)
+    parsed = [[t.state for t in state_at(run, history, c).trace] for c in cursors]
+    monkeypatch.setattr(fs_history, "REPARSE_LINES", 100)
+    folded = [[t.state for t in state_at(run, history, c).trace] for c in cursors]
+    for c, p, f in zip(cursors, parsed, folded):
+        shown = [s for s in p if s is not None]
+        assert f[: len(p)] == p and all(s is None for s in f[len(p):]), f"cursor {c}: {len(shown)} states differ"

@@ -54,15 +54,23 @@ _DONE = (K.STATEMENT_COMPLETED, K.STATEMENT_FAILED, K.STATEMENT_SKIPPED, K.PARAL
 
 
 def _copy_line(t: TraceLine, **changes) -> TraceLine:
-    return dataclasses.replace(t, **changes)
+    """A new ``TraceLine`` like ``t`` with ``changes``. Built field by field: a third of
+    ``dataclasses.replace``'s time, which was most of a history step at 100,000 events
+    (``tests/test_history.py`` checks that every field is copied)."""
+    line = TraceLine(t.line, t.text, t.state, t.note, t.binding, t.attempt, t.max_attempts, t.step, t.failure)
+    for name, value in changes.items():
+        setattr(line, name, value)
+    return line
 
 
-def copy_run(run: Run) -> Run:
+def copy_run(run: Run, *, trace: bool = True) -> Run:
     """A copy of ``run`` whose lists, trace lines, frames and agents are new objects;
-    ``Binding``, ``Segment``, ``Event`` and import ``Run`` objects are shared (read-only)."""
+    ``Binding``, ``Segment``, ``Event`` and import ``Run`` objects are shared (read-only).
+    ``trace=False``: the trace list is new but its lines are shared, for a caller that
+    replaces every line (a copy each was 0.4 s of a history step at 100,000 events)."""
     return dataclasses.replace(
         run,
-        trace=[_copy_line(t) for t in run.trace],
+        trace=[_copy_line(t) for t in run.trace] if trace else list(run.trace),
         bindings=list(run.bindings),
         agents=[dataclasses.replace(a, segments=list(a.segments), details=dict(a.details)) for a in run.agents],
         call_stack=[dataclasses.replace(f) for f in run.call_stack],
@@ -115,7 +123,7 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
         raise IndexError(f"cursor {cursor} outside 0..{n - 1}")
     if cursor == n - 1:
         return copy_run(run)
-    out = copy_run(run)
+    out = copy_run(run, trace=history.origin not in ("log", "journal", "reconstructed"))  # each path below sets out.trace
     out.events = history.events[: cursor + 1]
     source = source_of(run) if history.origin != "reconstructed" else None
     if history.origin == "journal":
@@ -179,16 +187,43 @@ def _log_state(out: Run, run: Run, history: History, cursor: int, source: Histor
         out.trace = [_copy_line(t, binding=run.trace[i].binding if t.state is not None else None)
                      for i, t in enumerate(trace)]
     else:
-        _fold_trace(out, run, history, cursor)
+        at = _fold_trace(out, run, history, cursor)
+        if index is not None and source is not None and source.log_prefix is not None and history.origin == "log":
+            # A log too long to parse again (``REPARSE_LINES``): as the parse would, lines after
+            # the cursor's are not there yet, and a line no event names (a retry line, a note)
+            # stands as the file says, since no later event changes it.
+            # A retry line is retrying only until a later event of its step (its next attempt
+            # ended): then it stands as the file says.
+            reported = set(at)
+            last_of_step: dict[str, int] = {}
+            last_on_line: dict[int, int] = {}
+            for k, (event, line) in enumerate(zip(history.events[: cursor + 1], at)):
+                if event.step:
+                    last_of_step[event.step] = k
+                if line is not None:
+                    last_on_line[line] = k
+            trace = out.trace[: index + 1]
+            for i, t in enumerate(trace):
+                if t.line not in reported and t.state is not run.trace[i].state:
+                    trace[i] = _copy_line(run.trace[i])
+                elif t.state is S.RETRYING and (k := last_on_line.get(t.line)) is not None:
+                    step = history.events[k].step
+                    if step and last_of_step.get(step, k) > k:
+                        trace[i] = _copy_line(run.trace[i])
+            out.trace = trace
     out.bindings = _log_bindings(run, history, cursor)
 
 
-def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
+def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> list[int | None]:
+    """``out``'s trace and call stack folded from the events up to ``cursor``; returns each
+    event's trace line (``None`` for an event naming none), all events, not only those so far."""
     states: dict[int, S] = {}
-    reported = {ref.trace_line for ref in history.refs if ref.trace_line is not None}  # lines some event reaches
-    for event, ref in zip(history.events[: cursor + 1], history.refs[: cursor + 1]):
-        if ref.trace_line is not None and event.kind in _STATE_OF:
-            states[ref.trace_line] = _STATE_OF[event.kind]
+    at = [ref.trace_line for ref in history.refs]  # each event's trace line (one pass over the refs)
+    reported = set(at)  # lines some event reaches
+    reported.discard(None)
+    for event, line in zip(history.events[: cursor + 1], at[: cursor + 1]):
+        if line is not None and event.kind in _STATE_OF:
+            states[line] = _STATE_OF[event.kind]
     # A line still "executing" when a later line at its own depth or shallower has
     # started was finished by then (sources rarely report a container's completion).
     shallowest_after: list[float] = [float("inf")] * (len(run.trace) + 1)
@@ -197,7 +232,7 @@ def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
         shallowest_after[i] = min(shallowest_after[i + 1], t.indent if t.line in states else float("inf"))
     # ...unless the history reports its end later: then it was still running at the cursor
     # (a receipt ledger's run line, started by run_start and ended by run_end).
-    ends_later = {ref.trace_line for event, ref in zip(history.events[cursor + 1:], history.refs[cursor + 1:])
+    ends_later = {line for event, line in zip(history.events[cursor + 1:], at[cursor + 1:])
                   if event.kind in _DONE or event.kind in (K.RUN_ENDED, K.RUN_ERRORED)}
     lines = []
     for i, t in enumerate(run.trace):
@@ -213,6 +248,7 @@ def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> None:
         lines.append(_copy_line(t, state=state))
     out.trace = lines
     out.call_stack = fold_frames(history.events[: cursor + 1])
+    return at
 
 
 def fold_frames(events: list[Event]) -> list[Frame]:

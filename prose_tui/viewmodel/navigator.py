@@ -28,6 +28,7 @@ class HistoryNavigator:
 
     def __init__(self, journal: Journal | None = None) -> None:
         self.journal = journal
+        self._view: tuple[tuple[object, ...], Run] | None = None  # (what it was made from, the run as of the cursor)
         self.history: History | None = None
         self.cursor: int | None = None
         self._run_path: Path | None = None
@@ -92,10 +93,19 @@ class HistoryNavigator:
         return 0 if self.cursor is None else max(0, len(self.events) - 1 - self.cursor)
 
     def view(self, run: Run) -> Run:
-        """The run as the panes should show it."""
+        """The run as the panes should show it: ``run`` when live, else the run as of the
+        cursor (``history.state_at``), kept while neither the cursor, the history nor the run
+        changed: one history step asks for it from several panes, and at 100,000 events each
+        ``state_at`` is a fold over them all."""
         if self.cursor is None or self.history is None or not self.events:
             return run
-        return state_at(run, self.history, self.cursor, journal=self.journal)
+        key = (id(run), id(self.history), len(self.history.events), self.cursor, len(run.trace), len(run.events),
+               len(run.bindings), run.updated, run.status)
+        if self._view is not None and self._view[0] == key:
+            return self._view[1]
+        view = state_at(run, self.history, self.cursor, journal=self.journal)
+        self._view = (key, view)
+        return view
 
     # -- moving ---------------------------------------------------------------------------------
     def move_to(self, index: int) -> bool:
