@@ -206,9 +206,9 @@ def _log_state(out: Run, run: Run, history: History, cursor: int, source: Histor
             for i, t in enumerate(trace):
                 if t.line not in reported and t.state is not run.trace[i].state:
                     trace[i] = _copy_line(run.trace[i])
-                elif t.state is S.RETRYING and (k := last_on_line.get(t.line)) is not None:
-                    step = history.events[k].step
-                    if step and last_of_step.get(step, k) > k:
+                elif t.state is S.RETRYING and (seen := last_on_line.get(t.line)) is not None:
+                    step = history.events[seen].step
+                    if step and last_of_step.get(step, seen) > seen:
                         trace[i] = _copy_line(run.trace[i])
             out.trace = trace
     out.bindings = _log_bindings(run, history, cursor)
