@@ -150,6 +150,19 @@ def markdown_it_document(text: str) -> Document:
         elif tok.type in ("fence", "code_block") and tok.map:
             fences.append(Fence(tok.info.strip(), tok.content, tok.map[0] + (1 if tok.type == "fence" else 0)))
 
+    title, preamble = _title_and_preamble(lines, headings)
+    sections: list[Block] = []
+    level2 = [(line, t) for lvl, line, t in headings if lvl == 2]
+    for idx, (line, t) in enumerate(level2):
+        end = level2[idx + 1][0] if idx + 1 < len(level2) else len(lines)
+        sections.append(_block(t, 2, line + 1, end, lines, tokens, fences, headings))
+    return Document(title, preamble, sections)
+
+
+def _title_and_preamble(lines: list[str], headings: list[tuple[int, int, str]]) -> tuple[str | None, list[str]]:
+    """The document's title (its first level-1 heading before any level-2 one) and the lines
+    before its first level-2 heading, the title's line left out. ``headings``: (level,
+    0-based line, text), in order. Shared by the markdown-it and the plain-text readers."""
     title: str | None = None
     first_section = len(lines)
     for level, line, text_ in headings:
@@ -158,14 +171,8 @@ def markdown_it_document(text: str) -> Document:
         if level == 2:
             first_section = line
             break
-    preamble = [ln for i, ln in enumerate(lines[:first_section]) if not (title is not None and i == _title_line(headings))]
-
-    sections: list[Block] = []
-    level2 = [(line, t) for lvl, line, t in headings if lvl == 2]
-    for idx, (line, t) in enumerate(level2):
-        end = level2[idx + 1][0] if idx + 1 < len(level2) else len(lines)
-        sections.append(_block(t, 2, line + 1, end, lines, tokens, fences, headings))
-    return Document(title, preamble, sections)
+    title_line = _title_line(headings) if title is not None else -1
+    return title, [ln for i, ln in enumerate(lines[:first_section]) if i != title_line]
 
 
 def _title_line(headings: list[tuple[int, int, str]]) -> int:
@@ -340,16 +347,7 @@ def _plain_document(text: str) -> Document | None:
 
 
 def _document(lines: list[str], headings: list[tuple[int, int, str]], tables: list[tuple[int, Table]]) -> Document:
-    title: str | None = None
-    first_section = len(lines)
-    for level, line, text_ in headings:
-        if level == 1 and title is None and line < first_section:
-            title = text_
-        if level == 2:
-            first_section = line
-            break
-    title_line = _title_line(headings) if title is not None else -1
-    preamble = [ln for i, ln in enumerate(lines[:first_section]) if i != title_line]
+    title, preamble = _title_and_preamble(lines, headings)
 
     def block(title_: str, level: int, start: int, end: int) -> Block:
         out = Block(title_, level, start, end, lines[start:end], [], [t for at, t in tables if start <= at < end])
