@@ -17,6 +17,7 @@ from prose_tui.history.node_cursor import apply_nodes_at
 from prose_tui.history.current import current_state
 from prose_tui.history.refs import run_relative
 from prose_tui.history.sources import source_of
+from prose_tui.history.stream import LINE_FORMATS
 from prose_tui.history.timeline import History
 from prose_tui.model import (
     Agent,
@@ -188,7 +189,7 @@ def _log_state(out: Run, run: Run, history: History, cursor: int, source: Histor
                      for i, t in enumerate(trace)]
     else:
         at = _fold_trace(out, run, history, cursor)
-        if index is not None and source is not None and source.log_prefix is not None and history.origin == "log":
+        if index is not None and run.format in LINE_FORMATS:
             # A log too long to parse again (``REPARSE_LINES``): as the parse would, lines after
             # the cursor's are not there yet, and a line no event names (a retry line, a note)
             # stands as the file says, since no later event changes it.
