@@ -163,3 +163,33 @@ def test_step_lengths_read_at_once_are_each_events_own(stamps, start):
     at_once = gaps_from(events, start)
     assert len(at_once) == len(expected)
     assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(at_once, expected))
+
+
+async def test_a_history_step_makes_the_run_as_of_the_cursor_once(monkeypatch):
+    """Every pane shows the run as of the cursor; it is made once per step, not once per
+    pane. Each was a whole fold (or a parse of the log up to the cursor): at 100,000 events
+    one step made it 19 times and took minutes."""
+    import prose_tui.viewmodel.navigator as navigator
+
+    made: list[int] = []
+    real = navigator.state_at
+
+    def counted(run, history, cursor, **kwargs):
+        made.append(cursor)
+        return real(run, history, cursor, **kwargs)
+
+    monkeypatch.setattr(navigator, "state_at", counted)
+    app = make_app(FAILED_RUN)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.explorer.loaded_run is not None and not app.explorer.history_pending,
+                         what="the full read and its history")
+        nav = app.explorer.model.nav
+        for _ in range(3):
+            made.clear()
+            wanted = nav.position - 1
+            await pilot.press("left_square_bracket")
+            await wait_until(pilot, lambda: nav.position == wanted and f"as of event {wanted}"
+                             in app.explorer.query_one("#trace-pane").border_title, what="the step shown")
+            await pilot.pause()
+            assert len(made) == 1 and len(set(made)) == 1, f"the run as of the cursor was made {len(made)} times"

@@ -28,7 +28,8 @@ class HistoryNavigator:
 
     def __init__(self, journal: Journal | None = None) -> None:
         self.journal = journal
-        self._view: tuple[tuple[object, ...], Run] | None = None  # (what it was made from, the run as of the cursor)
+        # (the run, the history, what else it was made from, the run as of the cursor)
+        self._view: tuple[Run, History, tuple[object, ...], Run] | None = None
         self.history: History | None = None
         self.cursor: int | None = None
         self._run_path: Path | None = None
@@ -99,12 +100,13 @@ class HistoryNavigator:
         ``state_at`` is a fold over them all."""
         if self.cursor is None or self.history is None or not self.events:
             return run
-        key = (id(run), id(self.history), len(self.history.events), self.cursor, len(run.trace), len(run.events),
-               len(run.bindings), run.updated, run.status)
-        if self._view is not None and self._view[0] == key:
-            return self._view[1]
+        key = (len(self.history.events), self.cursor, len(run.trace), len(run.events), len(run.bindings),
+               run.updated, run.status)
+        kept = self._view
+        if kept is not None and kept[0] is run and kept[1] is self.history and kept[2] == key:
+            return kept[3]
         view = state_at(run, self.history, self.cursor, journal=self.journal)
-        self._view = (key, view)
+        self._view = (run, self.history, key, view)  # the objects themselves: an id can be reused
         return view
 
     # -- moving ---------------------------------------------------------------------------------
