@@ -375,15 +375,15 @@ def test_a_copied_trace_line_keeps_every_field():
     ``TraceLine`` and not copied would vanish from every past moment."""
     import dataclasses as dc
 
-    from prose_tui.history.cursor import _copy_line
-    from prose_tui.model import StatementState, TraceLine
+    from prose_tui.history.cursor import copy_run
+    from prose_tui.model import Run, StatementState, TraceLine
 
     values = {"line": 7, "text": "  let x = session: a", "state": StatementState.RETRYING, "note": "n",
               "binding": "bindings/x.md", "attempt": 2, "max_attempts": 3, "step": "4a", "failure": "exit 1"}
-    assert {f.name for f in dc.fields(TraceLine)} == set(values), "a TraceLine field not copied by _copy_line"
+    assert {f.name for f in dc.fields(TraceLine)} == set(values), "a TraceLine field the cursor does not copy"
     line = TraceLine(**values)
-    assert _copy_line(line) == line and _copy_line(line) is not line
-    assert _copy_line(line, state=None).state is None and _copy_line(line, state=None).note == "n"
+    copied = copy_run(Run(id="r", path=Path("r"), trace=[line])).trace[0]
+    assert copied == line and copied is not line
 
 
 def test_a_step_in_a_long_log_folds_its_events_to_what_a_parse_of_the_prefix_gives(tmp_path, monkeypatch):
