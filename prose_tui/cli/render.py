@@ -16,7 +16,8 @@ from prose_tui.backends.common.status import age, as_utc
 from prose_tui.backends.common.text import short
 from prose_tui.history.nodes import node_state
 from prose_tui.model import Run
-from prose_tui.model.run import ordered_bindings, program_name
+from prose_tui.model.run import program_name
+from prose_tui.model.write_order import ordered_bindings
 from prose_tui.model.serialize import cost
 from prose_tui.tui.glyphs import STATE_GLYPH, STATUS_BADGE
 

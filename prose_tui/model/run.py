@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
 from prose_tui.model.agent import Agent
-from prose_tui.model.binding import Binding, natural_key, write_sorted
-from prose_tui.model.event import Event, EventKind
+from prose_tui.model.binding import Binding
+from prose_tui.model.event import Event
 from prose_tui.model.frame import Frame
 from prose_tui.model.node import Node, Receipt
-from prose_tui.model.statement import StatementState, TraceLine, executing_line
+from prose_tui.model.statement import TraceLine, executing_line
 
 
 class RunStatus(StrEnum):
@@ -191,117 +190,3 @@ def program_name(program: str | None) -> str:
     if not program:
         return "—"
     return program.rstrip("/").rsplit("/", 1)[-1]
-
-
-_STATEMENT_ENDS = (EventKind.STATEMENT_COMPLETED, EventKind.STATEMENT_FAILED)
-
-
-def binding_of_event(event: Event, bindings: list[Binding]) -> Binding | None:
-    """The existing binding a ``binding_written`` ``event`` wrote: the file its text names
-    (``wrote bindings/parts__3.md``), then its name within the event's execution id, then its
-    name in any scope (scoped bindings share a name: pass 1's ``parts`` is not pass 3's)."""
-    written = [b for b in bindings if b.exists]
-    for found in (next((b for b in written if f"/{b.path.name}" in event.text), None),
-                  next((b for b in written if event.name in (b.name, b.path.stem)
-                        and b.execution_id == event.execution_id), None),
-                  next((b for b in written if event.name in (b.name, b.path.stem)
-                        or (b.path.stem and b.path.stem in event.text)), None)):
-        if found is not None:
-            return found
-    return None
-
-
-def write_order(run: Run, *, first: bool = False) -> dict[int, int]:
-    """Where each binding (by its index in ``run.bindings``) comes in the order the run wrote
-    them, as the run records it: its latest ``binding_written`` event in ``run.events``
-    (narration, journals) or the latest completed or failed statement named like it
-    or its contract service (event logs), else the last entered trace line whose ``-->``
-    annotation names its file (``state.md`` is written in execution order). With ``first``,
-    the earliest such event or line instead (where a binding first appeared: a loop that
-    rewrites it does not move it). A scoped binding the record does not name (``parts__41``
-    when only ``parts__43`` is annotated) takes the place of its namesake: the same statement
-    wrote it. Bindings the run does not place are absent. File times are no evidence: a copy
-    or clone scrambles them."""
-    order: dict[int, int] = {}
-
-    def place(i: int, n: int) -> None:
-        if not first or i not in order:
-            order[i] = n
-
-    if run.events:
-        _place_by_events(run, place)
-    if not order:
-        by_rel: dict[str, int] = {}
-        prefix = f"{run.path.as_posix().rstrip('/')}/"  # not Path.relative_to: 0.1 s per 10,000 bindings
-        for i, b in enumerate(run.bindings):
-            if (text := b.path.as_posix()).startswith(prefix):
-                by_rel[text[len(prefix):]] = i
-        for n, line in enumerate(run.trace):
-            if line.binding and line.state not in (None, StatementState.NEXT, StatementState.PENDING):
-                i = by_rel.get(line.binding.removeprefix("./"), -1)
-                if i >= 0:
-                    place(i, n)
-    return _namesakes(run.bindings, order) if 0 < len(order) < len(run.bindings) else order
-
-
-def _place_by_events(run: Run, place: Callable[[int, int], None]) -> None:
-    """``place(i, n)`` for each binding ``run.bindings[i]`` event ``n`` of ``run.events``
-    wrote (:func:`write_order`)."""
-    index = {id(b): i for i, b in enumerate(run.bindings)}
-    named: dict[str, list[int]] = {}  # a binding's name and its contract service -> its indexes
-    for i, b in enumerate(run.bindings):
-        for key in {b.name, b.service or b.name}:
-            named.setdefault(key, []).append(i)
-    for n, event in enumerate(run.events):
-        if event.kind is EventKind.BINDING_WRITTEN:
-            found = binding_of_event(event, run.bindings)
-            if found is not None:
-                place(index[id(found)], n)
-        elif event.kind in _STATEMENT_ENDS and event.name:
-            # an event log's "5-> linus ✓" wrote bindings/linus/*.md (a contract's service) or `linus`
-            for i in named.get(event.name, ()):
-                b = run.bindings[i]
-                if b.service == event.name or event.execution_id in (None, b.execution_id):
-                    place(i, n)
-
-
-def _namesakes(bindings: list[Binding], order: dict[int, int]) -> dict[int, int]:
-    """``order`` with each unplaced binding at the earliest place of a placed one of the same
-    name and service in another scope (``parts__41`` where ``parts__43`` was written)."""
-    at: dict[tuple[str | None, str], int] = {}
-    for i, n in order.items():
-        key = (bindings[i].service, bindings[i].name)
-        at[key] = min(n, at.get(key, n))
-    for i, b in enumerate(bindings):
-        if i not in order and (b.service, b.name) in at:
-            order[i] = at[(b.service, b.name)]
-    return order
-
-
-def ordered_bindings(run: Run) -> list[Binding]:
-    """``run.bindings`` as a user reads them (the bindings pane, ``show``, ``show --json``):
-    in the order the run first wrote them by its own record (:func:`write_order` with
-    ``first``; the program's order for a snapshot's trace), the rest in the order the backend
-    lists them (Index rows, table rows, receipts; natural order of the files otherwise). See
-    :func:`prose_tui.model.binding.write_sorted`; file times play no part."""
-    return write_sorted(run.bindings, write_order(run, first=True))
-
-
-def newest_binding(run: Run, changed: set[Path] | None = None,
-                   where: Callable[[Binding], bool] | None = None) -> Binding | None:
-    """The readable binding ``run`` wrote last (among files in ``changed`` and bindings
-    ``where`` accepts, when given): the one
-    the latest write the run records places last (:func:`write_order`), then the highest
-    execution id (ids grow as the run goes: pass 3's ``parts`` is newer than pass 1's), and
-    only then the file's mtime and the name (natural order) to break ties. ``None`` when no
-    binding is readable."""
-    order = write_order(run)
-    candidates = [(i, b) for i, b in enumerate(run.bindings)
-                  if b.exists and not b.encrypted and (b.mtime is not None or i in order)
-                  and (changed is None or b.path in changed) and (where is None or where(b))]
-    if not candidates:
-        return None
-    _i, newest = max(candidates, key=lambda ib: (order.get(ib[0], -1),
-                                                 ib[1].execution_id if ib[1].execution_id is not None else -1,
-                                                 ib[1].mtime or 0.0, natural_key(ib[1].name)))
-    return newest

@@ -15,7 +15,8 @@ from .event import Event
 from .failure import Failure, ending, run_failures
 from .frame import Frame
 from .node import Node, Receipt
-from .run import Run, newest_binding, ordered_bindings
+from .run import Run
+from .write_order import newest_binding, ordered_bindings
 from .statement import TraceLine
 
 

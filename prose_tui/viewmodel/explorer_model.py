@@ -57,7 +57,7 @@ from prose_tui.model import (
     run_failures,
 )
 from prose_tui.model.failure import first_line
-from prose_tui.model.run import binding_of_event, newest_binding
+from prose_tui.model.write_order import binding_of_event, newest_binding
 from prose_tui.viewmodel.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.viewmodel.statement_clock import StatementClock, StatementTime
@@ -351,7 +351,7 @@ class ExplorerModel:
 
     def newest_binding_now(self) -> Binding | None:
         """The binding written last as of the cursor: live, the one the run wrote last
-        (``model.run.newest_binding``: its record, not file times, which a clone scrambles); at a
+        (``model.write_order.newest_binding``: its record, not file times, which a clone scrambles); at a
         past event, the one the latest ``binding_written`` event up to it names."""
         view = self.view()
         if view is None:

@@ -16,7 +16,7 @@ from textual.widgets.tree import NodeID, TreeNode
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.model import Binding, Run, StatementState
-from prose_tui.model.run import ordered_bindings
+from prose_tui.model.write_order import ordered_bindings
 from prose_tui.remote import shown
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, binding_target, table_target
@@ -262,7 +262,7 @@ class BindingTree(Tree[Target]):
         if top:
             self._bindings_node = bindings
         groups = _grouped(run)
-        for group, members in groups.items():  # each in the order the run wrote them (model.run.ordered_bindings)
+        for group, members in groups.items():  # each in the order the run wrote them (model.write_order.ordered_bindings)
             node = bindings.add(Text(f"{group} ({len(members)})", "italic"),
                                 expand=group == "root" or group in expanded or len(groups) <= 3)
             if top:
@@ -490,7 +490,7 @@ def _group_of(b: Binding) -> str:
 
 
 def _order_inputs(run: Run) -> tuple:
-    """What :func:`prose_tui.model.run.write_order` orders ``run``'s bindings by, beyond the
+    """What :func:`prose_tui.model.write_order.write_order` orders ``run``'s bindings by, beyond the
     bindings themselves: its events (by identity and length) when it has any, else the
     bindings its entered trace lines name. A snapshot rewrite that only moves the executing
     marker leaves this the same, so the tree is not ordered again (it was, on every rewrite:
@@ -508,7 +508,7 @@ def _key(b: Binding) -> tuple:
 
 def _grouped(run: Run) -> dict[str, list[Binding]]:
     """``run``'s bindings by group, each group's in the order the run wrote them
-    (:func:`prose_tui.model.run.ordered_bindings`); root first, then the groups in the order
+    (:func:`prose_tui.model.write_order.ordered_bindings`); root first, then the groups in the order
     their first binding comes in."""
     groups: dict[str, list[Binding]] = {"root": []}
     for b in ordered_bindings(run):
