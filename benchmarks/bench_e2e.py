@@ -146,7 +146,9 @@ class Tmux:
     def __init__(self, path: Path, name: str) -> None:
         self.name = name
         exe = Path(sys.executable).with_name("prose-tui")
-        cmd = f"cd {path} && exec {exe} {path}"
+        # This tree first on the path: the console script alone imports wherever the venv's
+        # editable install points (another checkout), and the figures would be that one's.
+        cmd = f"cd {path} && PYTHONPATH={ROOT} exec {exe} {path}"
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
         subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", str(SIZE[0]), "-y", str(SIZE[1]), cmd],
                        check=True, env={**os.environ, "TERM": "xterm-256color"})
