@@ -171,8 +171,9 @@ class Workspace(SourceRuns):
         64 KiB: ``RunBackend.open_first_screen``; its warnings say the rest is loading),
         shown while :meth:`detail` reads it whole. ``None`` when the run is read in full
         already (or is a source's), has no such shortcut, or cannot be read (the whole
-        read says why). Not kept: the run list and live changes follow the summary and the
-        whole read."""
+        read says why). Kept as the run at ``path`` when no other read of it is (the
+        start-up read has not reached it yet), so live changes apply to it (the backend
+        follows it from where it stopped) until a summary or the whole read replaces it."""
         if self.source_of(path) is not None:
             return None
         with self.lock:
@@ -182,10 +183,15 @@ class Workspace(SourceRuns):
         if backend is None:
             return None
         try:
-            return backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
-                                             observed=self.observed.get(path))
+            run = backend.open_first_screen(path, now=self.clock(), stale_after=self.stale_after,
+                                            observed=self.observed.get(path))
         except OSError:
             return None
+        if run is not None:
+            with self.lock:
+                if path in self.refs and path not in self.runs:
+                    self.runs[path] = run
+        return run
 
     def detail(self, path: Path, *, first_screen: Callable[[Run], None] | None = None) -> Run | None:
         """The run at ``path`` read in full (bindings, agents, imports); kept up to date from now on.

@@ -39,9 +39,9 @@ class FilesystemBackend(RunBackend):
     summary_parts: ClassVar[frozenset[Part] | None] = frozenset({Part.STATE})  # a row reads state.md only
 
     def __init__(self) -> None:
-        # Run folder -> the tails of the (at most two) runs last read there: a summary and a
-        # full read of the same folder can be live at once. A run's tail is the one whose
-        # parser holds the run's trace list.
+        # Run folder -> the tails of the (at most three) runs last read there: a summary, a
+        # first screen and a full read of the same folder can be live at once. A run's tail
+        # is the one whose parser holds the run's trace list.
         self._tails: dict[Path, list[EventLogTail]] = {}
         # Run folder -> the run last opened there as a summary (a run list row: only its
         # state file is followed, and a change reads it as a summary again).
@@ -85,8 +85,12 @@ class FilesystemBackend(RunBackend):
         ``RunBackend``."""
         if path.is_file():
             return None
-        return load_run_tail_first(path, now=now, stale_after=stale_after, observed=observed) \
-            or load_snapshot_first_screen(path, now=now, stale_after=stale_after, observed=observed)
+        tails: dict[Path, EventLogTail] = {}
+        run = load_run_tail_first(path, now=now, stale_after=stale_after, observed=observed, tails=tails)
+        if run is not None:
+            self._keep(path, tails.get(path))  # followed by ``apply`` until the whole read replaces it
+            return run
+        return load_snapshot_first_screen(path, now=now, stale_after=stale_after, observed=observed)
 
     def apply(self, run: Run, paths: Collection[Path], *, now: datetime | None = None,
               stale_after: float = DEFAULT_STALE_AFTER, observed: datetime | None = None) -> Delta:
@@ -119,7 +123,7 @@ class FilesystemBackend(RunBackend):
         with self._lock:
             kept = [t for t in self._tails.get(run_dir, []) if t is not replacing]
             if tail is not None:
-                kept = (kept + [tail])[-2:]
+                kept = (kept + [tail])[-3:]
             if kept:
                 self._tails[run_dir] = kept
             else:

@@ -97,6 +97,9 @@ class EventLogParser:
         self.log = EventLog()
         self.line_warnings: list[str] = []
         self.lines = 0  # lines consumed, header and blank lines included
+        # Trace lines before the first one fed (a log read from its tail: they were counted,
+        # not parsed): trace line numbers continue from it, as in the whole log.
+        self.trace_base = 0
         self.in_header = True
         self.base: date | None = None
         self.frames = OpenFrames()
@@ -206,7 +209,7 @@ class EventLogParser:
         first = info.items[0]
         index = len(log.trace)
         log.trace.append(TraceLine(
-            line=shared(index + 1), text=info.text, state=info.state, note=info.note,
+            line=shared(index + 1 + self.trace_base), text=info.text, state=info.state, note=info.note,
             attempt=first.attempt, max_attempts=first.max_attempts, step=info.step,
         ))
         kind = first.kind
@@ -373,6 +376,7 @@ class EventLogTail:
     last_time: tuple[int, datetime | None] = (0, None)  # (n events scanned, last event time among them)
     unlinked: dict[str, set[int]] = field(default_factory=dict)  # binding name -> trace lines naming it
     unlinked_ready: bool = False  # ``unlinked`` covers every line (built on the first binding write)
+    from_tail: bool = False  # the parse began at the log's tail (a first screen): blocks opened before are unknown
 
     def committed_events(self) -> int:
         """Events parsed from complete lines (a provisional last line's are not counted)."""

@@ -51,6 +51,7 @@ from prose_tui.backends.filesystem.skill import (
     settle_status,
     split_front_matter,
 )
+from prose_tui.backends.filesystem.tail import FileTail
 from prose_tui.backends.filesystem.snapshot import (
     SnapshotState,
     looks_like_snapshot,
@@ -202,7 +203,8 @@ FROM_TAIL = "reading the whole log: showing its last {} KiB; earlier history, op
 
 
 def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
-                        observed: datetime | None = None, tail_bytes: int = TAIL_FIRST_BYTES) -> Run | None:
+                        observed: datetime | None = None, tail_bytes: int = TAIL_FIRST_BYTES,
+                        tails: dict[Path, EventLogTail] | None = None) -> Run | None:
     """A first screen of a long event log (issue 33): the run as its header and its last
     ``tail_bytes`` bytes (whole lines) say, parsed in milliseconds, for the explorer to show
     while :func:`load_run` parses the whole log. ``None`` when the run's state file is not a
@@ -214,7 +216,11 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
     makes them one too high); events' ``seq`` count from the tail's first. What the tail
     cannot tell is left out, never guessed: blocks opened before it are not on the call
     stack, and a warning (``FROM_TAIL``) says the rest is loading. The run's status is the
-    tail's: a ``---end``/``---error`` or the last statement line are at the end."""
+    tail's: a ``---end``/``---error`` or the last statement line are at the end.
+
+    ``tails``: given, it gets the log's tail (``tails[run_dir]``) as parsed to the last whole
+    line, so the first screen is followed live (``live.apply_paths``) while the whole read
+    goes on: a VM's next events show in milliseconds, not after the whole log is parsed."""
     root = run_root(run_dir)
     state_file = state_file_of(run_dir)
     if state_file is None or not inside(state_file, root):
@@ -244,22 +250,26 @@ def load_run_tail_first(run_dir: Path, *, now: datetime | None = None, stale_aft
             break
         header.append(line)
     first = tail.find(b"\n") + 1  # the tail from its first whole line; a line still being written waits
+    last = tail.rfind(b"\n") + 1
     lines_before += tail[:first].count(b"\n")
     parser = EventLogParser(state_file.name)
-    parser.feed(header)
-    parser.lines = lines_before
-    parser.feed(decode(tail[first:tail.rfind(b"\n") + 1]).splitlines())
-    log = parser.finish()
     # Trace lines are numbered as in the whole log: the lines before the tail, less the
     # header and the blank lines among them (a whitespace-only line counts as a line here).
-    shift = lines_before - len(header) - (blank_before - sum(1 for line in header if not line.strip()))
-    for trace_line in log.trace:
-        trace_line.line += shift
+    parser.trace_base = lines_before - len(header) - (blank_before - sum(1 for line in header if not line.strip()))
+    parser.feed(header)
+    parser.lines = lines_before
+    parser.feed(decode(tail[first:last]).splitlines())
+    log = parser.finish()
     run = Run(id=visible_name(run_dir.name), path=run_dir, backend=Backend.FILESYSTEM, root=root,
               state_file=state_file, state_mtime=st.st_mtime, read_at=now or datetime.now(timezone.utc))
     _apply_event_log(run, "", state_file.name, log)
     run.call_stack = []  # frames opened before the tail are not known yet: none rather than some
     run.warnings.insert(0, FROM_TAIL.format(tail_bytes // 1024))
+    if tails is not None:
+        followed = EventLogTail(FileTail.read_up_to(state_file, start + last, st, head, tail[:last]), parser,
+                                from_tail=True)
+        followed.warnings_at, followed.shown_warnings = 1, len(log.warnings)
+        tails[run_dir] = followed
     _program_and_times(run, run_dir, root, now)
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     return run

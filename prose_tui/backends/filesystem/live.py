@@ -214,7 +214,7 @@ def _grow(run: Run, tail: EventLogTail, data: bytes, st, delta: Delta, *, summar
     run.program = log.program
     run.events = log.events
     run.trace = log.trace
-    run.call_stack = log.call_stack
+    run.call_stack = [] if tail.from_tail else log.call_stack  # a first screen: blocks opened before its tail are unknown
     if log.bullet_status:
         run.header.setdefault("status", log.bullet_status)
     run.end_marker = run.error_marker = None

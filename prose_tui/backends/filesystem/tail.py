@@ -75,6 +75,19 @@ class FileTail:
                 return Change.SAME, st, b""
             return Change.GREW, st, fh.read() if limit is None else fh.read(limit)
 
+    @classmethod
+    def read_up_to(cls, path: Path, offset: int, st: os.stat_result, head: bytes, before: bytes) -> FileTail:
+        """A tail of ``path`` (stat ``st``) whose reading stopped at ``offset``, for a file
+        read in pieces (a long log's head and its last bytes): ``head``, the bytes read at its
+        start (their first ``HEAD`` are hashed), and ``before``, bytes read just before
+        ``offset`` (its last ``PROBE`` are the probe), both as they were read then."""
+        head = head[:min(HEAD, offset)]
+        hasher = _head_hasher()
+        hasher.update(head)
+        return cls(path, offset=offset, inode=(st.st_ino, st.st_dev), probe=before[-PROBE:],
+                   head_len=len(head), head_digest=hasher.digest(),
+                   _hasher=hasher if len(head) < HEAD else None)
+
     def check(self) -> tuple[Change, os.stat_result | None]:
         """``look`` without keeping the new bytes."""
         change, st, _data = self.look(0)

@@ -145,6 +145,7 @@ class RunFeed:
             painted = threading.Event()  # the whole read behind a first screen waits for its frame
             self._from_thread(self._partial, run, painted)
             painted.wait(FIRST_WAIT)
+            self._follow_first_screen()
 
         read: list[Run] = []
         count = [0]
@@ -167,6 +168,14 @@ class RunFeed:
             self._read_all(progress, partial_run, on_run)
         except _ScreenGone:
             return
+
+    def _follow_first_screen(self) -> None:
+        """A first screen (a long log's tail, ``Workspace.first_screen``) is on screen: watch
+        now (any thread), so it is followed live while the rest is read and the VM's next
+        events show at once, not after the whole log is parsed (seconds at 100,000 events).
+        A database's runs are polled once every run is read, as before."""
+        if self.live is not None and not self.workspace.sources:
+            self.live.watch()
 
     def mounted(self) -> None:
         """The screen is mounted (its first frame not painted yet): a database's first page
@@ -428,6 +437,7 @@ class RunFeed:
                 except RuntimeError:  # the app stopped
                     raise _ScreenGone from None
                 painted.wait(FIRST_WAIT_PAINT)
+                self._follow_first_screen()
 
         try:
             summarised = self.workspace.runs.get(path)
