@@ -11,13 +11,14 @@ import dataclasses
 import re
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.protocol import HistorySource, Revision
 from prose_tui.history.node_cursor import apply_nodes_at
 from prose_tui.history.current import current_state
-from prose_tui.history.refs import run_relative
+from prose_tui.history.refs import LineRefs, run_relative
 from prose_tui.history.sources import source_of
 from prose_tui.history.stream import LINE_FORMATS
 from prose_tui.history.timeline import History
@@ -465,7 +466,6 @@ _RUN_ENDS = (K.RUN_ENDED, K.RUN_ERRORED, K.RUN_RESUMED)
 _ENDS_LATER = (*_DONE, K.RUN_ENDED, K.RUN_ERRORED)  # what tells a line ended after the cursor
 _LIVE = (S.EXECUTING, S.RETRYING)
 _KEPT_STATES = (S.COMPLETE, S.FAILED, S.SKIPPED)
-REFOLD_BEYOND = 20_000  # a move back by more events than this folds again from the start
 
 
 class CursorMemo:
@@ -490,7 +490,7 @@ class CursorMemo:
         self.run, self.history = run, history
         self.key = self._key_of(run, history)
         self._built = False
-        self.cursor = -1  # the fold below stands after events[: cursor + 1]
+        self.cursor = -1  # the fold (``_reset``) stands after events[: cursor + 1]
         self._shallowest: list[float] | None = None  # during a whole pass: _fold_trace's shallowest_after
 
     @staticmethod
@@ -510,49 +510,70 @@ class CursorMemo:
             self._build()
 
     def _build(self) -> None:
+        """The index arrays, and the fold standing after the last event (a first step back
+        from the end then takes back one event): one pass over the events."""
         history, run = self.history, self.run
         events = history.events
-        self.at = at = [ref.trace_line for ref in history.refs]
-        self.reported = {line for line in at if line is not None}
-        self.prev_state = array("i", bytes(4 * len(events)))  # the line's state event before, or -1
-        self.prev_line = array("i", bytes(4 * len(events)))  # the line's event before, or -1
-        self.prev_step = array("i", bytes(4 * len(events)))  # the step's event before, or -1
-        self.ends_total: dict[int, int] = {}  # line -> events telling it ended
-        self.first_write: dict[str, int] = {}  # binding name -> first event writing it
-        self.run_ends: list[int] = []
-        self.frames: list[int] = []
-        self.segments: list[int] = []
-        self.timed = array("i")
+        refs = history.refs
+        self.at = at = refs.trace_lines() if isinstance(refs, LineRefs) else [ref.trace_line for ref in refs]
+        self.reported = set(at)
+        self.reported.discard(None)
+        n = len(events)
+        prev_state, prev_line, prev_step = array("i", [-1]) * n, array("i", [-1]) * n, array("i", [-1]) * n
+        ends_total: dict[int, int] = {}
+        first_write: dict[str, int] = {}
+        run_ends: list[int] = []
+        frames: list[int] = []
+        segments: list[int] = []
+        timed = array("i")
+        # the fold as of the last event (``_reset`` then ``_forward`` to it, inlined)
+        self._reset()
+        states, last_line, last_step, ends_seen = self.states, self.last_on_line, self.last_of_step, self.ends_seen
         last_state: dict[int, int] = {}
-        last_line: dict[int, int] = {}
-        last_step: dict[str, int] = {}
-        for i, (event, line) in enumerate(zip(events, at)):
-            kind = event.kind
+        state_of, ends_later, writes, frame_kinds = _STATE_OF, _ENDS_LATER, WRITE_KINDS, (K.FRAME_PUSHED, K.FRAME_POPPED)
+        for i, event in enumerate(events):
+            kind, line, step = event.kind, at[i], event.step
             if line is not None:
-                self.prev_line[i] = last_line.get(line, -1)
+                prev_line[i] = last_line.get(line, -1)
                 last_line[line] = i
-                if kind in _STATE_OF:
-                    self.prev_state[i] = last_state.get(line, -1)
+                if kind in state_of:
+                    prev_state[i] = last_state.get(line, -1)
                     last_state[line] = i
-                if kind in _ENDS_LATER:
-                    self.ends_total[line] = self.ends_total.get(line, 0) + 1
-            if event.step:
-                self.prev_step[i] = last_step.get(event.step, -1)
-                last_step[event.step] = i
-            if kind in WRITE_KINDS and event.name:
-                self.first_write.setdefault(event.name, i)
-            if kind in _RUN_ENDS:
-                self.run_ends.append(i)
-            elif kind is K.FRAME_PUSHED or kind is K.FRAME_POPPED:
-                self.frames.append(i)
+                    states[line] = state_of[kind]
+                if kind in ends_later:
+                    ends_total[line] = ends_seen[line] = ends_total.get(line, 0) + 1
+            if step:
+                prev_step[i] = last_step.get(step, -1)
+                last_step[step] = i
+            if kind in writes:
+                if event.name and event.name not in first_write:
+                    first_write[event.name] = i
+            elif kind in _RUN_ENDS:
+                run_ends.append(i)
+            elif kind in frame_kinds:
+                frames.append(i)
             elif kind is K.AGENT_SEGMENT:
-                self.segments.append(i)
+                segments.append(i)
             if event.time is not None:
-                self.timed.append(i)
-        self.where: dict[int, list[int]] = {}  # trace line number -> its indexes in run.trace
-        for i, t in enumerate(run.trace):
-            self.where.setdefault(t.line, []).append(i)
+                timed.append(i)
+        self.live.update(line for line, state in states.items() if state in _LIVE)
+        self.cursor = n - 1
+        self.prev_state, self.prev_line, self.prev_step = prev_state, prev_line, prev_step
+        self.ends_total, self.first_write = ends_total, first_write
+        self.run_ends, self.frames, self.segments, self.timed = run_ends, frames, segments, timed
+        # trace line number -> its indexes in run.trace; None when line k is at index k - 1 (a log's)
+        self.where: dict[int, list[int]] | None = None
+        if not all(t.line == k for k, t in enumerate(run.trace, 1)):
+            self.where = {}
+            for i, t in enumerate(run.trace):
+                self.where.setdefault(t.line, []).append(i)
         self._built = True
+
+    def _indexes(self, line: int) -> Iterable[int]:
+        """The indexes in ``run.trace`` of trace line ``line``."""
+        if self.where is not None:
+            return self.where.get(line, ())
+        return (line - 1,) if 0 < line <= len(self.run.trace) else ()
 
     def before(self, indexes: list[int], cursor: int) -> list[Event]:
         """The events among ``indexes`` (ascending) up to ``cursor``."""
@@ -617,7 +638,7 @@ class CursorMemo:
         ``index`` (the cursor's trace index in a line format) the lines up to it, fixed up."""
         run = self.run
         self.ensure()
-        if self.cursor < 0 or cursor < self.cursor - REFOLD_BEYOND:
+        if cursor < self.cursor - cursor:  # nearer the first event than the last cursor: fold from there
             self._reset()
         touched: set[int] = set()
         if cursor >= self.cursor:
@@ -626,7 +647,8 @@ class CursorMemo:
             self._back(cursor, touched)
         if self.folded is None:
             self.witness = {}
-            self._shallowest = _shallowest_after(run.trace, self.states)
+            if any(self.states[line] is S.EXECUTING for line in self.live):  # only they ask (_passed)
+                self._shallowest = _shallowest_after(run.trace, self.states)
             try:
                 self.folded = [self._folded(i) for i in range(len(run.trace))]
             finally:
@@ -635,7 +657,7 @@ class CursorMemo:
         else:
             trace, states, witness = run.trace, self.states, self.witness
             for line in touched | self.live:
-                for i in self.where.get(line, ()):
+                for i in self._indexes(line):
                     if line not in touched and states[line] is S.EXECUTING and (w := witness.get(i)) is not None \
                             and trace[w].line in states:
                         continue  # still passed by the same line below: as it was

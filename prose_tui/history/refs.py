@@ -98,6 +98,10 @@ class LineRefs(MutableSequence[EventRef]):
     def __iter__(self) -> Iterator[EventRef]:
         return (_ref(t) for t in self._lines)
 
+    def trace_lines(self) -> list[int | None]:
+        """Each ref's ``trace_line`` (``None`` for none), without making the refs."""
+        return [None if t == _NONE else t for t in self._lines]
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, LineRefs):
             return self._lines == other._lines

@@ -21,6 +21,7 @@ the code; the gutter and the annotations stay where they are. ``cursor`` counts 
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from itertools import compress
@@ -77,22 +78,26 @@ def widest_code(lines: list[TraceLine]) -> int:
     """Cells of the widest code among ``lines`` (what the trace scrolls across), O(lines).
     A line of one-cell characters (nearly all) is measured by its length: a 100,000-event
     log took 0.9 s of the UI thread measured through ``rich.cells``, 0.2-0.3 s so."""
-    return _widest(lines)[0]
+    return _widest(lines, array("i"))
 
 
-def _widest(lines: list[TraceLine]) -> tuple[int, int]:
-    """``(cells of the widest code, how many lines are that wide)``, O(lines)."""
-    widest = count = 0
+def _widest(lines: list[TraceLine], sizes: array) -> int:
+    """``widest_code``, filling ``sizes`` with each line's cells, or ``UNMEASURED`` for a line
+    of one-cell characters shorter than a line before it (its cells are at most its length)."""
+    widest = 0
     for t in lines:
         text = t.text
         if len(text) < widest and one_cell(text):
-            continue  # its cells are at most its length
+            sizes.append(UNMEASURED)
+            continue
         size = _measured(t)
+        sizes.append(size)
         if size > widest:
-            widest, count = size, 1
-        elif size == widest:
-            count += 1
-    return widest, count
+            widest = size
+    return widest
+
+
+UNMEASURED = -1
 
 
 def _measured(t: TraceLine) -> int:
@@ -186,6 +191,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._block_open: dict[int, bool] = {}  # such a line -> whether a block is open after it
         self._width = 0
         self._width_count = 0  # lines exactly ``_width`` wide (a new list may drop the widest)
+        self._sizes = array("i")  # cells of each line's code, or UNMEASURED (``_widest``)
         self._gutter_was = 0
         # Indexes whose state is executing/retrying, and whose state is not an end state:
         # kept per change so following costs what changed.
@@ -216,7 +222,9 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._cache.clear()
         self._blocks = [i for i, t in enumerate(lines) if '"""' in t.text]
         self._settle_blocks(0)
-        self._width, self._width_count = _widest(lines)
+        self._sizes = array("i")
+        self._width = _widest(lines, self._sizes)
+        self._width_count = self._sizes.count(self._width)
         self._live, self._open, self._has_state = set(), set(), False
         for i, t in enumerate(lines):
             self._note_state(i, t)
@@ -237,24 +245,33 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     def _restate(self, old: list[TraceLine], lines: list[TraceLine], changed: list[int]) -> None:
         """``set_lines(lines)`` where ``lines`` differs from ``old`` (shown) only at ``changed``."""
-        width, count = self._width, self._width_count
+        width, count, sizes = self._width, self._width_count, self._sizes
         lost_state = False
         for i in changed:
             if i < len(old):
-                t = old[i]
-                lost_state = lost_state or t.state is not None
-                if _measured(t) == width:
+                lost_state = lost_state or old[i].state is not None
+                if i < len(sizes) and sizes[i] == width:
                     count -= 1
         self.lines = lines
+        del sizes[len(lines):]
         for i in changed:
             if i < len(lines):
                 size = _measured(lines[i])
+                if i < len(sizes):
+                    sizes[i] = size
+                else:
+                    sizes.append(size)
                 if size > width:
                     width, count = size, 1
                 elif size == width:
                     count += 1
-        if count <= 0:  # the widest line went: measure them all again
-            width, count = _widest(lines)
+        if count <= 0:  # the widest line went: the widest of those measured, and any unmeasured that may reach it
+            width = max(sizes, default=0)
+            for i in compress(range(len(sizes)), map(UNMEASURED.__eq__, sizes)):
+                if len(lines[i].text) >= width:
+                    sizes[i] = _measured(lines[i])
+            width = max(sizes, default=0)
+            count = sizes.count(width)
         if lost_state and self._has_state:  # a line that had a state went: any left?
             self._has_state = any(t.state is not None for t in lines)
         self._width, self._width_count = width, count
@@ -292,9 +309,6 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self._cache.pop(i, None)
             t = lines[i]
             self._note_state(i, t)
-            if width_grows and (size := _code_cells(t)) >= self._width:
-                self._width_count = self._width_count + 1 if size == self._width else 1
-                self._width = size
             has = '"""' in t.text
             pos = bisect_left(self._blocks, i)
             present = pos < len(self._blocks) and self._blocks[pos] == i
@@ -308,9 +322,29 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
                 first_block = i if first_block is None else min(first_block, i)
         while self._blocks and self._blocks[-1] >= len(lines):
             self._blocks.pop()
+        if width_grows:
+            del self._sizes[len(lines):]
+            for i in sorted(changed.union(range(len(self._sizes), len(lines)))):
+                self._sized(i, lines[i])
         if first_block is not None:
             self._settle_blocks(first_block)
             self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < first_block)
+
+    def _sized(self, index: int, t: TraceLine) -> None:
+        """Line ``index`` (re-stated or appended in place) measured: the widest code only
+        grows here (the old line's size is counted out when it was the widest)."""
+        sizes = self._sizes
+        size = _measured(t)
+        if index < len(sizes):
+            if sizes[index] == self._width and size != self._width:
+                self._width_count -= 1  # stays at least the width: a live change only adds
+            sizes[index] = size
+        else:  # appended (in order: ``_apply`` measures every line past the sizes)
+            sizes.append(size)
+        if size > self._width:
+            self._width, self._width_count = size, 1
+        elif size == self._width:
+            self._width_count += 1
 
     # -- rows ---------------------------------------------------------------------------------
     def _avail_now(self) -> int:
