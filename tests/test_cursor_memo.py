@@ -88,3 +88,17 @@ def test_a_memo_for_another_read_of_the_run_is_not_used(folded, tmp_path):
     assert not memo.fits(other, history_of(other))
     cursor = len(history.events) // 2
     assert_same(state_at(run, history, cursor, memo=CursorMemo(other, history)), state_at(run, history, cursor), cursor)
+
+
+def test_a_failure_report_with_the_cursors_memo_is_the_full_one(folded):
+    """The failure under the cursor is explained from the memo (the runs as of it and
+    before it): the same report as from the first event."""
+    from prose_tui.history import failure_context
+
+    run, history = folded
+    memo = CursorMemo(run, history)
+    failures = history.failures()
+    assert len(failures) > 10
+    for index in [*failures[-6:], *failures[:3]]:
+        state_at(run, history, index, memo=memo)  # the cursor on it, as the explorer puts it
+        assert failure_context(run, history, index, memo=memo) == failure_context(run, history, index), index

@@ -159,4 +159,5 @@ class HistoryNavigator:
         index = self.position
         if self.events[index].kind not in FAILURES:
             return None
-        return failure_context(run, self.history, index)
+        memo = self._memo if self._memo is not None and self._memo.fits(run, self.history) else None
+        return failure_context(run, self.history, index, memo=memo)
