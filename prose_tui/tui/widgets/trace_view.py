@@ -213,7 +213,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         where it differs, as ``lines_changed`` does; the result is the same as a layout of
         the whole list (a 100,000-line trace took 0.8 s of the UI thread per step)."""
         old = self.lines
-        if old and lines and self._avail == self._avail_now():
+        if old and lines and lines is not old and self._avail == self._avail_now():  # the same list: changed in place
             changed = changed_lines(old, lines, min(RESTATE_MOST, len(lines) // 4))
             if changed is not None:
                 self._restate(old, lines, changed)
