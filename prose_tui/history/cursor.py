@@ -479,8 +479,9 @@ class CursorMemo:
     the trace lines worked out from it. A move applies or takes back the events in between
     and works out again only the lines they name, the retrying lines (their step may have
     gone on) and the executing lines no line below them passed yet (``_fold_trace``'s rule:
-    such a line is finished once a line at its depth or shallower has a state). Memory: 4 bytes per event
-    per index array (three) and one list slot per trace line (two lists).
+    such a line is finished once a line at its depth or shallower has a state). Memory: four
+    4-byte arrays per event, two list slots per trace line, and the fold's dicts (a state
+    and a last event per line reached): about 25 MB at 100,000 events.
 
     Holds for one ``run`` and ``history`` object and their lengths (``fits``); a log that
     grew, or another read of the run, needs a new memo. Only the ``"log"`` origin without
@@ -515,12 +516,12 @@ class CursorMemo:
         history, run = self.history, self.run
         events = history.events
         refs = history.refs
-        self.at = at = refs.trace_lines() if isinstance(refs, LineRefs) else [ref.trace_line for ref in refs]
-        self.reported = set(at)
-        self.reported.discard(None)
+        # each event's trace line, 0 for none (4 bytes an event)
+        self.at = at = refs.packed() if isinstance(refs, LineRefs) else array("i", (r.trace_line or 0 for r in refs))
+        self.unreported = {t.line for t in run.trace}.difference(at)  # trace lines no event names
+        wanted = {b.name for b in run.bindings}
         n = len(events)
         prev_state, prev_line, prev_step = array("i", [-1]) * n, array("i", [-1]) * n, array("i", [-1]) * n
-        ends_total: dict[int, int] = {}
         first_write: dict[str, int] = {}
         run_ends: list[int] = []
         frames: list[int] = []
@@ -528,25 +529,23 @@ class CursorMemo:
         timed = array("i")
         # the fold as of the last event (``_reset`` then ``_forward`` to it, inlined)
         self._reset()
-        states, last_line, last_step, ends_seen = self.states, self.last_on_line, self.last_of_step, self.ends_seen
+        states, last_line, last_step = self.states, self.last_on_line, self.last_of_step
         last_state: dict[int, int] = {}
-        state_of, ends_later, writes, frame_kinds = _STATE_OF, _ENDS_LATER, WRITE_KINDS, (K.FRAME_PUSHED, K.FRAME_POPPED)
+        state_of, writes, frame_kinds = _STATE_OF, WRITE_KINDS, (K.FRAME_PUSHED, K.FRAME_POPPED)
         for i, event in enumerate(events):
             kind, line, step = event.kind, at[i], event.step
-            if line is not None:
+            if line:
                 prev_line[i] = last_line.get(line, -1)
                 last_line[line] = i
                 if kind in state_of:
                     prev_state[i] = last_state.get(line, -1)
                     last_state[line] = i
                     states[line] = state_of[kind]
-                if kind in ends_later:
-                    ends_total[line] = ends_seen[line] = ends_total.get(line, 0) + 1
             if step:
                 prev_step[i] = last_step.get(step, -1)
                 last_step[step] = i
             if kind in writes:
-                if event.name and event.name not in first_write:
+                if event.name in wanted and event.name not in first_write:
                     first_write[event.name] = i
             elif kind in _RUN_ENDS:
                 run_ends.append(i)
@@ -559,7 +558,7 @@ class CursorMemo:
         self.live.update(line for line, state in states.items() if state in _LIVE)
         self.cursor = n - 1
         self.prev_state, self.prev_line, self.prev_step = prev_state, prev_line, prev_step
-        self.ends_total, self.first_write = ends_total, first_write
+        self.first_write = first_write  # binding name -> first event writing it (the run's bindings)
         self.run_ends, self.frames, self.segments, self.timed = run_ends, frames, segments, timed
         # trace line number -> its indexes in run.trace; None when line k is at index k - 1 (a log's)
         self.where: dict[int, list[int]] | None = None
@@ -585,7 +584,7 @@ class CursorMemo:
         self.states: dict[int, S] = {}  # line -> state of its last state event so far
         self.last_on_line: dict[int, int] = {}
         self.last_of_step: dict[str, int] = {}
-        self.ends_seen: dict[int, int] = {}  # line -> its ending events so far
+        self.ends_after: dict[int, int] = {}  # line -> events after the cursor telling it ended (> 0)
         self.live: set[int] = set()  # lines whose state so far is executing or retrying
         self.witness: dict[int, int] = {}  # executing line's index -> a line below passing it (_passed)
         self.cursor = -1
@@ -606,13 +605,13 @@ class CursorMemo:
         events, at = self.history.events, self.at
         for i in range(self.cursor + 1, to + 1):
             event, line = events[i], at[i]
-            if line is not None:
+            if line:
                 touched.add(line)
                 self.last_on_line[line] = i
                 if event.kind in _STATE_OF:
                     self._set_state(line, _STATE_OF[event.kind])
                 if event.kind in _ENDS_LATER:
-                    self.ends_seen[line] = self.ends_seen.get(line, 0) + 1
+                    _restore(self.ends_after, line, self.ends_after[line] - 1, least=1)
             if event.step:
                 self.last_of_step[event.step] = i
         self.cursor = to
@@ -621,14 +620,14 @@ class CursorMemo:
         events, at = self.history.events, self.at
         for i in range(self.cursor, to, -1):
             event, line = events[i], at[i]
-            if line is not None:
+            if line:
                 touched.add(line)
                 _restore(self.last_on_line, line, self.prev_line[i])
                 if event.kind in _STATE_OF:
                     before = self.prev_state[i]
                     self._set_state(line, _STATE_OF[events[before].kind] if before >= 0 else None)
                 if event.kind in _ENDS_LATER:
-                    self.ends_seen[line] -= 1
+                    self.ends_after[line] = self.ends_after.get(line, 0) + 1
             if event.step:
                 _restore(self.last_of_step, event.step, self.prev_step[i])
         self.cursor = to
@@ -640,6 +639,10 @@ class CursorMemo:
         self.ensure()
         if cursor < self.cursor - cursor:  # nearer the first event than the last cursor: fold from there
             self._reset()
+            ends = self.ends_after  # every ending event is after the cursor (before the first event)
+            for event, line in zip(self.history.events, self.at):
+                if line and event.kind in _ENDS_LATER:
+                    ends[line] = ends.get(line, 0) + 1
         touched: set[int] = set()
         if cursor >= self.cursor:
             self._forward(cursor, touched)
@@ -674,16 +677,13 @@ class CursorMemo:
         """Line ``i`` as ``_fold_trace`` gives it; the run's own line where nothing differs."""
         t = self.run.trace[i]
         state = self.states.get(t.line)
-        if state is S.EXECUTING and t.line not in self._ending() and self._passed(i):
+        if state is S.EXECUTING and t.line not in self.ends_after and self._passed(i):
             state = t.state if t.state in _KEPT_STATES else S.COMPLETE
-        if (state is None and t.line in self.reported) or (state in _LIVE and t.state is not state):
+        if (state is None and t.line not in self.unreported) or (state in _LIVE and t.state is not state):
             if state is t.state and t.note is None and t.binding is None and t.failure is None:
                 return t
             return _copy_line(t, state=state, note=None, binding=None, failure=None)
         return t if state is t.state else _copy_line(t, state=state)
-
-    def _ending(self) -> _EndsLater:
-        return _EndsLater(self.ends_total, self.ends_seen)
 
     def _passed(self, i: int) -> bool:
         """Whether a line below ``i`` at its depth or shallower has a state so far."""
@@ -702,7 +702,7 @@ class CursorMemo:
     def _fixed(self, i: int, t: TraceLine) -> TraceLine:
         """``_log_state``'s fix-ups of a long log's folded line ``t`` (index ``i``)."""
         own = self.run.trace[i]
-        if own.line not in self.reported:
+        if own.line in self.unreported:
             return own  # stands as the file says
         if t.state is S.RETRYING and (seen := self.last_on_line.get(own.line)) is not None:
             step = self.history.events[seen].step
@@ -720,20 +720,9 @@ def _shallowest_after(trace: list[TraceLine], states: dict[int, S]) -> list[floa
     return out
 
 
-class _EndsLater:
-    """``line in ends_later``: some event after the cursor tells the line ended."""
-
-    __slots__ = ("seen", "total")
-
-    def __init__(self, total: dict[int, int], seen: dict[int, int]) -> None:
-        self.total, self.seen = total, seen
-
-    def __contains__(self, line: object) -> bool:
-        return self.total.get(line, 0) > self.seen.get(line, 0)  # type: ignore[call-overload]
-
-
-def _restore(last: dict, key: object, before: int) -> None:
-    if before >= 0:
+def _restore(last: dict, key: object, before: int, *, least: int = 0) -> None:
+    """``last[key] = before``, or no entry when ``before`` is under ``least``."""
+    if before >= least:
         last[key] = before
     else:
         last.pop(key, None)
