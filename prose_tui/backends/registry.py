@@ -120,6 +120,7 @@ BUILTIN: dict[str, Claim] = {
 }
 """The built-in backends (``module:Class``) and what each may claim; their ``priority``
 orders them, not this table."""
+_KEYS = frozenset(claim.key for claim in BUILTIN.values() if claim.key)  # the first part of a database key
 
 _lock = threading.RLock()
 _builtin: dict[str, RunBackend] = {}  # the built-ins imported so far, by BUILTIN target
@@ -289,7 +290,11 @@ def _loaded(slot: RunBackend | Claim) -> RunBackend:
 
 def _asked(path: Path, *, finding: bool = False) -> Iterator[RunBackend]:
     """The backends to ask about ``path``, in order, importing a built-in only when its
-    claim covers ``path`` (``finding``: and it tells run folders apart)."""
+    claim covers ``path`` (``finding``: and it tells run folders apart). A path under a
+    built-in's key (``postgres:/…``) is that backend's alone."""
+    if path.parts and path.parts[0] in _KEYS:
+        yield from (_loaded(c) for c in BUILTIN.values() if c.key == path.parts[0] and (c.finds or not finding))
+        return
     for slot in _slots():
         if isinstance(slot, Claim):
             if (finding and not slot.finds) or not slot.may_claim(path):

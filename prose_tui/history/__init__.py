@@ -6,12 +6,13 @@ gives the run as of one event; ``failure_context`` what a failure had around it;
 ``Journal`` stores ``state.md`` revisions and file writes under the user state folder;
 """
 
-from prose_tui.history.cursor import state_at
+from prose_tui.history.cursor import CursorMemo, state_at
 from prose_tui.history.failure import FailureContext, failure_context, failure_events
 from prose_tui.history.journal import Journal, JournalEntry
 from prose_tui.history.stream import EventRef, History, events_json, history_of
 
 __all__ = [
+    "CursorMemo",
     "EventRef",
     "FailureContext",
     "History",

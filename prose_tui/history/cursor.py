@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.protocol import HistorySource, Revision
 from prose_tui.history.node_cursor import apply_nodes_at
 from prose_tui.history.current import current_state
-from prose_tui.history.refs import run_relative
+from prose_tui.history.refs import LineRefs, run_relative
 from prose_tui.history.sources import source_of
 from prose_tui.history.stream import LINE_FORMATS
 from prose_tui.history.timeline import History
@@ -34,7 +37,7 @@ from prose_tui.model import (
 if TYPE_CHECKING:  # pragma: no cover
     from prose_tui.history.journal import Journal
 
-__all__ = ["WRITE_KINDS", "copy_run", "fold_frames", "state_at", "trace_index"]
+__all__ = ["WRITE_KINDS", "CursorMemo", "copy_run", "fold_frames", "state_at", "trace_index"]
 
 K = EventKind
 S = StatementState
@@ -87,7 +90,8 @@ def copy_run(run: Run, *, trace: bool = True) -> Run:
 # -- state_at --------------------------------------------------------------------------------
 
 
-def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None = None) -> Run:
+def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None = None,
+             memo: CursorMemo | None = None) -> Run:
     """``run`` as it stood right after ``history.events[cursor]`` (inclusive), as a new Run.
 
     ``cursor`` is 0-based; ``len(events) - 1`` (the end) gives a copy of the live run.
@@ -116,7 +120,17 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
     are cut at the cursor, and the status is ``running`` unless an end/error came by then
     or the cursor is on a failed statement (nothing was written after it yet: failed, as a
     log that ends there is).
+
+    ``memo``: a :class:`CursorMemo` made for this ``run`` and ``history`` (``memo.fits``),
+    kept by the caller between calls: a log's fold then starts from the cursor it was last
+    asked for, so moving a cursor by a few events costs what they changed. The result is
+    the same as without it (trace lines the cursor does not change may be the run's own
+    objects instead of copies). A memo that does not fit is ignored.
     """
+    if memo is not None and not memo.fits(run, history):
+        memo = None
+    elif memo is not None:
+        memo.ensure()
     n = len(history.events)
     if n == 0 and cursor in (-1, 0):
         return copy_run(run)
@@ -132,18 +146,19 @@ def state_at(run: Run, history: History, cursor: int, *, journal: Journal | None
     elif history.origin == "reconstructed":
         _reconstructed_state(out, run, history, cursor)
     else:
-        _log_state(out, run, history, cursor, source)
-    _agents_at(out, history, cursor)
-    _status_at(out, history, cursor)
+        _log_state(out, run, history, cursor, source, memo)
+    _agents_at(out, history, cursor, memo)
+    _status_at(out, history, cursor, memo)
     if history.origin == "log" and (run.nodes or run.receipts):
         apply_nodes_at(out, run, history, cursor, source)
     return out
 
 
-def _status_at(out: Run, history: History, cursor: int) -> None:
+def _status_at(out: Run, history: History, cursor: int, memo: CursorMemo | None = None) -> None:
     status, reason = RunStatus.RUNNING, f"as of event {cursor} of 0–{len(history.events) - 1}"
     out.end_marker = out.error_marker = None
-    for event in history.events[: cursor + 1]:
+    ends = memo.before(memo.run_ends, cursor) if memo is not None else history.events[: cursor + 1]
+    for event in ends:
         if event.kind is K.RUN_ENDED:
             status, out.end_marker = RunStatus.COMPLETED, event.text
         elif event.kind is K.RUN_ERRORED:
@@ -162,9 +177,18 @@ def _status_at(out: Run, history: History, cursor: int) -> None:
         elif word.startswith(("fail", "error", "abort")):
             status = RunStatus.FAILED
     out.status, out.status_reason = status, reason
-    times = [e.time for e in history.events[: cursor + 1] if e.time is not None]
-    if times and history.origin != "journal":
-        out.updated = times[-1]
+    if history.origin != "journal":
+        when = _last_time(history, cursor, memo)
+        if when is not None:
+            out.updated = when
+
+
+def _last_time(history: History, cursor: int, memo: CursorMemo | None):
+    """The time of the last event up to ``cursor`` that has one (``None`` when none has)."""
+    if memo is not None:
+        k = bisect_right(memo.timed, cursor)
+        return history.events[memo.timed[k - 1]].time if k else None
+    return next((e.time for e in reversed(history.events[: cursor + 1]) if e.time is not None), None)
 
 
 # event logs, sqlite, narration ----------------------------------------------------------------
@@ -180,13 +204,17 @@ def trace_index(run: Run, line: int | None) -> int | None:
     return next((i for i, t in enumerate(run.trace) if t.line == line), None)
 
 
-def _log_state(out: Run, run: Run, history: History, cursor: int, source: HistorySource | None) -> None:
+def _log_state(out: Run, run: Run, history: History, cursor: int, source: HistorySource | None,
+               memo: CursorMemo | None = None) -> None:
     index = trace_index(run, history.refs[cursor].trace_line)
     prefix = source.log_prefix(run, index + 1) if source is not None and index is not None else None
     if prefix is not None:  # the log read again up to the cursor's line
         trace, out.call_stack = prefix
         out.trace = [_copy_line(t, binding=run.trace[i].binding if t.state is not None else None)
                      for i, t in enumerate(trace)]
+    elif memo is not None:
+        out.trace = memo.trace(cursor, index if run.format in LINE_FORMATS else None)
+        out.call_stack = fold_frames(memo.before(memo.frames, cursor))
     else:
         at = _fold_trace(out, run, history, cursor)
         if index is not None and run.format in LINE_FORMATS:
@@ -212,7 +240,7 @@ def _log_state(out: Run, run: Run, history: History, cursor: int, source: Histor
                     if step and last_of_step.get(step, seen) > seen:
                         trace[i] = _copy_line(run.trace[i])
             out.trace = trace
-    out.bindings = _log_bindings(run, history, cursor)
+    out.bindings = _log_bindings(run, history, cursor, memo)
 
 
 def _fold_trace(out: Run, run: Run, history: History, cursor: int) -> list[int | None]:
@@ -273,7 +301,11 @@ def fold_frames(events: list[Event]) -> list[Frame]:
 WRITE_KINDS = (K.STATEMENT_COMPLETED, K.BINDING_WRITTEN)  # the events that write a binding
 
 
-def _log_bindings(run: Run, history: History, cursor: int) -> list[Binding]:
+def _log_bindings(run: Run, history: History, cursor: int, memo: CursorMemo | None = None) -> list[Binding]:
+    if memo is not None:
+        first = memo.first_write
+        return [b for b in run.bindings if first.get(b.name, cursor + 1) <= cursor
+                or (b.name not in first and (b.kind or "").lower() == "input")]
     mentioned = {e.name for e in history.events if e.kind in WRITE_KINDS and e.name}
     so_far = {e.name for e in history.events[: cursor + 1] if e.kind in WRITE_KINDS and e.name}
     return [b for b in run.bindings
@@ -347,7 +379,7 @@ def _journal_state(out: Run, run: Run, history: History, cursor: int, journal: J
     out.bindings = kept
 
 
-def _agents_at(out: Run, history: History, cursor: int) -> None:
+def _agents_at(out: Run, history: History, cursor: int, memo: CursorMemo | None = None) -> None:
     """Keep the segments written by the cursor: by journal/reconstructed paths, else by
     ``agent_segment`` events, else by time; segments no event speaks of are kept."""
     events, refs = history.events, history.refs
@@ -359,9 +391,10 @@ def _agents_at(out: Run, history: History, cursor: int) -> None:
             rel = run_relative(seg.path, out.path)
             return rel not in seen or rel in written
     else:
-        told = {(e.name, e.status) for e in events if e.kind is K.AGENT_SEGMENT}
-        so_far = {(e.name, e.status) for e in events[: cursor + 1] if e.kind is K.AGENT_SEGMENT}
-        when = next((e.time for e in reversed(events[: cursor + 1]) if e.time is not None), None)
+        segments = memo.segments if memo is not None else [i for i, e in enumerate(events) if e.kind is K.AGENT_SEGMENT]
+        told = {(events[i].name, events[i].status) for i in segments}
+        so_far = {(events[i].name, events[i].status) for i in segments if i <= cursor}
+        when = _last_time(history, cursor, memo)
         stamp = when.timestamp() if when is not None and not told else None
 
         def keep(agent: Agent, seg) -> bool:
@@ -425,3 +458,271 @@ def _entered_blocks(trace: list[TraceLine], begun: set[int]) -> set[int]:
                 out.add(t.line)
                 break
     return out
+
+
+# -- a cursor that moves ---------------------------------------------------------------------
+
+_RUN_ENDS = (K.RUN_ENDED, K.RUN_ERRORED, K.RUN_RESUMED)
+_ENDS_LATER = (*_DONE, K.RUN_ENDED, K.RUN_ERRORED)  # what tells a line ended after the cursor
+_LIVE = (S.EXECUTING, S.RETRYING)
+_KEPT_STATES = (S.COMPLETE, S.FAILED, S.SKIPPED)
+
+
+class CursorMemo:
+    """What :func:`state_at` keeps between calls for one log run and its history, so that a
+    cursor moved by a few events costs what those events changed, not the log: at 100,000
+    events a history step folded every event and copied every trace line (1.2 s).
+
+    Built on first use with one pass over the events (where each event's line, step and
+    state-giving event came before); then it holds the fold as of the last cursor asked for
+    (each line's state, the last event on each line and step, the ends still to come) and
+    the trace lines worked out from it. A move applies or takes back the events in between
+    and works out again only the lines they name, the retrying lines (their step may have
+    gone on) and the executing lines no line below them passed yet (``_fold_trace``'s rule:
+    such a line is finished once a line at its depth or shallower has a state). Memory: four
+    4-byte arrays per event, two list slots per trace line, and the fold's dicts (a state
+    and a last event per line reached): about 25 MB at 100,000 events.
+
+    Holds for one ``run`` and ``history`` object and their lengths (``fits``); a log that
+    grew, or another read of the run, needs a new memo. Only the ``"log"`` origin without
+    nodes or receipts uses it; ``state_at`` ignores a memo that does not fit."""
+
+    def __init__(self, run: Run, history: History) -> None:
+        self.run, self.history = run, history
+        self.key = self._key_of(run, history)
+        self._built = False
+        self.cursor = -1  # the fold (``_reset``) stands after events[: cursor + 1]
+        self._shallowest: list[float] | None = None  # during a whole pass: _fold_trace's shallowest_after
+
+    @staticmethod
+    def _key_of(run: Run, history: History) -> tuple[object, ...]:
+        return (len(history.events), len(history.refs), history.prepended, len(run.trace), len(run.events),
+                len(run.bindings), run.updated, run.status, run.format)
+
+    def fits(self, run: Run, history: History) -> bool:
+        """Whether this memo answers for ``run`` and ``history`` as they are now."""
+        return (run is self.run and history is self.history and history.origin == "log"
+                and not (run.nodes or run.receipts) and self.key == self._key_of(run, history))
+
+    # -- built once ----------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Build the index arrays (one pass over the events) unless built."""
+        if not self._built:
+            self._build()
+
+    def _build(self) -> None:
+        """The index arrays, and the fold standing after the last event (a first step back
+        from the end then takes back one event): one pass over the events."""
+        history, run = self.history, self.run
+        events = history.events
+        refs = history.refs
+        # each event's trace line, 0 for none (4 bytes an event)
+        self.at = at = refs.packed() if isinstance(refs, LineRefs) else array("i", (r.trace_line or 0 for r in refs))
+        self.unreported = {t.line for t in run.trace}.difference(at)  # trace lines no event names
+        wanted = {b.name for b in run.bindings}
+        n = len(events)
+        prev_state, prev_line, prev_step = array("i", [-1]) * n, array("i", [-1]) * n, array("i", [-1]) * n
+        first_write: dict[str, int] = {}
+        run_ends: list[int] = []
+        frames: list[int] = []
+        segments: list[int] = []
+        timed = array("i")
+        # the fold as of the last event (``_reset`` then ``_forward`` to it, inlined)
+        self._reset()
+        states, last_line, last_step = self.states, self.last_on_line, self.last_of_step
+        last_state: dict[int, int] = {}
+        state_of, writes, frame_kinds = _STATE_OF, WRITE_KINDS, (K.FRAME_PUSHED, K.FRAME_POPPED)
+        for i, event in enumerate(events):
+            kind, line, step = event.kind, at[i], event.step
+            if line:
+                prev_line[i] = last_line.get(line, -1)
+                last_line[line] = i
+                if kind in state_of:
+                    prev_state[i] = last_state.get(line, -1)
+                    last_state[line] = i
+                    states[line] = state_of[kind]
+            if step:
+                prev_step[i] = last_step.get(step, -1)
+                last_step[step] = i
+            if kind in writes:
+                if event.name in wanted and event.name not in first_write:
+                    first_write[event.name] = i
+            elif kind in _RUN_ENDS:
+                run_ends.append(i)
+            elif kind in frame_kinds:
+                frames.append(i)
+            elif kind is K.AGENT_SEGMENT:
+                segments.append(i)
+            if event.time is not None:
+                timed.append(i)
+        self.live.update(line for line, state in states.items() if state in _LIVE)
+        self.cursor = n - 1
+        self.prev_state, self.prev_line, self.prev_step = prev_state, prev_line, prev_step
+        self.first_write = first_write  # binding name -> first event writing it (the run's bindings)
+        self.run_ends, self.frames, self.segments, self.timed = run_ends, frames, segments, timed
+        # trace line number -> its indexes in run.trace; None when line k is at index k - 1 (a log's)
+        self.where: dict[int, list[int]] | None = None
+        if not all(t.line == k for k, t in enumerate(run.trace, 1)):
+            self.where = {}
+            for i, t in enumerate(run.trace):
+                self.where.setdefault(t.line, []).append(i)
+        self._built = True
+
+    def _indexes(self, line: int) -> Iterable[int]:
+        """The indexes in ``run.trace`` of trace line ``line``."""
+        if self.where is not None:
+            return self.where.get(line, ())
+        return (line - 1,) if 0 < line <= len(self.run.trace) else ()
+
+    def before(self, indexes: list[int], cursor: int) -> list[Event]:
+        """The events among ``indexes`` (ascending) up to ``cursor``."""
+        events = self.history.events
+        return [events[i] for i in indexes[: bisect_right(indexes, cursor)]]
+
+    # -- the fold, moved -----------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.states: dict[int, S] = {}  # line -> state of its last state event so far
+        self.last_on_line: dict[int, int] = {}
+        self.last_of_step: dict[str, int] = {}
+        self.ends_after: dict[int, int] = {}  # line -> events after the cursor telling it ended (> 0)
+        self.live: set[int] = set()  # lines whose state so far is executing or retrying
+        self.witness: dict[int, int] = {}  # executing line's index -> a line below passing it (_passed)
+        self.cursor = -1
+        self.folded: list[TraceLine] | None = None  # _fold_trace's lines (all)
+        self.fixed: list[TraceLine] | None = None  # with the long log's fix-ups (LINE_FORMATS)
+
+    def _set_state(self, line: int, state: S | None) -> None:
+        if state is None:
+            self.states.pop(line, None)
+        else:
+            self.states[line] = state
+        if state in _LIVE:
+            self.live.add(line)
+        else:
+            self.live.discard(line)
+
+    def _forward(self, to: int, touched: set[int]) -> None:
+        events, at = self.history.events, self.at
+        for i in range(self.cursor + 1, to + 1):
+            event, line = events[i], at[i]
+            if line:
+                touched.add(line)
+                self.last_on_line[line] = i
+                if event.kind in _STATE_OF:
+                    self._set_state(line, _STATE_OF[event.kind])
+                if event.kind in _ENDS_LATER:
+                    _restore(self.ends_after, line, self.ends_after[line] - 1, least=1)
+            if event.step:
+                self.last_of_step[event.step] = i
+        self.cursor = to
+
+    def _back(self, to: int, touched: set[int]) -> None:
+        events, at = self.history.events, self.at
+        for i in range(self.cursor, to, -1):
+            event, line = events[i], at[i]
+            if line:
+                touched.add(line)
+                _restore(self.last_on_line, line, self.prev_line[i])
+                if event.kind in _STATE_OF:
+                    before = self.prev_state[i]
+                    self._set_state(line, _STATE_OF[events[before].kind] if before >= 0 else None)
+                if event.kind in _ENDS_LATER:
+                    self.ends_after[line] = self.ends_after.get(line, 0) + 1
+            if event.step:
+                _restore(self.last_of_step, event.step, self.prev_step[i])
+        self.cursor = to
+
+    def trace(self, cursor: int, index: int | None) -> list[TraceLine]:
+        """The trace as of ``cursor``, as ``_log_state``'s fold gives it: every line, or with
+        ``index`` (the cursor's trace index in a line format) the lines up to it, fixed up."""
+        run = self.run
+        self.ensure()
+        if cursor < self.cursor - cursor:  # nearer the first event than the last cursor: fold from there
+            self._reset()
+            ends = self.ends_after  # every ending event is after the cursor (before the first event)
+            for event, line in zip(self.history.events, self.at):
+                if line and event.kind in _ENDS_LATER:
+                    ends[line] = ends.get(line, 0) + 1
+        touched: set[int] = set()
+        if cursor >= self.cursor:
+            self._forward(cursor, touched)
+        else:
+            self._back(cursor, touched)
+        if self.folded is None:
+            self.witness = {}
+            if any(self.states[line] is S.EXECUTING for line in self.live):  # only they ask (_passed)
+                self._shallowest = _shallowest_after(run.trace, self.states)
+            try:
+                self.folded = [self._folded(i) for i in range(len(run.trace))]
+            finally:
+                self._shallowest = None
+            self.fixed = [self._fixed(i, t) for i, t in enumerate(self.folded)] if run.format in LINE_FORMATS else None
+        else:
+            trace, states, witness = run.trace, self.states, self.witness
+            for line in touched | self.live:
+                for i in self._indexes(line):
+                    if line not in touched and states[line] is S.EXECUTING and (w := witness.get(i)) is not None \
+                            and trace[w].line in states:
+                        continue  # still passed by the same line below: as it was
+                    t = self._folded(i)
+                    if t != self.folded[i]:  # an equal line stays the same object (a view diffs by identity)
+                        self.folded[i] = t
+                    if self.fixed is not None and (fixed := self._fixed(i, self.folded[i])) != self.fixed[i]:
+                        self.fixed[i] = fixed
+        if index is not None and self.fixed is not None:
+            return self.fixed[: index + 1]
+        return list(self.folded)
+
+    def _folded(self, i: int) -> TraceLine:
+        """Line ``i`` as ``_fold_trace`` gives it; the run's own line where nothing differs."""
+        t = self.run.trace[i]
+        state = self.states.get(t.line)
+        if state is S.EXECUTING and t.line not in self.ends_after and self._passed(i):
+            state = t.state if t.state in _KEPT_STATES else S.COMPLETE
+        if (state is None and t.line not in self.unreported) or (state in _LIVE and t.state is not state):
+            if state is t.state and t.note is None and t.binding is None and t.failure is None:
+                return t
+            return _copy_line(t, state=state, note=None, binding=None, failure=None)
+        return t if state is t.state else _copy_line(t, state=state)
+
+    def _passed(self, i: int) -> bool:
+        """Whether a line below ``i`` at its depth or shallower has a state so far."""
+        trace, states = self.run.trace, self.states
+        indent = trace[i].indent
+        if self._shallowest is not None:
+            return self._shallowest[i + 1] <= indent
+        for j in range(i + 1, len(trace)):
+            u = trace[j]
+            if u.line in states and u.indent <= indent:
+                self.witness[i] = j  # stays so while that line has a state
+                return True
+        self.witness.pop(i, None)
+        return False
+
+    def _fixed(self, i: int, t: TraceLine) -> TraceLine:
+        """``_log_state``'s fix-ups of a long log's folded line ``t`` (index ``i``)."""
+        own = self.run.trace[i]
+        if own.line in self.unreported:
+            return own  # stands as the file says
+        if t.state is S.RETRYING and (seen := self.last_on_line.get(own.line)) is not None:
+            step = self.history.events[seen].step
+            if step and self.last_of_step.get(step, seen) > seen:
+                return own
+        return t
+
+
+def _shallowest_after(trace: list[TraceLine], states: dict[int, S]) -> list[float]:
+    """For each index ``i``, the least indent of a line from ``i`` on that has a state."""
+    out: list[float] = [float("inf")] * (len(trace) + 1)
+    for i in range(len(trace) - 1, -1, -1):
+        t = trace[i]
+        out[i] = min(out[i + 1], t.indent if t.line in states else float("inf"))
+    return out
+
+
+def _restore(last: dict, key: object, before: int, *, least: int = 0) -> None:
+    """``last[key] = before``, or no entry when ``before`` is under ``least``."""
+    if before >= least:
+        last[key] = before
+    else:
+        last.pop(key, None)

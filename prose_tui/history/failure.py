@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from prose_tui.backends.common.text import open_regular
-from prose_tui.history.cursor import WRITE_KINDS, state_at, trace_index
+from prose_tui.history.cursor import WRITE_KINDS, CursorMemo, state_at, trace_index
 from prose_tui.history.nodes import (
     RECEIPT_KINDS,
     binding_node,
@@ -65,7 +65,7 @@ _BARE = ("", "rejected", "failed", "error", "fail", "✗")  # outcome words that
 _LEADING_MARKER = re.compile(r"^[^\w\[]*(?:\[[^\]]*\][*`_]*\s*:?)?[^\w\"']*")
 
 
-def failure_context(run: Run, history: History, index: int) -> FailureContext:
+def failure_context(run: Run, history: History, index: int, *, memo: CursorMemo | None = None) -> FailureContext:
     """The failing statement, its error, the retries before it and the bindings it had.
 
     ``index`` is an event index, usually one of ``history.failures()``. For a
@@ -74,11 +74,12 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     (in a snapshot trace, else in the program file), resolved as the VM would
     (``Run.binding_named`` on the run as of the failure, then on the live run); when
     there are none, the bindings written before the failure. Raises ``IndexError`` for an
-    index outside the history.
+    index outside the history. ``memo``: a cursor's :class:`~.cursor.CursorMemo` for ``run``
+    and ``history`` (``state_at``), so the runs as of the failure cost what the cursor moved.
     """
     if not 0 <= index < len(history.events):
         raise IndexError(f"event {index} outside 0..{len(history.events) - 1}")
-    ctx = _failure_context(run, history, index)
+    ctx = _failure_context(run, history, index, memo)
     placed = next((f for f in failure_events(run, history) if f.event == index), None)
     if placed is not None:
         ctx.recovered, ctx.attempt = placed.recovered, placed.attempt
@@ -88,9 +89,9 @@ def failure_context(run: Run, history: History, index: int) -> FailureContext:
     return ctx
 
 
-def _failure_context(run: Run, history: History, index: int) -> FailureContext:
+def _failure_context(run: Run, history: History, index: int, memo: CursorMemo | None = None) -> FailureContext:
     event = history.events[index]
-    at = state_at(run, history, index)
+    at = state_at(run, history, index, memo=memo)
     if event.kind is K.RECEIPT_FAILED:
         return _receipt_failure(run, history, index, at)
     stmt_index = index
@@ -122,7 +123,7 @@ def _failure_context(run: Run, history: History, index: int) -> FailureContext:
         if b is not None and b not in bindings:
             bindings.append(b)
     if not bindings:
-        before = state_at(run, history, stmt_index - 1) if stmt_index > 0 else None
+        before = state_at(run, history, stmt_index - 1, memo=memo) if stmt_index > 0 else None
         bindings = [b for b in (before.bindings if before else []) if b.exists]
     return FailureContext(event=event, statement=statement, error=" — ".join(errors) or None,
                           retries=retries, context_bindings=bindings, node=node)

@@ -98,6 +98,10 @@ class LineRefs(MutableSequence[EventRef]):
     def __iter__(self) -> Iterator[EventRef]:
         return (_ref(t) for t in self._lines)
 
+    def packed(self) -> array:
+        """A copy of each ref's ``trace_line`` as an ``array('i')``, 0 for none (4 bytes each)."""
+        return array("i", self._lines)
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, LineRefs):
             return self._lines == other._lines

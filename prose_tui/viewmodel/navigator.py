@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prose_tui.history import (
+    CursorMemo,
     FailureContext,
     History,
     Journal,
@@ -30,6 +31,7 @@ class HistoryNavigator:
         self.journal = journal
         # (the run, the history, what else it was made from, the run as of the cursor)
         self._view: tuple[Run, History, tuple[object, ...], Run] | None = None
+        self._memo: CursorMemo | None = None  # the fold as of the last cursor shown, moved from there
         self.history: History | None = None
         self.cursor: int | None = None
         self._run_path: Path | None = None
@@ -96,8 +98,9 @@ class HistoryNavigator:
     def view(self, run: Run) -> Run:
         """The run as the panes should show it: ``run`` when live, else the run as of the
         cursor (``history.state_at``), kept while neither the cursor, the history nor the run
-        changed: one history step asks for it from several panes, and at 100,000 events each
-        ``state_at`` is a fold over them all."""
+        changed: one history step asks for it from several panes. A step costs what the events
+        stepped over changed (``CursorMemo``: the fold moved from the last cursor, not redone
+        from the first event), not the run's length."""
         if self.cursor is None or self.history is None or not self.events:
             return run
         key = (len(self.history.events), self.cursor, len(run.trace), len(run.events), len(run.bindings),
@@ -105,7 +108,10 @@ class HistoryNavigator:
         kept = self._view
         if kept is not None and kept[0] is run and kept[1] is self.history and kept[2] == key:
             return kept[3]
-        view = state_at(run, self.history, self.cursor, journal=self.journal)
+        memo = self._memo
+        if memo is None or not memo.fits(run, self.history):
+            memo = self._memo = CursorMemo(run, self.history)
+        view = state_at(run, self.history, self.cursor, journal=self.journal, memo=memo)
         self._view = (run, self.history, key, view)  # the objects themselves: an id can be reused
         return view
 
@@ -153,4 +159,5 @@ class HistoryNavigator:
         index = self.position
         if self.events[index].kind not in FAILURES:
             return None
-        return failure_context(run, self.history, index)
+        memo = self._memo if self._memo is not None and self._memo.fits(run, self.history) else None
+        return failure_context(run, self.history, index, memo=memo)

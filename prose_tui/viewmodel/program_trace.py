@@ -15,6 +15,8 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
+from itertools import compress
+from operator import is_not
 from pathlib import Path
 
 from prose_tui.model import Binding, Run, TraceLine, assigned_name
@@ -52,6 +54,13 @@ def program_trace(log: list[TraceLine], program: str) -> ProgramTrace | None:
 
 
 _UNDO_KEPT = 512  # log lines whose mapping can be rewound (a re-stated last line, a provisional one)
+
+
+def _restated(seen: list[TraceLine], log: list[TraceLine]) -> set[int] | None:
+    """Indexes where ``log`` holds another object than ``seen`` (C-level), ``None`` when more
+    than ``_UNDO_KEPT`` differ (mapping it all again costs less than rewinding)."""
+    changed = set(compress(range(min(len(seen), len(log))), map(is_not, seen, log)))
+    return changed if len(changed) + abs(len(seen) - len(log)) <= _UNDO_KEPT else None
 
 
 class ProgramAnnotator:
@@ -102,7 +111,13 @@ class ProgramAnnotator:
     def update(self, log: list[TraceLine], changed: set[int] | None) -> set[int] | None:
         """Follow ``log`` (the same list as before, grown or changed in place at the
         indexes ``changed``; ``None``: unknown, or another list: annotate it all again).
-        Returns the indexes of ``lines`` that changed (``None``: all may have)."""
+        Returns the indexes of ``lines`` that changed (``None``: all may have). Another list
+        sharing the lines mapped but a few (the run as of the next history event,
+        ``history.CursorMemo``) is followed as that list changed where it differs."""
+        if log is not self.log and self.log is not None and changed is None:
+            changed = _restated(self.seen, log)
+            if changed is not None:
+                self.log = log
         if log is not self.log or changed is None:
             self._reset()
             self.log = log

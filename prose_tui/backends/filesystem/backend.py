@@ -51,6 +51,12 @@ class FilesystemBackend(RunBackend):
     def claims(self, path: Path) -> bool:
         if path.is_file():
             return path.name in STATE_FILES
+        try:
+            path.lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # nothing there (a database key is no folder): no run to show
+        except OSError:
+            pass  # there, but not to be looked at: claimed below and shown as unreadable
         # A folder that cannot be listed may be a run: it is shown as unreadable, not left out.
         try:
             if is_run_dir(path):

@@ -70,7 +70,11 @@ def load_bindings(reader: PgReader, run: Run) -> list[Binding]:
         run.warnings.append(f"table 'bindings' lacks column(s) {', '.join(missing)}.")
     other = [c for c in cols if c != "value"]
     size = "octet_length(value::text)" if "value" in cols else "0"
-    order = "ORDER BY created_at" if "created_at" in cols else ""
+    # Rows written in one transaction share created_at (NOW() is the transaction's start): a
+    # tiebreak keeps their order the same on every read. The spec's table has no id, and a
+    # row's place on disk moves when it is updated: its key (name, scope; root first) then.
+    tiebreak = "id" if "id" in cols else "name, execution_id NULLS FIRST" if "execution_id" in cols else "name"
+    order = f"ORDER BY created_at, {tiebreak}" if "created_at" in cols else f"ORDER BY {tiebreak}"
     sql = (f"SELECT {size}, {', '.join(quote_ident(c) for c in other)} FROM {reader.table('bindings')} "
            f"WHERE run_id = %s {order} LIMIT {MAX_BINDINGS + 1}")
     rows = reader.rows(sql, (run.id,))
@@ -88,7 +92,7 @@ def load_bindings(reader: PgReader, run: Run) -> list[Binding]:
         fields = {k: text(v) or "" for k, v in data.items() if k not in skip and v is not None}
         out.append(Binding(name=name, path=binding_path(run, name, eid), kind=text(kind), execution_id=eid,
                            source=text(data.get("source_statement")), bytes=int(raw[0] or 0), fields=fields,
-                           listed=len(out)))  # created_at order: the order the VM inserted them
+                           listed=len(out)))  # created_at order: the order the VM wrote them
     return out
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 from rich.text import Text
 
-from prose_tui.backends.common.status import age, as_utc
+from prose_tui.backends.common.status import ahead_of, age, as_utc
 from prose_tui.model import Run
 from prose_tui.model.run import program_name
 from prose_tui.tui.glyphs import STATUS_SHORT
@@ -124,8 +124,16 @@ def preferred_width(runs: list[Run], *, programs_known: bool = True) -> int:
 
 
 def age_text(run: Run, now: datetime | None) -> str:
-    """The age cell: since the run last changed (or began, when it never said); blank when unknown."""
-    changed = age(run.updated or run.started, now)
+    """The age cell: since the run last changed (or began, when it never said); blank when
+    unknown. A time in the future (a VM's wrong clock: a run id dated 2099) is no age: the
+    state file's modification time decides instead, as for an ``updated:`` header in the
+    future (``status.distrust_future``), else the cell is blank."""
+    now = now or datetime.now(timezone.utc)
+    when = run.updated or run.started
+    if ahead_of(when, now) is not None:
+        mtime = datetime.fromtimestamp(run.state_mtime, timezone.utc) if run.state_mtime else None
+        when = mtime if ahead_of(mtime, now) is None else None
+    changed = age(when, now)
     return "" if changed == "—" else changed
 
 

@@ -320,9 +320,8 @@ class ValueViewer(Vertical, can_focus=True):
         head.append(t.title, "bold")
         b = t.binding
         if b is not None:
-            head.append(f"  {b.kind or 'no kind'} · {b.scope}")
-            if b.service:
-                head.append(f" · service {b.service}")
+            # a contract's binding by its service, as the bindings tree groups it; else its scope
+            head.append(f"  {b.kind or 'no kind'} · {f'service {b.service}' if b.service else b.scope}")
         if self._file_bytes:
             head.append(f" · {human_size(self._file_bytes)}")
         if self.reading:
