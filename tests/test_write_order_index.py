@@ -18,6 +18,7 @@ from prose_tui.model import Binding, Event, EventKind, Run
 from prose_tui.model.write_order import (
     _index_for,
     binding_of_event,
+    binding_written_last,
     newest_binding,
     ordered_bindings,
     write_order,
@@ -119,3 +120,14 @@ def test_a_live_change_costs_the_events_it_added_not_the_whole_run():
     view = Run(id="w0rd3r", path=RUN, bindings=run.bindings, events=run.events[:2500])
     write_order(view)
     assert _index_for(view.events) is index  # a step back in history reuses it too
+
+
+def test_at_each_past_event_the_value_shown_is_the_binding_the_latest_write_up_to_it_names():
+    rng = random.Random(38)
+    bindings = _bindings()
+    events = [_event(rng, s) for s in range(600)]
+    for upto in [*range(0, 600, 13), 599]:
+        named = [b for e in events[: upto + 1] if e.kind is EventKind.BINDING_WRITTEN
+                 and (b := binding_of_event(e, bindings)) is not None]
+        assert binding_written_last(events, bindings, upto) is (named[-1] if named else None)
+    assert binding_written_last(events, [], 599) is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from prose_tui.model.event import Event, EventKind
 from prose_tui.model.run import Run
 from prose_tui.model.statement import StatementState
 
-__all__ = ["EventIndex", "binding_of_event", "newest_binding", "ordered_bindings", "write_order"]
+__all__ = ["EventIndex", "binding_of_event", "binding_written_last", "newest_binding", "ordered_bindings", "write_order"]
 
 _STATEMENT_ENDS = (EventKind.STATEMENT_COMPLETED, EventKind.STATEMENT_FAILED)
 
@@ -212,6 +212,21 @@ def write_order(run: Run, *, first: bool = False) -> dict[int, int]:
                 if i >= 0 and (not first or i not in order):
                     order[i] = n
     return _namesakes(run.bindings, order) if 0 < len(order) < len(run.bindings) else order
+
+
+def binding_written_last(events: list[Event], bindings: Sequence[Binding], upto: int) -> Binding | None:
+    """The binding the latest ``binding_written`` event among ``events[:upto + 1]`` names
+    (:func:`binding_of_event`), ``None`` when none names one of ``bindings``: the value a
+    history step shows. Cost: the ``binding_written`` events looked at, not the events."""
+    if not events or not bindings:
+        return None
+    index = _index_for(events)
+    written = index.written
+    for k in range(bisect_right(written, upto) - 1, -1, -1):
+        found = binding_of_event(events[written[k]], bindings)
+        if found is not None:
+            return found
+    return None
 
 
 def _namesakes(bindings: list[Binding], order: dict[int, int]) -> dict[int, int]:

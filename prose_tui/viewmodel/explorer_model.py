@@ -57,7 +57,7 @@ from prose_tui.model import (
     run_failures,
 )
 from prose_tui.model.failure import first_line
-from prose_tui.model.write_order import binding_of_event, newest_binding
+from prose_tui.model.write_order import binding_written_last, newest_binding
 from prose_tui.viewmodel.moment import LivePlace, MomentFocus, event_details, statement_writing, when_text
 from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.viewmodel.statement_clock import StatementClock, StatementTime
@@ -358,13 +358,7 @@ class ExplorerModel:
             return None
         if self.nav.live:
             return newest_binding(view)
-        for event in reversed(self.nav.events[: self.nav.position + 1]):
-            if event.kind is not EventKind.BINDING_WRITTEN:
-                continue
-            found = binding_of_event(event, view.bindings)
-            if found is not None:
-                return found
-        return None
+        return binding_written_last(self.nav.events, view.bindings, self.nav.position)
 
     # -- the trace ---------------------------------------------------------------------------------
     def trace_lines(self) -> list[TraceLine]:
@@ -492,6 +486,8 @@ class ExplorerModel:
         if self.unmatched(line):
             return None  # not the program line that happens to have its number
         line = self.line_of.get(line, line)
+        if 0 < line <= len(lines) and lines[line - 1].line == line:
+            return line - 1  # a log read whole: line n is the n-th (100,000 lines: no walk per step)
         return next((i for i, t in enumerate(lines) if t.line == line), None)
 
     def toggle_raw_log(self) -> bool:
