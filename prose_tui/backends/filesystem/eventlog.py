@@ -339,6 +339,10 @@ class OpenFrames:
         self._by_id: dict[int | None, list[int]] = {}
         self._counter = 0
 
+    def __len__(self) -> int:
+        """How many frames are open."""
+        return len(self._frames)
+
     def top(self) -> Frame | None:
         """The innermost open frame, ``None`` when none is open."""
         return self._frames[next(reversed(self._frames))] if self._frames else None
