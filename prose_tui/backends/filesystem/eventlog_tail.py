@@ -20,6 +20,7 @@ from datetime import date, datetime
 from itertools import chain
 from pathlib import Path
 
+from prose_tui.backends.common.superseded import check_superseded
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
     LIVE_STATES,
@@ -393,7 +394,10 @@ class EventLogTail:
         (a first read: every line is new) an empty set, so a 1,000,000-line read does not
         build a set of a million numbers. The whole lines are decoded and parsed
         ``FEED_CHUNK`` bytes at a time: the text of a long log is never held as one string
-        and a list of all its lines besides the lines the trace keeps."""
+        and a list of all its lines besides the lines the trace keeps. Raises
+        ``ReadSuperseded`` before a chunk when the read was superseded
+        (:mod:`prose_tui.backends.common.superseded`): a start-up summary whose run is being
+        read in full; the parser is then half-fed and must be dropped."""
         parser = self.parser
         changed: set[int] = set()
         if self.pending is not None:
@@ -402,6 +406,7 @@ class EventLogTail:
         cut = data.rfind(b"\n") + 1
         start = 0
         while start < cut:
+            check_superseded()  # a start-up summary stops here once a full read of the run began
             end = data.rfind(b"\n", start, min(start + FEED_CHUNK, cut)) + 1
             if end <= start:  # a line longer than a chunk: up to its end
                 end = data.find(b"\n", start) + 1
