@@ -74,8 +74,9 @@ def corpus_logs(corpus: Path) -> list[Path]:
 
 def measure(tree: Path, what: str, paths: list[Path]) -> tuple[float, int]:
     """(CPU seconds, event lines) of ``what`` over ``paths`` with the tree ``tree``, in a fresh process."""
+    # cwd=tree: "python -c" puts the working folder first on sys.path, before PYTHONPATH.
     out = subprocess.run([sys.executable, "-c", _MEASURE, what, *map(str, paths)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+                         cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
     seconds, lines = out.stdout.split()
     return float(seconds), int(lines)
 

@@ -308,18 +308,15 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
         if not info.recognised:
             log.warnings.append(f"{source_name} line {number}: unrecognised event, kept as a note")
         for item in info.items:
-            event = Event(
-                seq=len(log.events), kind=item.kind, text=info.text, time=item.time,
-                step=info.step, name=item.name, status=item.status, line=number,
-                execution_id=item.execution_id,
-            )
+            # Positional, in Event's field order (a call with keywords costs twice as much).
+            event = Event(len(log.events), item.kind, info.text, item.time, info.step, item.name, item.status,
+                          number, item.execution_id)
             apply_event(log, event, item.message, frames, source_name)
             log.events.append(event)
         first = info.items[0]
-        log.trace.append(TraceLine(
-            line=position, text=info.text, state=info.state, note=info.note,
-            attempt=first.attempt, max_attempts=first.max_attempts, step=info.step,
-        ))
+        # Positional: line, text, state, note, binding, attempt, max_attempts, step.
+        log.trace.append(TraceLine(position, info.text, info.state, info.note, None, first.attempt,
+                                   first.max_attempts, info.step))
     _settle_live_states(log, infos)
     for frame in frames.innermost_first():
         frame.status = {"failed": "failed", None: "executing"}.get(log.status)

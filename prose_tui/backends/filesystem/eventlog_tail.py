@@ -37,7 +37,7 @@ from prose_tui.model import Event, EventKind, StatementState, TraceLine
 
 _BRACE_START_RE = re.compile(r"\s*\{")
 _WORDS = 4096  # distinct names, steps, statuses and notes one parser shares (``EventLogParser._line``)
-_RECENT = 48  # recent line numbers and event times one parser shares (``EventLogParser._line``)
+_RECENT = 16  # recent line numbers and event times one parser shares (``EventLogParser._line``)
 FEED_CHUNK = 1 << 20  # bytes of whole lines decoded and parsed at a time (``EventLogTail.feed_bytes``)
 _KINDS = list(EventKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
@@ -172,14 +172,14 @@ class EventLogParser:
         * event times close together are often the same second: one datetime, from
           ``_times`` (keyed with the UTC offset: equal instants in other zones stay apart).
 
-        ``_ints`` and ``_times`` keep the last few dozen values, ``_words`` about ``_WORDS``;
-        each starts again when full."""
+        ``_ints`` and ``_times`` keep about the last ``_RECENT`` values (the oldest leave
+        first), ``_words`` about ``_WORDS`` (it starts again when full)."""
         log = self.log
         ints, words, times = self._ints, self._words, self._times
-        if len(ints) > _RECENT:
-            ints.clear()
-        if len(times) > _RECENT:
-            times.clear()
+        while len(ints) > _RECENT:  # about one new number a line: the oldest goes
+            del ints[next(iter(ints))]
+        while len(times) > _RECENT:
+            del times[next(iter(times))]
         if len(words) >= _WORDS:
             words.clear()
         number = ints.setdefault(number, number)
