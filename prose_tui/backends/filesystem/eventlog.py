@@ -311,7 +311,8 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
             # Positional, in Event's field order (a call with keywords costs twice as much).
             event = Event(len(log.events), item.kind, info.text, item.time, info.step, item.name, item.status,
                           number, item.execution_id)
-            apply_event(log, event, item.message, frames, source_name)
+            if item.kind in RUN_LEVEL or log.status is not None or frames:  # else apply_event changes nothing
+                apply_event(log, event, item.message, frames, source_name)
             log.events.append(event)
         first = info.items[0]
         # Positional: line, text, state, note, binding, attempt, max_attempts, step.
@@ -323,7 +324,8 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
         if log.status == "completed":
             log.warnings.append(f"{source_name}: block {frame.block}#{frame.execution_id} never returned")
     log.call_stack = frames.innermost_first()
-    log.bindings = [e.name for e in log.events if is_binding_event(e) and e.name]
+    completed = EventKind.STATEMENT_COMPLETED
+    log.bindings = [e.name for e in log.events if e.kind is completed and is_binding_event(e) and e.name]
 
 
 class OpenFrames:
@@ -413,6 +415,11 @@ def apply_event(log: EventLog, event: Event, message: str | None, frames: OpenFr
     if top is not None and event.execution_id is None and kind is not EventKind.NOTE:
         event.execution_id = top.execution_id
 
+
+RUN_LEVEL = frozenset({EventKind.FRAME_PUSHED, EventKind.FRAME_POPPED, EventKind.RUN_ENDED,
+                       EventKind.RUN_ERRORED, EventKind.RUN_RESUMED})
+"""The events :func:`apply_event` always has work for; any other changes nothing while no
+terminator was seen and no block is open (the parsers skip the call then: once a line)."""
 
 LIVE_STATES = {
     EventKind.STATEMENT_STARTED: StatementState.EXECUTING,

@@ -24,6 +24,7 @@ from prose_tui.backends.common.superseded import check_superseded
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
     LIVE_STATES,
+    RUN_LEVEL,
     EventLog,
     OpenFrames,
     apply_event,
@@ -53,10 +54,6 @@ def _pack(kind: EventKind, single: bool, state: StatementState | None) -> int:
 
 _PACKED = {(kind, single, state): _pack(kind, single, state)
            for kind in _KINDS for single in (False, True) for state in _STATES}
-# Events apply_event always has work for; any other changes nothing while no terminator was
-# seen and no block is open.
-_RUN_LEVEL = frozenset({EventKind.FRAME_PUSHED, EventKind.FRAME_POPPED, EventKind.RUN_ENDED,
-                        EventKind.RUN_ERRORED, EventKind.RUN_RESUMED})
 
 
 def _unpack(code: int) -> tuple[EventKind, bool, StatementState | None]:
@@ -204,7 +201,7 @@ class EventLogParser:
             # Positional (Event's field order): a call with keywords costs twice as much.
             event = Event(ints.setdefault(seq, seq), kind, info.text, when, step, name, status, number,
                           item.execution_id)
-            if kind in _RUN_LEVEL or log.status is not None or frames:  # else apply_event changes nothing
+            if kind in RUN_LEVEL or log.status is not None or frames:  # else apply_event changes nothing
                 apply_event(log, event, item.message, frames, self.source_name)
             events.append(event)
             if kind is EventKind.STATEMENT_COMPLETED and is_binding_event(event) and event.name:
