@@ -67,6 +67,7 @@ _STATUS_WORD_RE = re.compile(r"^(?P<word>[A-Za-z][\w-]*)\s*(?P<rest>(?:\(.*)?)$"
 _STEPLESS_SUBJECT_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?[^\s()]+(?:\s*\([^()]*\))?$")
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CLOCK_RE = re.compile(_CLOCK)
+_DAYS: dict[date, str] = {}  # a run date as the "YYYY-MM-DDT" a clock stamp is put on (parse_timestamp)
 # Cheap gates, each a necessary condition of the rules it guards (same flags, same prefixes),
 # so a line skips the regexes that cannot match it (issue 35: most lines are plain steps).
 _KEYWORD_START_RE = re.compile(r"(?:∥|‖|\|\||loop|block|#|retry|if)", re.IGNORECASE)
@@ -80,7 +81,9 @@ _SKILL_MARKER_RE = re.compile("[∅⇒⟳]|missing-env")  # what skill_lines.ski
 # whitespace inside a token), so the rules give such a line exactly what ``_fast_step`` does
 # (tests/test_eventlog_fast.py checks it line by line on the corpus and generated logs).
 _FAST_STEP_RE = re.compile(
-    rf"(?P<step>\d+(?:[A-Za-z._][A-Za-z0-9._]*)?)→ (?P<name>[A-Za-z0-9_][A-Za-z0-9_:+.]*) (?P<mark>[{_MARK_CHARS}])"
+    # (a subject starting like a keyword rule, ``if:true ✓``, is left to the rules)
+    rf"(?P<step>\d+(?:[A-Za-z._][A-Za-z0-9._]*)?)→ (?!(?i:loop|block|retry|if))"
+    rf"(?P<name>[A-Za-z0-9_][A-Za-z0-9_:+.]*) (?P<mark>[{_MARK_CHARS}])"
     rf"(?: (?P<word>[A-Za-z][A-Za-z0-9_]*))?(?: \[(?P<t>{_ISO}|{_CLOCK})\])?"
 )
 # Regexes here avoid adjacent overlapping quantifiers (``\s*.*?\s*$``): a pathological line
@@ -146,8 +149,13 @@ def parse_timestamp(token: str, base: date | None = None) -> datetime | None:
             return None
     if base is not None:
         clock_text = token.zfill(len(token) + 1) if token.index(":") == 1 else token  # 9:01 -> 09:01
+        day = _DAYS.get(base)
+        if day is None:
+            if len(_DAYS) > 64:
+                _DAYS.clear()
+            day = _DAYS[base] = f"{base.isoformat()}T"
         try:
-            return datetime.fromisoformat(f"{base.isoformat()}T{clock_text}")
+            return datetime.fromisoformat(day + clock_text)
         except (ValueError, TypeError):
             return None
     return None
@@ -367,7 +375,7 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
     """
     text = line.rstrip("\r\n")
     fast = _FAST_STEP_RE.fullmatch(text)
-    if fast is not None and not _KEYWORD_START_RE.match(fast["name"]):  # ``if:true ✓`` is the if rule's
+    if fast is not None:
         return _fast_step(text, fast, base)
     return classify_line_by_rules(text, base)
 
