@@ -167,3 +167,12 @@ def test_step_lines_say_what_the_format_says(line, expected):
     (item,) = info.items
     assert (info.step, item.kind, item.name, item.status, info.state, info.note, info.time) == expected
     assert info.recognised and item.time == info.time
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?", fullmatch=True))
+def test_a_clock_time_is_never_an_iso_datetime(token):
+    """``parse_timestamp`` puts a clock-shaped token on the run date without asking
+    ``fromisoformat`` first: it must refuse every such token (the old order asked it)."""
+    with pytest.raises(ValueError):
+        datetime.fromisoformat(token.strip())
