@@ -75,8 +75,9 @@ def log_of(folder: Path, events: int) -> Path:
 
 def open_rss(tree: Path, run: Path, top: int = 0) -> tuple[float, float, float, int, float]:
     """(RSS before, after, peak in MB, events, seconds) of the backend's full read, in a fresh process."""
+    # cwd=tree: "python -c" puts the working folder first on sys.path, before PYTHONPATH.
     out = subprocess.run([sys.executable, "-c", _OPEN, str(run), str(top)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+                         cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
     if out.stderr:
         print(out.stderr, end="")
     base, after, peak, events, seconds = out.stdout.split()

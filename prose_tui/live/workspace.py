@@ -25,6 +25,7 @@ from pathlib import Path
 from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness, run_id_time
+from prose_tui.backends.common.superseded import ReadSuperseded, superseded_by
 from prose_tui.backends.common.text import visible_name
 from prose_tui.backends.discover import RUN_PARTS, RunRef, in_flat_run, runs_roots
 from prose_tui.backends.protocol import RunBackend
@@ -36,6 +37,18 @@ from prose_tui.model import Backend, Delta, Run, TraceLine
 __all__ = ["Applied", "Part", "RunChange", "RunSource", "RunTable", "Workspace", "placeholder"]
 
 PARTIAL_EVERY = 8 * 1024 * 1024  # bytes of a narration file between partial first screens
+
+
+class _SummaryRead:
+    """A run list summary of a run under way: ``superseded`` is set by a full read of the
+    same run that began meanwhile (the summary stops at its next chunk:
+    ``backends.common.superseded``); ``done`` once the summary read returned, either way."""
+
+    __slots__ = ("done", "superseded")
+
+    def __init__(self) -> None:
+        self.superseded = threading.Event()
+        self.done = threading.Event()
 
 
 class RunTable(dict[Path, Run]):
@@ -98,6 +111,12 @@ class Workspace(SourceRuns):
         self.lock = threading.RLock()
         self._run_locks: dict[Path, threading.RLock] = {}
         self._full_reads: dict[Path, threading.Lock] = {}  # one full read of a run at a time
+        self._summarising: dict[Path, _SummaryRead] = {}  # run list summaries under way (a full read stops them)
+        # ``on_read(path, what)`` is told of each run list summary and full read, on the thread
+        # reading: "summary" and "full" when one begins, "superseding" when a full read stopped
+        # a summary under way, "summary superseded" when that summary gave up, "summary
+        # read"/"full read" when one finished (tests and benchmarks count parses with it).
+        self.on_read: Callable[[Path, str], None] | None = None
         self.observed: dict[Path, datetime] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
         # A run with no parsed trace: its raw trace (``RunBackend.raw_trace``), read by the
@@ -134,7 +153,8 @@ class Workspace(SourceRuns):
             if ref.path != first and self._await_full_read(ref.path):
                 run = self.runs.get(ref.path)  # opened meanwhile: its full read, not a second parse beside it
             else:
-                run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first)
+                run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first,
+                                 supersedable=True)
             if run is not None and on_run is not None:
                 on_run(run)
             if progress is not None:
@@ -154,7 +174,7 @@ class Workspace(SourceRuns):
         a full read of it is under way, that read's run (the state file is parsed once)."""
         if self._await_full_read(path):
             return self.runs.get(path)
-        return self._read(path, summary=True)
+        return self._read(path, summary=True, supersedable=True)
 
     def _await_full_read(self, path: Path) -> bool:
         """Wait for a full read of ``path`` under way (another thread's); True when the run
@@ -208,8 +228,14 @@ class Workspace(SourceRuns):
         return run
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None,
-              first_screen: Callable[[Run], None] | None = None) -> Run | None:
-        run = self._read_once(path, progress=progress, partial=partial, summary=summary, first_screen=first_screen)
+              first_screen: Callable[[Run], None] | None = None, supersedable: bool = False) -> Run | None:
+        """Read the run at ``path`` (see ``_read_now``). ``supersedable``: a summary that a full
+        read of the same run, begun meanwhile, stops; it then returns that read's run."""
+        if summary is True and supersedable:
+            run = self._read_summary(path, progress=progress, partial=partial)
+        else:
+            run = self._read_once(path, progress=progress, partial=partial, summary=summary,
+                                  first_screen=first_screen)
         if run is not None:
             self.keep_raw_trace(run)
         return run
@@ -221,12 +247,53 @@ class Workspace(SourceRuns):
             # for the same run at once; the second waits and takes the first's result, instead
             # of parsing the run again (two parses of a 20,000-event log were both kept alive:
             # one by the run list, one by the screen).
+            # A summary of the run under way (the run list's, at start-up) is stopped first:
+            # it and this read would parse the same log side by side (issue 33).
             with self._full_read_lock(path):
                 with self.lock:
                     if path in self.detailed and path in self.runs:
                         return self.runs[path]
-                return self._read_now(path, progress=progress, partial=partial, summary=False, first_screen=first_screen)
+                    summarising = self._summarising.get(path)
+                if summarising is not None:
+                    summarising.superseded.set()
+                    self._told(path, "superseding")
+                    summarising.done.wait()
+                self._told(path, "full")
+                run = self._read_now(path, progress=progress, partial=partial, summary=False, first_screen=first_screen)
+                self._told(path, "full read")
+                return run
         return self._read_now(path, progress=progress, partial=partial, summary=summary)
+
+    def _read_summary(self, path: Path, *, progress=None, partial=None) -> Run | None:
+        """A run list summary of ``path`` that a full read begun meanwhile supersedes: the
+        summary stops at its next chunk and the full read's run is returned (one parse of a
+        long log, not two side by side). A second summary of a run under way reads alone."""
+        summarising = _SummaryRead()
+        with self.lock:
+            mine = self._summarising.setdefault(path, summarising) is summarising
+        superseded = False
+        try:
+            self._told(path, "summary")
+            with superseded_by(summarising.superseded if mine else None):
+                run = self._read_once(path, progress=progress, partial=partial, summary=True)
+        except ReadSuperseded:
+            superseded = True
+        finally:
+            if mine:
+                with self.lock:
+                    self._summarising.pop(path, None)
+                summarising.done.set()
+        if superseded:
+            self._told(path, "summary superseded")
+            self._await_full_read(path)
+            with self.lock:
+                return self.runs.get(path)
+        self._told(path, "summary read")
+        return run
+
+    def _told(self, path: Path, what: str) -> None:
+        if self.on_read is not None:
+            self.on_read(path, what)
 
     def _full_read_lock(self, path: Path) -> threading.Lock:
         with self.lock:

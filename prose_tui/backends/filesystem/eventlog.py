@@ -71,7 +71,6 @@ from prose_tui.backends.filesystem.eventlog_lines import (
     MARKS,
     STEP_RE,
     TERMINATOR_RE,
-    LineInfo,
     classify_line,
 )
 from prose_tui.model import Event, EventKind, Frame, StatementState, TraceLine
@@ -299,34 +298,41 @@ def _parse_into(log: EventLog, text: str, source_name: str) -> None:
     if log.run_id and log.run_id.endswith("-"):
         log.warnings.append(f"{source_name}: run id {log.run_id!r} looks truncated")
     base = base_date(log)
-    infos: list[tuple[int, LineInfo]] = []
-    for number in range(index, len(lines)):
-        if lines[number].strip():
-            infos.append((number + 1, classify_line(lines[number], base)))
+    # Per trace line, what settling its live state needs: (step, first item's kind, one item?),
+    # a tuple of plain values (the collector stops tracking it), not the whole LineInfo.
+    shapes: list[tuple[str | None, EventKind, bool]] = []
     frames = OpenFrames()
-    for position, (number, info) in enumerate(infos, start=1):
+    events = log.events
+    position = 0
+    for number in range(index, len(lines)):
+        line = lines[number]
+        if not line.strip():
+            continue
+        info = classify_line(line, base)
+        number += 1
+        position += 1
         if not info.recognised:
             log.warnings.append(f"{source_name} line {number}: unrecognised event, kept as a note")
         for item in info.items:
-            event = Event(
-                seq=len(log.events), kind=item.kind, text=info.text, time=item.time,
-                step=info.step, name=item.name, status=item.status, line=number,
-                execution_id=item.execution_id,
-            )
-            apply_event(log, event, item.message, frames, source_name)
-            log.events.append(event)
+            # Positional, in Event's field order (a call with keywords costs twice as much).
+            event = Event(len(events), item.kind, info.text, item.time, info.step, item.name, item.status,
+                          number, item.execution_id)
+            if item.kind in RUN_LEVEL or log.status is not None or frames:  # else apply_event changes nothing
+                apply_event(log, event, item.message, frames, source_name)
+            events.append(event)
         first = info.items[0]
-        log.trace.append(TraceLine(
-            line=position, text=info.text, state=info.state, note=info.note,
-            attempt=first.attempt, max_attempts=first.max_attempts, step=info.step,
-        ))
-    _settle_live_states(log, infos)
+        # Positional: line, text, state, note, binding, attempt, max_attempts, step.
+        log.trace.append(TraceLine(position, info.text, info.state, info.note, None, first.attempt,
+                                   first.max_attempts, info.step))
+        shapes.append((info.step, first.kind, len(info.items) == 1))
+    _settle_live_states(log, shapes)
     for frame in frames.innermost_first():
         frame.status = {"failed": "failed", None: "executing"}.get(log.status)
         if log.status == "completed":
             log.warnings.append(f"{source_name}: block {frame.block}#{frame.execution_id} never returned")
     log.call_stack = frames.innermost_first()
-    log.bindings = [e.name for e in log.events if is_binding_event(e) and e.name]
+    completed = EventKind.STATEMENT_COMPLETED
+    log.bindings = [e.name for e in log.events if e.kind is completed and is_binding_event(e) and e.name]
 
 
 class OpenFrames:
@@ -338,6 +344,10 @@ class OpenFrames:
         self._frames: dict[int, Frame] = {}  # push counter -> frame, insertion-ordered
         self._by_id: dict[int | None, list[int]] = {}
         self._counter = 0
+
+    def __len__(self) -> int:
+        """How many frames are open."""
+        return len(self._frames)
 
     def top(self) -> Frame | None:
         """The innermost open frame, ``None`` when none is open."""
@@ -413,6 +423,11 @@ def apply_event(log: EventLog, event: Event, message: str | None, frames: OpenFr
         event.execution_id = top.execution_id
 
 
+RUN_LEVEL = frozenset({EventKind.FRAME_PUSHED, EventKind.FRAME_POPPED, EventKind.RUN_ENDED,
+                       EventKind.RUN_ERRORED, EventKind.RUN_RESUMED})
+"""The events :func:`apply_event` always has work for; any other changes nothing while no
+terminator was seen and no block is open (the parsers skip the call then: once a line)."""
+
 LIVE_STATES = {
     EventKind.STATEMENT_STARTED: StatementState.EXECUTING,
     EventKind.PARALLEL_STARTED: StatementState.EXECUTING,
@@ -422,55 +437,56 @@ LIVE_STATES = {
 still live: the last step, or an unfinished branch of a parallel still open at the end."""
 
 
-def _settle_live_states(log: EventLog, infos: list[tuple[int, LineInfo]]) -> None:
-    """Give started/retry trace lines ``executing``/``retrying`` only where still live."""
-    stepped = [i for i, (_, info) in enumerate(infos) if info.step is not None]
+def _settle_live_states(log: EventLog, shapes: list[tuple[str | None, EventKind, bool]]) -> None:
+    """Give started/retry trace lines ``executing``/``retrying`` only where still live.
+    ``shapes`` has, per trace line, its step, its first event's kind and whether it has one."""
+    # One pass: the step lines, the single-item lines whose state depends on what follows
+    # (``pending``: started, retry, ∥start) and the ∥start lines a later ∥done closed
+    # (``joined``, innermost first); the rest of the work is on those lines only.
+    stepped: list[int] = []
+    pending: list[int] = []
+    open_starts: list[int] = []
+    joined: set[int] = set()
+    for i, (step, kind, single) in enumerate(shapes):
+        if step is not None:
+            stepped.append(i)
+        if single:
+            if kind in LIVE_STATES:
+                pending.append(i)
+                if kind is EventKind.PARALLEL_STARTED:
+                    open_starts.append(i)
+            elif kind is EventKind.PARALLEL_JOINED and open_starts:
+                joined.add(open_starts.pop())
     live: set[int] = set()
     if stepped and log.status is None:
         last = stepped[-1]
-        if infos[last][1].items[0].kind in LIVE_STATES:
+        if shapes[last][1] in LIVE_STATES:
             live.add(last)
         open_par: list[tuple[str, int]] = []
         for i in stepped:
-            kind = infos[i][1].items[0].kind
+            kind = shapes[i][1]
             if kind is EventKind.PARALLEL_STARTED:
-                open_par.append((infos[i][1].step or "", i))
+                open_par.append((shapes[i][0] or "", i))
             elif kind is EventKind.PARALLEL_JOINED and open_par:
                 open_par.pop()
         for par_step, start in open_par[-8:]:  # innermost few: bounded work on odd files
             live.add(start)
             seen: set[str] = set()
             for i in reversed([j for j in stepped if j > start]):
-                info = infos[i][1]
-                step = info.step or ""
+                step = shapes[i][0] or ""
                 if step.startswith(par_step) and step != par_step and step not in seen \
-                        and info.items[0].kind is EventKind.STATEMENT_STARTED:
+                        and shapes[i][1] is EventKind.STATEMENT_STARTED:
                     live.add(i)
                 seen.add(step)
-    joined = _joined_parallels(infos)
-    for i, (_, info) in enumerate(infos):
-        kind = info.items[0].kind
-        if len(info.items) == 1 and kind in LIVE_STATES:
-            if i in live:
-                log.trace[i].state = LIVE_STATES[kind]
-            elif kind is EventKind.PARALLEL_STARTED and i in joined:
-                log.trace[i].state = StatementState.COMPLETE
-            else:
-                log.trace[i].state = None
+    for i in pending:
+        kind = shapes[i][1]
+        if i in live:
+            log.trace[i].state = LIVE_STATES[kind]
+        elif kind is EventKind.PARALLEL_STARTED and i in joined:
+            log.trace[i].state = StatementState.COMPLETE
+        else:
+            log.trace[i].state = None
     if log.status == "failed" and stepped:
         last = stepped[-1]
-        if infos[last][1].items[0].kind is EventKind.STATEMENT_STARTED:
+        if shapes[last][1] is EventKind.STATEMENT_STARTED:
             log.trace[last].state = StatementState.FAILED
-
-
-def _joined_parallels(infos: list[tuple[int, LineInfo]]) -> set[int]:
-    """Indexes of ``∥start`` lines that a later ``∥done`` closed (innermost first)."""
-    stack: list[int] = []
-    joined: set[int] = set()
-    for i, (_, info) in enumerate(infos):
-        kind = info.items[0].kind
-        if len(info.items) == 1 and kind is EventKind.PARALLEL_STARTED:
-            stack.append(i)
-        elif len(info.items) == 1 and kind is EventKind.PARALLEL_JOINED and stack:
-            joined.add(stack.pop())
-    return joined

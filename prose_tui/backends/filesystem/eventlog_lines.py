@@ -66,8 +66,30 @@ _STATUS_WORD_RE = re.compile(r"^(?P<word>[A-Za-z][\w-]*)\s*(?P<rest>(?:\(.*)?)$"
 # A line without a step is taken as a statement only when its subject is one token.
 _STEPLESS_SUBJECT_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?[^\s()]+(?:\s*\([^()]*\))?$")
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CLOCK_RE = re.compile(_CLOCK)
+_DAYS: dict[date, str] = {}  # a run date as the "YYYY-MM-DDT" a clock stamp is put on (parse_timestamp)
+# Cheap gates, each a necessary condition of the rules it guards (same flags, same prefixes),
+# so a line skips the regexes that cannot match it (issue 35: most lines are plain steps).
+_KEYWORD_START_RE = re.compile(r"(?:∥|‖|\|\||loop|block|#|retry|if)", re.IGNORECASE)
+_MARK_RE = re.compile(f"[{_MARK_CHARS}]")
+_PAREN_OR_MARK_RE = re.compile(f"[(){_MARK_CHARS}]")
+_SKILL_MARKER_RE = re.compile("[∅⇒⟳]|missing-env")  # what skill_lines.skill_statement looks for first
+# The shape most step lines have, ``12→ name ✓``, ``2→ gate:push ✗ rejected``, ``7→ step_7 ✓
+# [10:00:07]``: step, arrow, one-token subject, mark, maybe a status word, maybe a bracketed
+# stamp, single spaces, nothing else. Its characters leave out everything another rule looks
+# for (brackets and parentheses but the stamp's, ``|``, ``-``, ``#``, ``∥``, the 0.15 markers,
+# whitespace inside a token), so the rules give such a line exactly what ``_fast_step`` does
+# (tests/test_eventlog_fast.py checks it line by line on the corpus and generated logs).
+_FAST_STEP_RE = re.compile(
+    # (a subject starting like a keyword rule, ``if:true ✓``, is left to the rules)
+    rf"(?P<step>\d+(?:[A-Za-z._][A-Za-z0-9._]*)?)→ (?!(?i:loop|block|retry|if))"
+    rf"(?P<name>[A-Za-z0-9_][A-Za-z0-9_:+.]*) (?P<mark>[{_MARK_CHARS}])"
+    rf"(?: (?P<word>[A-Za-z][A-Za-z0-9_]*))?(?: \[(?P<t>{_ISO}|{_CLOCK})\])?"
+)
 # Regexes here avoid adjacent overlapping quantifiers (``\s*.*?\s*$``): a pathological line
 # must cost linear time, not cubic (tests/test_eventlog.py, test_long_lines_are_fast).
+
+_KEYWORD_INITIALS = frozenset("lcoie")  # of _KEYWORD_RE's words (case-sensitive)
 
 _TRUE_WORDS = {"true", "yes", "1", "met"}
 _FALSE_WORDS = {"false", "no", "0", "unmet"}
@@ -117,14 +139,23 @@ def parse_timestamp(token: str, base: date | None = None) -> datetime | None:
     token = token.strip().strip("[]()").rstrip(",;.")
     if not token:
         return None
-    try:
-        return datetime.fromisoformat(token)
-    except (ValueError, TypeError):
-        pass
-    if base is not None and re.fullmatch(_CLOCK, token):
-        clock = token.zfill(len(token) + 1) if token.index(":") == 1 else token  # 9:01 -> 09:01
+    # A clock time has its first ":" at index 1 or 2, where an ISO date has a digit of its
+    # year: ``fromisoformat`` would refuse it (asking first costs an exception a line).
+    clock = _CLOCK_RE.fullmatch(token) is not None
+    if not clock:
         try:
-            return datetime.fromisoformat(f"{base.isoformat()}T{clock}")
+            return datetime.fromisoformat(token)
+        except (ValueError, TypeError):
+            return None
+    if base is not None:
+        clock_text = token.zfill(len(token) + 1) if token.index(":") == 1 else token  # 9:01 -> 09:01
+        day = _DAYS.get(base)
+        if day is None:
+            if len(_DAYS) > 64:
+                _DAYS.clear()
+            day = _DAYS[base] = f"{base.isoformat()}T"
+        try:
+            return datetime.fromisoformat(day + clock_text)
         except (ValueError, TypeError):
             return None
     return None
@@ -136,10 +167,12 @@ def _take_time(body: str, base: date | None) -> tuple[str, datetime | None]:
     A stamp is removed by its shape; its time is ``None`` when it does not parse (or is a
     bare clock time and there is no ``base`` date).
     """
-    match = _BRACKETED_TIME_RE.search(body)
+    match = _BRACKETED_TIME_RE.search(body) if "[" in body or "(" in body else None
     if match:
         when = parse_timestamp(match.group("t"), base)
         return (body[: match.start()] + " " + body[match.end() :]).strip(), when
+    if "-" not in body:  # every bare stamp has a date, and every date a "-"
+        return body, None
     tokens = body.split()
     if len(tokens) < 2:
         return body, None
@@ -156,7 +189,7 @@ def _stamp_at(tokens: list[str], end: int) -> tuple[str | None, list[str]]:
     trailing stamp may be preceded by ``@``. Only stamps with a time count.
     """
     def is_date(t: str) -> bool:
-        return _STAMP_TOKEN_RE.fullmatch(t) is not None
+        return t[4:5] == "-" and _STAMP_TOKEN_RE.fullmatch(t) is not None
 
     if end == 0:
         first = tokens[0]
@@ -178,27 +211,34 @@ def _stamp_at(tokens: list[str], end: int) -> tuple[str | None, list[str]]:
 
 def _split_outside_parens(body: str) -> tuple[str, str, str] | None:
     """``(before, mark, after)`` at the first outcome mark outside parentheses, or None."""
+    first = _MARK_RE.search(body)
+    if first is None:
+        return None
+    index = first.start()
+    if "(" not in body[:index]:  # the common case: no parenthesis before the first mark
+        return body[:index].strip(), body[index], body[index + 1 :].lstrip("\ufe0f").strip()
     depth = 0
-    for index, char in enumerate(body):
+    for match in _PAREN_OR_MARK_RE.finditer(body):
+        char = match.group()
         if char == "(":
             depth += 1
         elif char == ")":
             depth = max(0, depth - 1)
-        elif depth == 0 and char in _MARK_CHARS:
-            after = body[index + 1 :].lstrip("\ufe0f").strip()
-            return body[:index].strip(), char, after
+        elif depth == 0:
+            index = match.start()
+            return body[:index].strip(), char, body[index + 1 :].lstrip("\ufe0f").strip()
     return None
 
 
 def _join(*parts: str | None) -> str | None:
-    text = " ".join(p.strip() for p in parts if p and p.strip())
-    return text or None
+    kept = [stripped for p in parts if p and (stripped := p.strip())]
+    return " ".join(kept) if kept else None
 
 
 def _subject(text: str) -> tuple[str | None, str | None, str | None]:
     """``[tag] name (annotation)`` -> (tag, name, annotation); keywords let/exec/... dropped."""
     tag = None
-    match = _TAG_RE.match(text)
+    match = _TAG_RE.match(text) if text[:1] == "[" else None
     if match:
         tag = match.group("tag").strip() or None
         text = text[match.end() :]
@@ -207,7 +247,7 @@ def _subject(text: str) -> tuple[str | None, str | None, str | None]:
     opening = text.rfind("(")
     if text.endswith(")") and opening != -1 and ")" not in text[opening + 1 : -1]:
         name, ann = text[:opening].strip(), text[opening:]
-    keyword = _KEYWORD_RE.match(name)
+    keyword = _KEYWORD_RE.match(name) if name[:1] in _KEYWORD_INITIALS else None
     if keyword:
         name = keyword.group("rest").strip()
     return tag, (name or None), ann
@@ -218,21 +258,23 @@ def _statement(body: str) -> Item:
     split = _split_outside_parens(body)
     if split is None:
         tag, name, ann = _subject(body)
-        return Item(EventKind.STATEMENT_STARTED, name=name, tag=tag, note=ann)
+        return Item(EventKind.STATEMENT_STARTED, name, None, None, ann, None, None, None, tag)
     before, mark, after = split
     kind, status, state = MARKS[mark]
     tag, name, ann = _subject(before)
     note = after or None
-    word = _STATUS_WORD_RE.match(after)
+    word = _STATUS_WORD_RE.match(after) if after else None
     if word:
         status = word.group("word")
         note = word.group("rest") or None
-    return Item(kind, name=name, status=status, tag=tag, state=state, note=_join(ann, note))
+    # Positional (Item's field order: kind, name, status, execution_id, note, state, attempt,
+    # max_attempts, tag): a call with keywords costs twice as much, on every line.
+    return Item(kind, name, status, None, _join(ann, note) if ann or note else None, state, None, None, tag)
 
 
 def _one_line_parallel(body: str) -> list[Item] | None:
     """``a ✓ | b ✓ (parallel)``: PARALLEL_STARTED, one item per branch, PARALLEL_JOINED."""
-    if "|" not in body.replace("||", ""):
+    if "|" not in body or "|" not in body.replace("||", ""):
         return None
     text = body.strip()
     opening = text.rfind("(")
@@ -250,6 +292,8 @@ def _one_line_parallel(body: str) -> list[Item] | None:
 
 def _keyword_event(body: str) -> Item | None:
     """Parallel, loop, block, pop, retry and if markers; None when the body is none of them."""
+    if not _KEYWORD_START_RE.match(body):
+        return None
     if m := _PAR_START_RE.match(body):
         names = ",".join(p.strip() for p in m.group("rest").split(",") if p.strip())
         return Item(EventKind.PARALLEL_STARTED, name=names or None, state=StatementState.EXECUTING)
@@ -325,24 +369,53 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
 
     ``base`` is the run's date, used to place bare clock times (``[12:01:03]``).
     Returns a :class:`LineInfo` whose ``items`` is never empty; a line nothing matches is
-    a single NOTE with ``recognised=False``. Never raises.
+    a single NOTE with ``recognised=False``. Never raises. The common step line shape
+    (``_FAST_STEP_RE``) is read in one match; every other line by
+    :func:`classify_line_by_rules`, which gives the same result for any line.
     """
     text = line.rstrip("\r\n")
-    if (verdict := test_verdict(text)) is not None:
-        item = _from_skill(verdict)
-        return LineInfo(text=text, step=None, items=[item], state=item.state, note=item.note)
-    term = _terminator(text)
-    if term is not None:
-        return term
+    fast = _FAST_STEP_RE.fullmatch(text)
+    if fast is not None:
+        return _fast_step(text, fast, base)
+    return classify_line_by_rules(text, base)
+
+
+def _fast_step(text: str, match: re.Match[str], base: date | None) -> LineInfo:
+    """The :class:`LineInfo` of a line of ``_FAST_STEP_RE``'s shape (what the rules give it)."""
+    kind, status, state = MARKS[match["mark"]]
+    stamp = match["t"]
+    when = parse_timestamp(stamp, base) if stamp is not None else None
+    word = match["word"]
+    # Positional: kind, name, status, execution_id, note, state, attempt, max_attempts, tag, time.
+    item = Item(kind, match["name"], word or status, None, None, state, None, None, None, when)
+    return LineInfo(text, match["step"], [item], state, None, when)
+
+
+def classify_line_by_rules(line: str, base: date | None = None) -> LineInfo:
+    """:func:`classify_line` rule by rule (the specification path): a test verdict or a
+    terminator, else a stamp taken off, the step label, then the 0.15 markers, a one-line
+    parallel, a keyword event and the statement rule, in that order."""
+    text = line.rstrip("\r\n")
+    stripped = text.strip()
+    if stripped[:2] == "--":  # a test verdict and a terminator both start with "--"
+        if (verdict := test_verdict(text)) is not None:
+            item = _from_skill(verdict)
+            return LineInfo(text=text, step=None, items=[item], state=item.state, note=item.note)
+        term = _terminator(text)
+        if term is not None:
+            return term
     step = None
-    body, when = _take_time(text.strip(), base)
+    if "[" in stripped or "(" in stripped or "-" in stripped:  # a stamp has one of them
+        body, when = _take_time(stripped, base)
+    else:
+        body, when = stripped, None
     match = STEP_RE.match(body)
     if match:
         step, body = match.group("step"), match.group("body").strip()
     items: list[Item] | None = None
-    if step is not None and (marker := skill_statement(body)) is not None:
+    if step is not None and _SKILL_MARKER_RE.search(body) and (marker := skill_statement(body)) is not None:
         items = [_from_skill(marker)]
-    elif (par := _one_line_parallel(body)) is not None:
+    elif "|" in body and (par := _one_line_parallel(body)) is not None:
         items = par
     elif (kw := _keyword_event(body)) is not None:
         items = [kw]
@@ -355,6 +428,10 @@ def classify_line(line: str, base: date | None = None) -> LineInfo:
     if items is None:
         return LineInfo(text=text, step=None, items=[Item(EventKind.NOTE)], time=when,
                         recognised=False)
+    if len(items) == 1:  # the common case, without the loops of _line_state/_line_note
+        item = items[0]
+        item.time = item.time or when
+        return LineInfo(text, step, items, item.state, item.note, when)  # (positional: as Item above)
     for item in items:
         item.time = item.time or when
     return LineInfo(text=text, step=step, items=items, state=_line_state(items),

@@ -20,9 +20,11 @@ from datetime import date, datetime
 from itertools import chain
 from pathlib import Path
 
+from prose_tui.backends.common.superseded import check_superseded
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
     LIVE_STATES,
+    RUN_LEVEL,
     EventLog,
     OpenFrames,
     apply_event,
@@ -35,7 +37,8 @@ from prose_tui.backends.filesystem.tail import FileTail
 from prose_tui.model import Event, EventKind, StatementState, TraceLine
 
 _BRACE_START_RE = re.compile(r"\s*\{")
-_WORDS = 4096  # distinct names, steps, statuses and notes one parser shares (``_word``)
+_WORDS = 4096  # distinct names, steps, statuses and notes one parser shares (``EventLogParser._line``)
+_RECENT = 16  # recent line numbers and event times one parser shares (``EventLogParser._line``)
 FEED_CHUNK = 1 << 20  # bytes of whole lines decoded and parsed at a time (``EventLogTail.feed_bytes``)
 _KINDS = list(EventKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
@@ -47,6 +50,10 @@ def _pack(kind: EventKind, single: bool, state: StatementState | None) -> int:
     """A trace line's first kind, item count and classified state in one 16-bit number
     (the parser keeps one per line: two bytes, not a tuple)."""
     return _KIND_CODE[kind] << 6 | int(single) << 5 | _STATE_CODE[state]
+
+
+_PACKED = {(kind, single, state): _pack(kind, single, state)
+           for kind in _KINDS for single in (False, True) for state in _STATES}
 
 
 def _unpack(code: int) -> tuple[EventKind, bool, StatementState | None]:
@@ -113,9 +120,9 @@ class EventLogParser:
         self.live: set[int] = set()
         self.failed_line: int | None = None
         self.dirty: set[int] = set()
-        self._ints: dict[int, int] = {}  # recent numbers, one int object each (``_shared``)
-        self._words: dict[str, str] = {}  # names, steps, statuses and notes seen, one str each (``_word``)
-        self._times: dict[tuple, datetime] = {}  # recent event times, one datetime each (``_time``)
+        self._ints: dict[int, int] = {}  # recent numbers, one int object each (``_line``)
+        self._words: dict[str, str] = {}  # names, steps, statuses and notes seen, one str each (``_line``)
+        self._times: dict[tuple, datetime] = {}  # recent event times, one datetime each (``_line``)
 
     @staticmethod
     def supports(first_text: str) -> bool:
@@ -153,68 +160,64 @@ class EventLogParser:
             log.program = log.header.get("program") or log.header.get("source")
         self.base = base_date(log)
 
-    def _shared(self, value: int) -> int:
-        """``value`` as the int object made for it lately. A line's number in the file, an
-        event's ``seq`` and a trace line's number are the same few values a line or two
-        apart: one object (32 bytes) for the three instead of one each, on a long log."""
-        ints = self._ints
-        shared = ints.setdefault(value, value)
-        if len(ints) > 16:
-            del ints[next(iter(ints))]  # the oldest
-        return shared
-
-    def _word(self, value: str | None) -> str | None:
-        """``value`` as the str object made for it earlier: a name, step, status or note is
-        written on many lines of a log (a loop's steps, an agent's statements), one object
-        for them all. The table holds at most ``_WORDS`` and starts again when full."""
-        if value is None:
-            return None
-        words = self._words
-        shared = words.get(value)
-        if shared is None:
-            if len(words) >= _WORDS:
-                words.clear()
-            shared = words[value] = value
-        return shared
-
-    def _time(self, value: datetime | None) -> datetime | None:
-        """``value`` as the datetime made for it lately (the same second on lines close
-        together), one object for them; equal instants with another UTC offset stay apart."""
-        if value is None:
-            return None
-        times = self._times
-        shared = times.setdefault((value, value.utcoffset()), value)
-        if len(times) > 16:
-            del times[next(iter(times))]  # the oldest
-        return shared
-
     def _line(self, number: int, text: str) -> None:
+        """Parse one non-blank event line (file line ``number``) into events, a trace line and
+        the parallel/step bookkeeping. Runs once per line of a 1,000,000-event log, so the
+        sharing of equal values is written out here, not called per field (issue 35):
+
+        * a line's number, an event's ``seq`` and a trace line's number are the same few
+          values a line or two apart: one int object (32 bytes) for them, from ``_ints``;
+        * a name, step, status or note is written on many lines (a loop's steps, an agent's
+          statements): one str object for them all, from ``_words``;
+        * event times close together are often the same second: one datetime, from
+          ``_times`` (keyed with the UTC offset: equal instants in other zones stay apart).
+
+        ``_ints`` and ``_times`` keep about the last ``_RECENT`` values (the oldest leave
+        first), ``_words`` about ``_WORDS`` (it starts again when full)."""
         log = self.log
-        shared, word = self._shared, self._word
-        number = shared(number)
+        ints, words, times = self._ints, self._words, self._times
+        while len(ints) > _RECENT:  # about one new number a line: the oldest goes
+            del ints[next(iter(ints))]
+        while len(times) > _RECENT:
+            del times[next(iter(times))]
+        if len(words) >= _WORDS:
+            words.clear()
+        number = ints.setdefault(number, number)
         info = classify_line(text, self.base)
-        info.step, info.note = word(info.step), word(info.note)
+        step = info.step
+        if step is not None:
+            step = info.step = words.setdefault(step, step)
+        if info.note is not None:
+            info.note = words.setdefault(info.note, info.note)
         if not info.recognised:
             log.warnings.append(f"{self.source_name} line {number}: unrecognised event, kept as a note")
+        events, frames = log.events, self.frames
         for item in info.items:
-            event = Event(
-                seq=shared(len(log.events)), kind=item.kind, text=info.text, time=self._time(item.time),
-                step=info.step, name=word(item.name), status=word(item.status), line=number,
-                execution_id=item.execution_id,
-            )
-            apply_event(log, event, item.message, self.frames, self.source_name)
-            log.events.append(event)
-            if is_binding_event(event) and event.name:
+            when, name, status, kind = item.time, item.name, item.status, item.kind
+            if when is not None:
+                when = times.setdefault((when, when.utcoffset()), when)
+            if name is not None:
+                name = words.setdefault(name, name)
+            if status is not None:
+                status = words.setdefault(status, status)
+            seq = len(events)
+            # Positional (Event's field order): a call with keywords costs twice as much.
+            event = Event(ints.setdefault(seq, seq), kind, info.text, when, step, name, status, number,
+                          item.execution_id)
+            if kind in RUN_LEVEL or log.status is not None or frames:  # else apply_event changes nothing
+                apply_event(log, event, item.message, frames, self.source_name)
+            events.append(event)
+            if kind is EventKind.STATEMENT_COMPLETED and is_binding_event(event) and event.name:
                 log.bindings.append(event.name)
         first = info.items[0]
         index = len(log.trace)
-        log.trace.append(TraceLine(
-            line=shared(index + 1 + self.trace_base), text=info.text, state=info.state, note=info.note,
-            attempt=first.attempt, max_attempts=first.max_attempts, step=info.step,
-        ))
+        position = index + 1 + self.trace_base
+        # Positional, TraceLine's field order: line, text, state, note, binding, attempt, max_attempts, step.
+        log.trace.append(TraceLine(ints.setdefault(position, position), info.text, info.state, info.note, None,
+                                   first.attempt, first.max_attempts, step))
         kind = first.kind
         single = len(info.items) == 1
-        self.kinds.append(_pack(kind, single, info.state))
+        self.kinds.append(_PACKED[kind, single, info.state])
         if single and kind is EventKind.PARALLEL_STARTED:
             self.join_stack.append(index)
         elif single and kind is EventKind.PARALLEL_JOINED and self.join_stack:
@@ -392,7 +395,10 @@ class EventLogTail:
         (a first read: every line is new) an empty set, so a 1,000,000-line read does not
         build a set of a million numbers. The whole lines are decoded and parsed
         ``FEED_CHUNK`` bytes at a time: the text of a long log is never held as one string
-        and a list of all its lines besides the lines the trace keeps."""
+        and a list of all its lines besides the lines the trace keeps. Raises
+        ``ReadSuperseded`` before a chunk when the read was superseded
+        (:mod:`prose_tui.backends.common.superseded`): a start-up summary whose run is being
+        read in full; the parser is then half-fed and must be dropped."""
         parser = self.parser
         changed: set[int] = set()
         if self.pending is not None:
@@ -401,6 +407,7 @@ class EventLogTail:
         cut = data.rfind(b"\n") + 1
         start = 0
         while start < cut:
+            check_superseded()  # a start-up summary stops here once a full read of the run began
             end = data.rfind(b"\n", start, min(start + FEED_CHUNK, cut)) + 1
             if end <= start:  # a line longer than a chunk: up to its end
                 end = data.find(b"\n", start) + 1
