@@ -295,17 +295,18 @@ class ExplorerScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
+        self.panes.start()  # the titles and the status line before anything read is shown
         self.feed.mounted()  # a database's first page, if read already, is in the first frame
-        # Start reading at once: the children are mounted, and a start after the first refresh
-        # waited about five frames (0.4 s under load) before the first byte of a run was read.
+        # Start reading at once, on the reader's thread while Textual draws the first frames
+        # (the children are mounted): a start after them waited three frames, one after the
+        # first refresh about five (0.4 s under load), before the first byte of a run was read.
+        self._hold_heap()
+        self.feed.scan()
         self.call_later(self._start)
 
     def _start(self) -> None:
         self._started = True
-        self.panes.start()
         self._layout()
-        self._hold_heap()
-        self.feed.scan()
         self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self.feed.tick)
 
     def on_resize(self) -> None:
