@@ -32,7 +32,10 @@ class ExplorerCommands(Provider):
         from prose_tui.tui.widgets.value_viewer import ValueViewer
 
         yield "Jump to executing statement", explorer.query_one(TraceView).action_jump_executing, "In the trace"
-        yield "Toggle raw / Markdown value", explorer.query_one(ValueViewer).action_toggle_raw, "In the value viewer"
+        # The value pane's widget may be composed later (issue 33): toggled once it is there.
+        yield ("Toggle raw / Markdown value",
+               lambda: explorer.when_rest_composed(lambda: explorer.query_one(ValueViewer).action_toggle_raw()),
+               "In the value viewer")
         for i, name in enumerate(("Runs", "Trace", "Call stack", "Bindings and agents", "Value", "History")):
             yield f"Go to {name} pane", partial(explorer.activate, i), f"Key {i + 1}"
         yield "Zoom the active pane", explorer.action_zoom, "Key z (again or Esc: back)"

@@ -66,13 +66,12 @@ def selected_target(app: App) -> Target | None:
     if explorer is None:
         return None
     from prose_tui.tui.screens.explorer import PANES
-    from prose_tui.tui.widgets.value_viewer import ValueViewer
 
-    viewer = explorer.query_one(ValueViewer)
+    target = explorer.value_target  # the value pane's, also before the pane is composed
     pane = PANES[explorer.active][1] if 0 <= explorer.active < len(PANES) else ""
-    if viewer.target is not None and (pane in ("data-pane", "value-pane") or explorer.current_run is None):
-        return viewer.target
-    return state_target(explorer.current_run) if explorer.current_run is not None else viewer.target
+    if target is not None and (pane in ("data-pane", "value-pane") or explorer.current_run is None):
+        return target
+    return state_target(explorer.current_run) if explorer.current_run is not None else target
 
 
 def binding_namespaces(app_class: type[App]) -> list[tuple[str, list[Binding]]]:

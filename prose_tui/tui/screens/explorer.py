@@ -14,6 +14,11 @@ Two layouts, both keeping the trace on screen (lazygit keeps every panel visible
 
 ``z`` zooms the active pane to the full screen and back, at every size. Every pane, the
 header and the status line show the moment under the history cursor.
+
+The compact layout starts with the trace and the strip on screen: the widgets of the panes
+it hides (``LAZY_PANES``: history, call stack, bindings, value) are composed when one is
+first shown, or just after the frame of the first screen (a run's trace), whichever comes
+first, so the first screen pays for the panes it shows (issue 33).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from prose_tui.viewmodel.navigator import HistoryNavigator
 from prose_tui.tui.live_inbox import DeltasWaiting
 from prose_tui.tui.screens.explorer_feed import RunFeed
 from prose_tui.tui.screens.explorer_live import LiveProblem, RunsChanged
-from prose_tui.tui.screens.explorer_panes import PANES, STACK, TRACE, VALUE, PaneWidgets, Panes
+from prose_tui.tui.screens.explorer_panes import LAZY_PANES, PANES, STACK, TRACE, VALUE, PaneWidgets, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -75,7 +80,8 @@ class ExplorerScreen(Screen[None]):
     ``first_read_done`` is set once every run is listed and the layout settled after the first read;
 
     ``loaded_run`` is the path of the run whose full read (not a summary) is on the widgets,
-    ``None`` while another run is loading."""
+    ``None`` while another run is loading; ``rest_composed``: the lazy panes' widgets are
+    mounted (``LAZY_PANES``)."""
 
     BINDINGS = keyed([
         Binding("tab", "cycle_pane(1)", "Next pane"),
@@ -112,6 +118,10 @@ class ExplorerScreen(Screen[None]):
         self._started = False
         self._run_list_width = (0, 0)  # (screen width, run list width wanted): it never narrows within one
         self.parents: list[Run] = []  # the runs the imports shown were opened from, outermost first
+        self._rest = "absent"  # the lazy panes' widgets: "absent", "mounting", "ready"
+        self._when_rest: list[Callable[[], object]] = []  # called once they are ready
+        self._rest_after_frame = False  # their compose waits for the first screen's frame
+        self._focus_when_ready: int | None = None  # a lazy pane activated while composed
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
@@ -143,6 +153,8 @@ class ExplorerScreen(Screen[None]):
         ``run_path``). A ready signal for tests and the screenshot script."""
         if self.reads_done < 1:
             return "the start-up read"
+        if self._rest == "mounting" or (self._rest == "absent" and self._rest_after_frame):
+            return "the history, stack, bindings and value panes being composed"
         if any(w.group in READERS and not w.is_finished for w in self.app.workers):
             return "a run being read"
         if self.history_pending:
@@ -190,7 +202,13 @@ class ExplorerScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         # The classes the first layout sets, set before the panes mount: set after, each
         # restyles every widget below the screen (a tenth of a start's CSS work).
-        self.set_class(self._compact_at(self.app.size), "compact", update=False)
+        compact = self._compact_at(self.app.size)
+        self.set_class(compact, "compact", update=False)
+        # The compact layout shows the trace and the strip: the hidden panes' widgets (and
+        # their CSS) come later (``compose_rest``); the wide layout shows them all now.
+        rest = {} if compact else self._rest_widgets()
+        if not compact:
+            self._rest = "ready"
         yield PaneBar([name for name, _, _ in PANES], id="pane-bar")
         with Horizontal(id="main"):
             with Vertical(id="runs-pane", classes="pane"):
@@ -201,34 +219,94 @@ class ExplorerScreen(Screen[None]):
                     yield TraceView(id="trace")
                 yield ContextStrip(id="strip")
                 with Vertical(id="history-pane", classes="pane"):
-                    yield Static(id="time-summary")
-                    yield Timeline(id="timeline")
+                    yield from rest.get("history-pane", ())
             with Vertical(id="side"):
-                with Vertical(id="stack-pane", classes="pane"):
-                    yield CallStackView(id="stack")
-                    yield NodeTable(id="nodes")
-                    yield Static(id="constructs")
-                with Vertical(id="data-pane", classes="pane"):
-                    yield BindingTree(id="tree")
-                with Vertical(id="value-pane", classes="pane"):
-                    yield ValueViewer(id="value")
+                for pane_id in ("stack-pane", "data-pane", "value-pane"):
+                    with Vertical(id=pane_id, classes="pane"):
+                        yield from rest.get(pane_id, ())
         yield SearchBar()
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
 
+    @staticmethod
+    def _rest_widgets() -> dict[str, list[Widget]]:
+        """The widgets of each lazy pane (``LAZY_PANES``), by the pane's id."""
+        return {"history-pane": [Static(id="time-summary"), Timeline(id="timeline")],
+                "stack-pane": [CallStackView(id="stack"), NodeTable(id="nodes"), Static(id="constructs")],
+                "data-pane": [BindingTree(id="tree")],
+                "value-pane": [ValueViewer(id="value")]}
+
+    @property
+    def rest_composed(self) -> bool:
+        """Whether the lazy panes' widgets are mounted (``LAZY_PANES``)."""
+        return self._rest == "ready"
+
+    def compose_rest(self) -> None:
+        """Mount the lazy panes' widgets (once; a no-op when they are there or coming). The
+        painter then paints them as of the moment the other panes show (``Panes.rest_ready``)."""
+        if self._rest != "absent" or not self.is_attached:
+            return
+        self._rest = "mounting"
+        mounts = [self.query_one(f"#{pane_id}").mount(*widgets) for pane_id, widgets in self._rest_widgets().items()]
+
+        async def mounted() -> None:
+            for mount in mounts:
+                await mount
+            if not self.is_attached:
+                return
+            self._rest = "ready"
+            self.panes.rest_ready()
+            if self._focus_when_ready is not None:
+                index, self._focus_when_ready = self._focus_when_ready, None
+                if index == self.active and (widget := self._pane_widget(index)) is not None:
+                    self.set_focus(widget)
+            callbacks, self._when_rest = self._when_rest, []
+            for callback in callbacks:
+                callback()
+
+        self.call_later(mounted)
+
+    def when_rest_composed(self, callback: Callable[[], object], *, after_frame: bool = False) -> None:
+        """Call ``callback()`` once the lazy panes are mounted (now, when they are); they are
+        composed now, or after the next frame (``after_frame``: that frame is not delayed)."""
+        if self._rest == "ready":
+            callback()
+            return
+        self._when_rest.append(callback)
+        if after_frame:
+            self.first_screen_shown()
+        else:
+            self.compose_rest()
+
+    def first_screen_shown(self) -> None:
+        """A run is on the widgets (its first screen): the lazy panes are composed just after
+        the frame that shows it, not before (their mount would delay that frame)."""
+        if self._rest != "absent" or self._rest_after_frame:
+            return
+        self._rest_after_frame = True
+        after_frame = self.after_frame
+        if after_frame is not None:
+            after_frame(self._compose_rest_soon)  # on the next turn: not inside the frame's hand-out
+        else:
+            self.call_after_refresh(self.compose_rest)
+
+    def _compose_rest_soon(self) -> None:
+        self.call_later(self.compose_rest)
+
     def on_mount(self) -> None:
         self.model.follow_on_start = getattr(self.app, "follow_on_start", True)
+        self.panes.start()  # the titles and the status line before anything read is shown
         self.feed.mounted()  # a database's first page, if read already, is in the first frame
-        # Start reading at once: the children are mounted, and a start after the first refresh
-        # waited about five frames (0.4 s under load) before the first byte of a run was read.
+        # Start reading at once, on the reader's thread while Textual draws the first frames
+        # (the children are mounted): a start after them waited three frames, one after the
+        # first refresh about five (0.4 s under load), before the first byte of a run was read.
+        self._hold_heap()
+        self.feed.scan()
         self.call_later(self._start)
 
     def _start(self) -> None:
         self._started = True
-        self.panes.start()
         self._layout()
-        self._hold_heap()
-        self.feed.scan()
         self.set_interval(getattr(self.app, "poll_interval", STATUS_TICK), self.feed.tick)
 
     def on_resize(self) -> None:
@@ -258,6 +336,8 @@ class ExplorerScreen(Screen[None]):
             pane = self.query_one(f"#{pane_id}")
             pane.set_class(i == active, "-active")
             pane.display = i == active if (compact or zoomed) else True
+            if pane.display and pane_id in LAZY_PANES:
+                self.compose_rest()  # shown before the first screen was: composed now
         side_active = active in (STACK, 3, VALUE)
         self.query_one("#side").display = side_active if (compact or zoomed) else True
         self.query_one("#center").display = (not side_active and active != 0) if (compact or zoomed) else True
@@ -313,18 +393,31 @@ class ExplorerScreen(Screen[None]):
             runs_pane.styles.height = None
             side.styles.width = max(SIDE_MIN, min(width * 30 // 100, width - runs - TRACE_MIN))
 
-    def _pane_widget(self, index: int) -> Widget:
+    def _pane_widget(self, index: int) -> Widget | None:
+        """Pane ``index``'s widget (the one keys go to), ``None`` while a lazy pane's widgets
+        are being composed."""
+        if PANES[index][1] in LAZY_PANES and not self.rest_composed:
+            return None
         if index == STACK and self.query_one(NodeTable).display:
             return self.query_one(NodeTable)
         return self.query_one(PANES[index][2])
 
     def activate(self, index: int, *, focus: bool = True) -> None:
         """Make pane ``index`` active (shown in the compact layout) and focus its widget now,
-        so keys typed right after go to it."""
+        so keys typed right after go to it (a lazy pane's once it is composed)."""
         self.active = index % len(PANES)
         self._layout()
         if focus:
-            self.set_focus(self._pane_widget(self.active))
+            self._focus_active()
+
+    def _focus_active(self) -> None:
+        """Focus the active pane's widget (a lazy pane's once it is composed)."""
+        widget = self._pane_widget(self.active)
+        if widget is None:
+            self._focus_when_ready = self.active
+            self.compose_rest()
+        else:
+            self.set_focus(widget)
 
     def on_descendant_focus(self, event) -> None:
         widget = event.widget
@@ -418,7 +511,12 @@ class ExplorerScreen(Screen[None]):
         self.notify("The raw event log" if self.model.raw_log else "The program, annotated from the log", markup=False)
 
     def show_target(self, target: Target | None) -> None:
-        self.query_one(ValueViewer).show_target(target)
+        self.panes.show_value(target)
+
+    @property
+    def value_target(self) -> Target | None:
+        """What the value pane shows (or shows once composed)."""
+        return self.panes.value_target
 
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
         self.panes.remember_live()
@@ -435,7 +533,7 @@ class ExplorerScreen(Screen[None]):
     def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
         if self.query_one(BindingTree).has_focus:
             self.model.viewer_follows_writes = False  # the user picked it; stop switching to new writes
-        self.query_one(ValueViewer).show_target(event.target)
+        self.panes.show_value(event.target)
         if event.opened:
             self.bring_up(VALUE)
 
@@ -483,7 +581,7 @@ class ExplorerScreen(Screen[None]):
 
     def on_search_bar_search_submitted(self, event: SearchBar.SearchSubmitted) -> None:
         self.search_term = event.term
-        self.set_focus(self._pane_widget(self.active))
+        self._focus_active()
         self.action_search_again(False)
         runs = self.query_one(RunList)
         if self.active == 0:
@@ -492,13 +590,17 @@ class ExplorerScreen(Screen[None]):
                                                          if runs.filter else f"Runs ({total})")
 
     def on_search_bar_search_closed(self, event: SearchBar.SearchClosed) -> None:
-        self.set_focus(self._pane_widget(self.active))
+        self._focus_active()
 
     def action_search_again(self, backwards: bool) -> None:
         if not self.search_term:
             self.action_search()
             return
-        if not self._pane_widget(self.active).search(self.search_term, backwards=backwards):  # type: ignore[attr-defined]
+        widget = self._pane_widget(self.active)
+        if widget is None:  # a pane being composed: its widget takes the search once there
+            self.when_rest_composed(lambda: self.action_search_again(backwards))
+            return
+        if not widget.search(self.search_term, backwards=backwards):  # type: ignore[attr-defined]
             self.notify(f"no match for '{self.search_term}' in {PANES[self.active][0]}", severity="warning", markup=False)
 
     # -- history --------------------------------------------------------------------------------------
@@ -545,7 +647,8 @@ class ExplorerScreen(Screen[None]):
         self._layout()
         if first:
             self.activate(TRACE)
-            self.call_after_refresh(self._settled)
+            # Settled once the lazy panes are there too: a key for any pane then finds it.
+            self.when_rest_composed(lambda: self.call_after_refresh(self._settled), after_frame=True)
 
     def _settled(self) -> None:
         """After the first read's layout: a run opened on a failure keeps it in view."""

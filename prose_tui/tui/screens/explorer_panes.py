@@ -10,6 +10,11 @@ under the history cursor and restores the live view on return (``remember_live``
 ``to_moment``), builds a snapshot run's history in a worker (``history_pending`` is the
 ready signal), and puts a failure's report and statement on screen (``failure``).
 ``PANES`` names the panes in key order (``1``..``6``).
+
+The panes the compact layout hides at start (``LAZY_PANES``: history, call stack, bindings,
+value) are composed once first shown or once the first screen is out (``ExplorerScreen``);
+until then the painter keeps what the value pane is to show (``value_target``) and paints
+the rest from the model when they come (``rest_ready``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
 from prose_tui.backends.common.contained import OUTSIDE_RUN
-from prose_tui.model import Backend, Binding, Delta, Frame, Run, RunStatus, TraceLine
+from prose_tui.model import Backend, Binding, Delta, Frame, Run, RunStatus, TraceLine, ValueWindow
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
 from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
 from prose_tui.tui.heap import HeapKeeper
@@ -51,22 +56,18 @@ from prose_tui.tui.widgets.value_viewer import ValueViewer
 PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
          ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
 TRACE, STACK, VALUE = 1, 2, 4
+# The panes whose widgets are composed when first shown (or behind the first screen): the
+# compact layout (80x24) shows the trace and the strip alone at start (issue 33).
+LAZY_PANES = ("history-pane", "stack-pane", "data-pane", "value-pane")
 
 
 @dataclass(frozen=True, slots=True)
 class PaneWidgets:
-    """The widgets the painter draws on, found once when the screen is composed; ``frames``:
-    each pane's container by id (``PANES``), for its border title."""
+    """The widgets the painter draws on at every size, found once when the screen is
+    composed; ``frames``: each pane's container by id (``PANES``), for its border title."""
 
     trace: TraceView
     header: RunHeader
-    stack: CallStackView
-    nodes: NodeTable
-    constructs: Static
-    tree: BindingTree
-    viewer: ValueViewer
-    timeline: Timeline
-    time_summary: Static
     strip: ContextStrip
     status: StatusLine
     frames: dict[str, Widget]
@@ -75,18 +76,36 @@ class PaneWidgets:
     def of(cls, screen: Widget) -> PaneWidgets:
         """The widgets ``ExplorerScreen.compose`` mounted in ``screen``."""
         return cls(trace=screen.query_one(TraceView), header=screen.query_one(RunHeader),
-                   stack=screen.query_one(CallStackView), nodes=screen.query_one(NodeTable),
+                   strip=screen.query_one(ContextStrip), status=screen.query_one(StatusLine),
+                   frames={pane_id: screen.query_one(f"#{pane_id}") for _, pane_id, _ in PANES})
+
+
+@dataclass(frozen=True, slots=True)
+class RestWidgets:
+    """The widgets of ``LAZY_PANES``, once composed (``ExplorerScreen.compose_rest``)."""
+
+    stack: CallStackView
+    nodes: NodeTable
+    constructs: Static
+    tree: BindingTree
+    viewer: ValueViewer
+    timeline: Timeline
+    time_summary: Static
+
+    @classmethod
+    def of(cls, screen: Widget) -> RestWidgets:
+        """The widgets of the lazy panes mounted in ``screen`` (``NoMatches`` before)."""
+        return cls(stack=screen.query_one(CallStackView), nodes=screen.query_one(NodeTable),
                    constructs=screen.query_one("#constructs", Static), tree=screen.query_one(BindingTree),
                    viewer=screen.query_one(ValueViewer), timeline=screen.query_one(Timeline),
-                   time_summary=screen.query_one("#time-summary", Static), strip=screen.query_one(ContextStrip),
-                   status=screen.query_one(StatusLine),
-                   frames={pane_id: screen.query_one(f"#{pane_id}") for _, pane_id, _ in PANES})
+                   time_summary=screen.query_one("#time-summary", Static))
 
 
 class PanesHost(Protocol):
     """What the painter uses of the screen that lays the panes out: the layout (``compact``,
     ``zoomed``, ``active`` pane), the trace's ``breadcrumb``, the status line's
-    ``watcher_state``, why no run is shown (``gone``), the ``heap`` keeper, and
+    ``watcher_state``, whether the lazy panes are there (``rest_composed``), why no run is
+    shown (``gone``), the ``heap`` keeper, ``first_screen_shown`` (a run on screen), and
     ``bring_up`` (a pane an action filled), ``notify``, timers and a worker (the history's)."""
 
     @property
@@ -95,11 +114,14 @@ class PanesHost(Protocol):
     def breadcrumb(self) -> str: ...
     @property
     def watcher_state(self) -> str: ...
+    @property
+    def rest_composed(self) -> bool: ...
     zoomed: bool
     active: int
     heap: HeapKeeper
 
     def gone(self) -> str | None: ...
+    def first_screen_shown(self) -> None: ...
     def bring_up(self, index: int) -> None: ...
     def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
     def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> bool: ...
@@ -126,6 +148,10 @@ class Panes:
         self._history_building = False  # the history being built in a worker
         self._history_again = False  # a change came while it was built: build it again after
         self._widgets: PaneWidgets | None = None
+        self._rest: RestWidgets | None = None
+        # What the value pane shows while it is not composed: its target and the start of
+        # its value as read with a live change (shown when the pane comes).
+        self._value: tuple[Target | None, ValueWindow | None] = (None, None)
         # The strip's binding line per binding version (``_line_key``), read in a worker or
         # taken from a live delta's value window: the UI thread reads no binding for it.
         self._value_lines: dict[tuple[Path, int, int, float | None], str] = {}
@@ -138,6 +164,44 @@ class Panes:
         if self._widgets is None:
             self._widgets = self._find()  # NoMatches while not composed (or torn down)
         return self._widgets
+
+    @property
+    def rest(self) -> RestWidgets | None:
+        """The lazy panes' widgets, ``None`` until they are composed (``LAZY_PANES``)."""
+        if self._rest is None and self.screen.rest_composed:
+            self._rest = RestWidgets.of(self.screen)  # type: ignore[arg-type]
+        return self._rest
+
+    @property
+    def value_target(self) -> Target | None:
+        """What the value pane shows (or will show once composed)."""
+        rest = self.rest
+        return rest.viewer.target if rest is not None else self._value[0]
+
+    def show_value(self, target: Target | None, *, prefetched: ValueWindow | None = None) -> None:
+        """Show ``target`` in the value pane (kept until the pane is composed)."""
+        rest = self.rest
+        if rest is None:
+            self._value = (target, prefetched)
+        else:
+            rest.viewer.show_target(target, prefetched=prefetched)
+
+    def rest_ready(self) -> None:
+        """The lazy panes were just composed: each shows the moment the others show."""
+        rest = self.rest
+        if rest is None:
+            return
+        target, window = self._value
+        self._value = (None, None)
+        if target is not None:
+            rest.viewer.show_target(target, prefetched=window)
+        run, view = self.model.run, self.model.view()
+        if run is None or view is None:
+            return
+        self._stack(view)
+        rest.tree.show(view)
+        rest.timeline.set_events(self.model.nav.events, self.model.nav.position, live=run.status is RunStatus.RUNNING)
+        self._time_summary()
 
     def start(self) -> None:
         """The panes' titles and the status line before anything is read."""
@@ -162,7 +226,7 @@ class Panes:
             self.paint(change)
 
     def _value_shown(self) -> Path | None:
-        target = self.w.viewer.target
+        target = self.value_target
         return target.path if target is not None else None
 
     def paint(self, change: ViewChange) -> None:
@@ -178,29 +242,34 @@ class Panes:
             trace.set_following(touch.follow)
         self._paint_trace(change.trace)
         run, view = change.run, change.view
+        rest = self.rest
         if run is None or view is None:
-            self.w.stack.set_frames([])
-            self.w.tree.set_run(None)
-            self.w.timeline.set_events([], 0)
+            if rest is not None:
+                rest.stack.set_frames([])
+                rest.tree.set_run(None)
+                rest.timeline.set_events([], 0)
             self.w.strip.show(None, None, None, absent=self.absent())
             self.head(None)
             if change.value is not None:
-                self.w.viewer.show_target(None)
+                self.show_value(None)
             return
         if change.stack:
             self._stack(view)
-        self.w.tree.show(view)
-        timeline = self.w.timeline
-        live = run.status is RunStatus.RUNNING  # only a run that may grow turns pages with blank rows
-        if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position
-                                          or timeline.live != live):
-            timeline.set_events(change.events, change.position, live=live)
-        self._time_summary()
+        if rest is not None:
+            rest.tree.show(view)
+            timeline = rest.timeline
+            live = run.status is RunStatus.RUNNING  # only a run that may grow turns pages with blank rows
+            if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position
+                                              or timeline.live != live):
+                timeline.set_events(change.events, change.position, live=live)
+            self._time_summary()
         self.head(run)
         if change.failure_cursor is not None:
             trace.move_cursor(change.failure_cursor)
         if change.value is not None:
             self._paint_value(change.value, run)
+        if run.trace or change.full_read:
+            self.screen.first_screen_shown()  # the lazy panes are composed after its frame
         if change.full_read:
             self.open_on_failure()
             self.model.loaded_run = run.path
@@ -218,16 +287,20 @@ class Panes:
             trace.lines_changed(repaint.rows)  # the same list grew or was re-stated in place
 
     def _paint_value(self, value: ValueChange, run: Run) -> None:
-        viewer = self.w.viewer
-        target = viewer.target
+        target = self.value_target
         # A binding the live worker read with the change is shown without reading it here.
         if value.action == "show":
-            viewer.show_target(binding_target(value.binding, run) if value.binding is not None else None,
-                               prefetched=value.window)
+            self.show_value(binding_target(value.binding, run) if value.binding is not None else None,
+                            prefetched=value.window)
         elif value.action == "reload":
             # The header may have changed length: read the value with the new binding's offset.
             fresh = value.binding if value.binding is not None and target is not None and target.binding else None
-            viewer.reload(target=binding_target(fresh, run) if fresh is not None else None, prefetched=value.window)
+            rest = self.rest
+            if rest is not None:
+                rest.viewer.reload(target=binding_target(fresh, run) if fresh is not None else None,
+                                   prefetched=value.window)
+            elif fresh is not None:
+                self._value = (binding_target(fresh, run), value.window)
 
     def open_on_failure(self) -> None:
         """A failed run seen for the first time opens on its first failure, once its full read
@@ -287,25 +360,30 @@ class Panes:
         self.paint(self.model.repaint(only_bindings=only_bindings))
 
     def _stack(self, view: Run) -> None:
-        stack, nodes, constructs = self.w.stack, self.w.nodes, self.w.constructs
         has_nodes = bool(view.nodes)
-        nodes.display, stack.display = has_nodes, not has_nodes
-        if has_nodes:
-            nodes.set_nodes(view.nodes)
-        elif view.call_stack != stack.frames or not stack.frames:
-            stack.set_frames(view.call_stack)
-        text = Text()
-        for c in view.constructs:
-            text.append(("\n" if text.plain else "") + f"∥ {c.title}", "bold blue")
-            for item in c.items:
-                text.append(f"\n  {item.strip()}", "dim")
-        constructs.display = bool(view.constructs)
-        show_text(constructs, text)
+        rest = self.rest
+        if rest is not None:
+            stack, nodes, constructs = rest.stack, rest.nodes, rest.constructs
+            nodes.display, stack.display = has_nodes, not has_nodes
+            if has_nodes:
+                nodes.set_nodes(view.nodes)
+            elif view.call_stack != stack.frames or not stack.frames:
+                stack.set_frames(view.call_stack)
+            text = Text()
+            for c in view.constructs:
+                text.append(("\n" if text.plain else "") + f"∥ {c.title}", "bold blue")
+                for item in c.items:
+                    text.append(f"\n  {item.strip()}", "dim")
+            constructs.display = bool(view.constructs)
+            show_text(constructs, text)
         pane = self.w.frames["stack-pane"]
         set_border(pane, title=f"Nodes ({len(view.nodes)})" if has_nodes else (
             f"Call stack ({len(view.call_stack)})" + (" · active constructs" if view.constructs else "")))
 
     def _time_summary(self) -> None:
+        rest = self.rest
+        if rest is None:
+            return
         times = [t for t in self.model.statement_times() if t.seconds > 0]
         text = Text(no_wrap=True, overflow="ellipsis")
         if times:
@@ -313,14 +391,14 @@ class Panes:
             for i, t in enumerate(times[:6]):
                 text.append(("  " if i else "") + t.name, "bold" if i == 0 else "")
                 text.append(f" {elapsed(t.seconds)}" + (f"×{t.attempts}" if t.attempts > 1 else ""), "dim")
-        box = self.w.time_summary
+        box = rest.time_summary
         box.display = bool(times)
         show_text(box, text)
 
     def remember_live(self) -> None:
         """Before a history move: keep the live view (trace cursor, follow, value) to restore."""
-        trace, viewer = self.w.trace, self.w.viewer
-        self.model.remember_live(LivePlace(following=trace.following, cursor=trace.cursor, value=viewer.target))
+        trace = self.w.trace
+        self.model.remember_live(LivePlace(following=trace.following, cursor=trace.cursor, value=self.value_target))
 
     def to_moment(self) -> bool:
         """After a history move (panes refreshed): at a past event, the trace cursor on its
@@ -328,7 +406,7 @@ class Panes:
         failure report at a failure; live again, the live view as it was left. True when a
         failure report was put in the value pane."""
         model = self.model
-        trace, viewer = self.w.trace, self.w.viewer
+        trace = self.w.trace
         if model.nav.live:
             place = model.take_live_place()
             if place is None:
@@ -337,7 +415,7 @@ class Panes:
             if not place.following and trace.lines:
                 trace.move_cursor(min(place.cursor, len(trace.lines) - 1))
                 self.screen.call_after_refresh(trace.scroll_to_cursor, center=True)
-            viewer.show_target(place.value)
+            self.show_value(place.value)
             return False
         focus = model.moment_focus()
         if focus is None:
@@ -346,9 +424,9 @@ class Panes:
             self.show_trace_line(focus.line)
         view = model.view()
         if focus.binding is not None and view is not None:
-            viewer.show_target(binding_target(focus.binding, view))
+            self.show_value(binding_target(focus.binding, view))
         else:
-            viewer.show_target(Target("section", focus.title, text=focus.details))
+            self.show_value(Target("section", focus.title, text=focus.details))
         return self.failure_if_any(bring_up=False)
 
     def show_trace_line(self, line: int) -> bool:
@@ -516,8 +594,9 @@ class Panes:
         """The user chose ``binding`` (of ``run``): selected in the tree, its value in the
         value pane; the viewer stops switching to newer writes."""
         self.model.viewer_follows_writes = False
-        self.w.tree.select_binding_path(binding.path)
-        self.w.viewer.show_target(binding_target(binding, run))
+        if (rest := self.rest) is not None:
+            rest.tree.select_binding_path(binding.path)
+        self.show_value(binding_target(binding, run))
 
     def failure_if_any(self, *, bring_up: bool = True) -> bool:
         """On a failure event: its report in the value pane (brought up where hidden) and its
@@ -540,8 +619,8 @@ class Panes:
             index = self.model.trace_index(ctx.statement.line, lines)
             text = lines[index].text.strip() if index is not None else ctx.statement.text.strip()
             statement = (shown, text)
-        self.w.viewer.show_target(Target("section", f"Failure at event {ctx.event.seq}",
-                                       text=failure_markdown(ctx, failures, statement=statement)))
+        self.show_value(Target("section", f"Failure at event {ctx.event.seq}",
+                               text=failure_markdown(ctx, failures, statement=statement)))
         shown = ctx.statement is None or self.show_trace_line(ctx.statement.line) or self.model.unmatched(
             ctx.statement.line)  # a log line no program statement matched: the report quotes it, as logged
         if bring_up:
