@@ -1,0 +1,60 @@
+"""A snapshot run that grows while it is watched (issue 35, item 1): what a rewrite keeps.
+
+A VM rewrites ``state.md`` whole after each statement and the ``## Index`` gains a row per
+statement, so the Index section is new text on every rewrite. Its unchanged rows are
+read from the revision before, not parsed again; what the parser keeps between rewrites
+(headers, trace annotations) is bounded by the run, not by how many rewrites were seen.
+The parse through rewrites always equals a fresh parse of the text (``parse_snapshot``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import prose_tui.backends.filesystem.snapshot_sections as sections
+import prose_tui.backends.filesystem.snapshot_trace as snapshot_trace
+from prose_tui.backends.filesystem.snapshot import parse_snapshot
+from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+
+HEADER = "| Name | Kind | Path | Execution ID |\n|---|---|---|---|\n"
+
+
+def _row(i: int) -> str:
+    return f"| value_{i:04d} | let | bindings/value_{i:04d}.md | (root) |\n"
+
+
+def _state(k: int, rows: str, *, agents: str = "", updated: str | None = None, header: str = HEADER) -> str:
+    trace = "".join(f"let value_{i:04d} = session: worker_{i % 7}".ljust(50) + f"# --> bindings/value_{i:04d}.md\n"
+                    for i in range(k))
+    return (f"# Execution State\n\nrun: 20260301-090000-c0ffee\nprogram: demo.prose\n"
+            f"updated: {updated or f'2026-03-01T09:{k // 60:02d}:{k % 60:02d}Z'}\n\n"
+            f"## Execution Trace\n\n```prose\n{trace}```\n\n"
+            f"## Index\n\n### Bindings\n\n{header}{rows}\n{agents}"
+            "## Call Stack\n\n| execution_id | block | depth | status |\n|---|---|---|---|\n| 1 | main | 0 | executing |\n")
+
+
+def _same_as_a_fresh_parse(text: str, key: object) -> None:
+    got, fresh = parse_snapshot_cached(text, key), parse_snapshot(text)
+    for f in dataclasses.fields(fresh):
+        assert getattr(got, f.name) == getattr(fresh, f.name), f"{f.name} differs from a fresh parse"
+
+
+def test_trace_annotations_kept_are_bounded_by_the_run_not_by_the_lines_ever_written():
+    """A VM that writes a new line on each rewrite (a note, a counter) left every line's
+    annotation in a cache of up to 50,000 lines, kept after the line was gone. Now the
+    annotations kept follow the lines of the revisions kept, and each parse still equals
+    a fresh one."""
+    key = ("test-bounded-annotations", object())
+    base = [f"let v{i} = session: worker".ljust(40) + f"# --> bindings/v{i}.md" for i in range(20)]
+    for k in range(2_000):
+        content = "\n".join(base + [f"let note = session: tick   # <-- EXECUTING (tick {k})"]) + "\n"
+        trace = snapshot_trace.annotate(content, key).trace()
+        if k % 500 == 0:
+            from prose_tui.backends.filesystem.snapshot import parse_trace_lines
+
+            assert trace == parse_trace_lines(content)
+    kept_lines = sum(len(b.raws) for b in snapshot_trace._bases.values())
+    assert len(snapshot_trace._annotations) <= kept_lines + 1_024, \
+        f"{len(snapshot_trace._annotations)} annotations kept for {kept_lines} lines of the kept revisions"
+    ticks = sum(1 for raw, _ in snapshot_trace._annotations if raw.startswith("let note = session: tick"))
+    assert ticks < 1_500, f"{ticks} of 2,000 lines written once are still kept"
