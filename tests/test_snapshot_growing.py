@@ -39,6 +39,67 @@ def _same_as_a_fresh_parse(text: str, key: object) -> None:
         assert getattr(got, f.name) == getattr(fresh, f.name), f"{f.name} differs from a fresh parse"
 
 
+def test_a_growing_index_keeps_its_unchanged_rows_and_reads_only_the_new_one(tmp_path):
+    """The Index of a growing run gains a row per rewrite: the rows it had are the previous
+    revision's row objects (on the old code every row was parsed and made again)."""
+    run = tmp_path / "run"
+    before = parse_snapshot_cached(_state(40, "".join(_row(i) for i in range(40))), run)
+    after = parse_snapshot_cached(_state(41, "".join(_row(i) for i in range(41))), run)
+    assert after == parse_snapshot(_state(41, "".join(_row(i) for i in range(41))))
+    assert len(after.binding_rows) == 41
+    assert all(a is b for a, b in zip(after.binding_rows[:40], before.binding_rows)), \
+        "an unchanged Index row was parsed and made again"
+    assert after.binding_rows[40].get("name") == "value_0040"
+
+
+def test_a_growing_run_parsed_through_its_rewrites_equals_a_fresh_parse_each_time(tmp_path):
+    """Every kind of Index rewrite, one after another under one run: a row added, a row
+    changed in place, rows removed, rows moved, short and long rows, inline markup (then
+    markdown-it reads the table), a renamed column, an Agents table, the same line twice,
+    and back; each revision read through the kept parse equals a fresh parse, field by field."""
+    run = tmp_path / "run"
+    rows = [_row(i) for i in range(30)]
+    agents = "### Agents\n\n| Name | Model |\n|---|---|\n| scout | sonnet |\n\n"
+    revisions = [
+        "".join(rows),
+        "".join(rows + [_row(30)]),
+        "".join(rows[:10] + ["| value_0010 | let | bindings/other.md | 3 |\n"] + rows[11:] + [_row(30)]),
+        "".join(rows[:5] + rows[20:]),
+        "".join(rows[20:] + rows[:5]),
+        "".join(rows[:5] + ["| short | let |\n", "| long | let | a.md | (root) | extra | more |\n"] + rows[5:]),
+        "".join(rows[:5] + ["| `code` | let | *a*.md | (root) |\n"] + rows[5:]),
+        "".join(rows),
+        "".join(rows + [rows[3], rows[3]]),
+        "".join(rows + [rows[3]]),
+        "".join(rows),
+        "",
+        "".join(rows),
+    ]
+    for k, body in enumerate(revisions):
+        _same_as_a_fresh_parse(_state(k, body), run)
+    renamed = "| Binding | Kind | Path | Execution ID |\n|---|---|---|---|\n"
+    _same_as_a_fresh_parse(_state(20, "".join(rows), header=renamed), run)  # same rows, other column names
+    _same_as_a_fresh_parse(_state(21, "".join(rows)), run)
+    _same_as_a_fresh_parse(_state(22, "".join(rows), agents=agents), run)
+    _same_as_a_fresh_parse(_state(23, "".join(rows + [_row(31)]), agents=agents), run)
+    # the same revisions under another key (the journal's replay) and none
+    for key in (("journal", run), None):
+        for k, body in enumerate(revisions):
+            _same_as_a_fresh_parse(_state(k, body), key)
+
+
+def test_a_watched_run_keeps_its_last_headers_not_one_per_rewrite(tmp_path):
+    """The header (``updated:``) changes on every rewrite; the parser kept the last 512
+    headers parsed, each a whole header of its own. Now the last few, however long the run
+    is watched."""
+    run = tmp_path / "run"
+    body = "".join(_row(i) for i in range(3))
+    for k in range(100):
+        parse_snapshot_cached(_state(3, body, updated=f"2031-05-01T{k // 60:02d}:{k % 60:02d}:00Z"), run)
+    held = [head for head in sections._heads if "updated: 2031-05-01T" in head]
+    assert 0 < len(held) <= 16, f"{len(held)} headers of one run held after 100 rewrites"
+
+
 def test_trace_annotations_kept_are_bounded_by_the_run_not_by_the_lines_ever_written():
     """A VM that writes a new line on each rewrite (a note, a counter) left every line's
     annotation in a cache of up to 50,000 lines, kept after the line was gone. Now the
