@@ -128,12 +128,29 @@ def _tables(tokens: list[Token]) -> list[Table]:
     return tables
 
 
-def parse_document(text: str) -> Document:
+@dataclass(slots=True)
+class TableRows:
+    """Pipe-table body rows by their line as written, for a text parsed again after a
+    rewrite (a snapshot's ``## Index``, a row more per statement): ``before`` holds the rows
+    of the text parsed last, ``now`` receives this text's. A row whose line is in ``before``
+    (with as many columns) is that row's cells list itself, neither split nor stripped
+    again. Only the plain-text reader uses them; ``now`` stays empty when the text needs
+    markdown-it. Values: ``(column count, cells, column count less the cells the line has)``."""
+
+    before: dict[str, tuple[int, list[str], int]] = field(default_factory=dict)
+    now: dict[str, tuple[int, list[str], int]] = field(default_factory=dict)
+
+
+def parse_document(text: str, rows: TableRows | None = None) -> Document:
     """Split Markdown into title, preamble and ``##``/``###`` sections.
 
-    Never raises on any text; text with no headings is all preamble.
+    Never raises on any text; text with no headings is all preamble. ``rows``: table
+    rows known from the text parsed before it (see :class:`TableRows`); the document is the
+    same with or without them.
     """
-    plain = _plain_document(text)
+    plain = _plain_document(text, rows)
+    if plain is None and rows is not None:
+        rows.now.clear()
     return plain if plain is not None else markdown_it_document(text)
 
 
@@ -272,10 +289,11 @@ def _aligns(line: str) -> int | None:
     return count
 
 
-def _plain_table(lines: list[str], at: int) -> tuple[Table, int] | None:
+def _plain_table(lines: list[str], at: int, known: TableRows | None = None) -> tuple[Table, int] | None:
     """The pipe table starting at ``lines[at]`` and the index after it, or ``None`` when it
     is not one whose every line starts with ``|`` and every cell is plain text (its own
-    text: no backslash, no inline markup)."""
+    text: no backslash, no inline markup). ``known``: rows of the text parsed before,
+    reused by line (see :class:`TableRows`)."""
     if at + 1 >= len(lines):
         return None
     count = _aligns(lines[at + 1])
@@ -285,22 +303,30 @@ def _plain_table(lines: list[str], at: int) -> tuple[Table, int] | None:
     end = at + 2
     while end < len(lines) and lines[end].startswith("|"):
         end += 1
-    # One search over the whole table: a cell's edges are pipes, so "_" inside a word is
-    # told from "_" at a cell's edge as well as cell by cell.
-    if _INLINE.search("\n".join(lines[at:end])):
+    before = known.before if known is not None else {}
+    # A line's edges are pipes, so "_" inside a word is told from "_" at a cell's edge line
+    # by line as well as over the whole table; a known row's line was searched when it was
+    # first read.
+    if _INLINE.search(lines[at]) or _INLINE.search(lines[at + 1]) or \
+            any(_INLINE.search(line) for line in lines[at + 2:end] if line not in before):
         return None
     rows: list[list[str]] = []
     missing = 0
     for line in lines[at + 2:end]:
-        cells = _cells(line)
-        missing += count - len(cells)
+        row = before.get(line)
+        if row is None or row[0] != count:
+            cells = _cells(line)
+            row = (count, [c.strip() for c in cells[:count]] + [""] * (count - len(cells)), count - len(cells))
+        missing += row[2]
         if missing > _MAX_AUTOCOMPLETED:
             return None
-        rows.append([c.strip() for c in cells[:count]] + [""] * (count - len(cells)))
+        if known is not None:
+            known.now[line] = row
+        rows.append(row[1])
     return Table([c.strip() for c in header], rows), end
 
 
-def _plain_document(text: str) -> Document | None:
+def _plain_document(text: str, known: TableRows | None = None) -> Document | None:
     """``text`` as :func:`parse_document` gives it, read line by line, or ``None`` when it
     has any line whose block structure needs markdown-it: a fence, indented or quoted text,
     HTML, a rule or setext underline, a table not after a blank line or heading or with
@@ -330,7 +356,7 @@ def _plain_document(text: str) -> Document | None:
         if first == "|":
             if not after_block:
                 return None  # a paragraph's next line: markdown-it may read it either way
-            found = _plain_table(lines, i)
+            found = _plain_table(lines, i, known)
             if found is None:
                 return None
             table, end = found

@@ -609,6 +609,14 @@ def _link_event_bindings(run: Run) -> None:
             line.binding = binding.path.relative_to(run.path).as_posix()
 
 
+# Per run read lately, the paths of the missing bindings its last Index named (a Path is
+# immutable, so shared): a rewrite does not make them again. Issue 35: a growing run's 600
+# new paths per rewrite, each part interned by pathlib, churned CPython's interned-string
+# table and arenas (about 1 MB of RSS per 1,000 rewrites). Bounded by the runs' Index rows.
+_INDEX_PATHS: dict[Path, dict[str, Path]] = {}
+_INDEX_PATH_RUNS = 16
+
+
 def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: Path) -> list[Binding]:
     """Files on disk, plus Index rows whose file is missing (``exists=False``).
 
@@ -620,6 +628,8 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
         return found
     by_path = {os.path.normpath(b.path): b for b in found}
     base = os.fspath(run_dir)  # joined as strings: a Path per row was a third of the merge
+    known = _INDEX_PATHS.pop(run_dir, {})
+    paths: dict[str, Path] = {}
     for listed, row in enumerate(snap.binding_rows):  # the Index's order is the run's (Binding.listed)
         name = row.get("name") or ""
         rel = row.get("path") or f"bindings/{name}.md"
@@ -629,13 +639,17 @@ def _merge_bindings(found: list[Binding], snap: SnapshotState | None, run_dir: P
         if binding is None:
             eid_text = row.get("execution id", "execution_id") or ""
             eid = int(m.group(0)) if (m := re.search(r"\d+", eid_text)) else None
-            missing = Binding(name=name, path=run_dir / rel, kind=kind, execution_id=eid, exists=False,
+            where = paths[rel] = known.get(rel) or run_dir / rel
+            missing = Binding(name=name, path=where, kind=kind, execution_id=eid, exists=False,
                               warning="named in the Index but its file does not exist (yet)")
             binding = missing if lexically_inside(path, run_dir) else outside_binding(missing)
             found.append(binding)
         elif binding.kind is None and kind:
             binding.kind = kind
         binding.listed = listed
+    while len(_INDEX_PATHS) >= _INDEX_PATH_RUNS:
+        del _INDEX_PATHS[next(iter(_INDEX_PATHS))]  # the run read longest ago
+    _INDEX_PATHS[run_dir] = paths
     return found
 
 

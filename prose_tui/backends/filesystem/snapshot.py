@@ -158,10 +158,14 @@ def read_constructs(block: Block | None) -> list[ActiveConstruct]:
     return out
 
 
-def read_index(block: Block | None) -> tuple[list[IndexRow], list[IndexRow]]:
+def read_index(block: Block | None,
+               row_of: Callable[[list[str], list[str]], IndexRow] | None = None) -> tuple[list[IndexRow], list[IndexRow]]:
     """The ``## Index`` section (seeds/filesystem.md): ``(binding rows, agent rows)`` from
     the tables of its ``### Bindings`` and ``### Agents`` subsections (any columns; rows
-    without a name are skipped)."""
+    without a name are skipped). ``row_of(keys, cells)`` makes a row from a table's
+    lower-cased header and one body row's cells (default: a new :class:`IndexRow`, as
+    ``Table.records`` gives; the cached parser of :mod:`.snapshot_sections` passes one that
+    reuses the previous revision's unchanged rows)."""
     bindings: list[IndexRow] = []
     agents: list[IndexRow] = []
     if block is None:
@@ -169,11 +173,19 @@ def read_index(block: Block | None) -> tuple[list[IndexRow], list[IndexRow]]:
     for child in block.children:
         target = agents if child.title.lower().startswith("agent") else bindings
         for table in child.tables:
-            for rec in table.records():
-                row = IndexRow(rec)
-                if row.get("name"):
-                    target.append(row)
+            if row_of is None:
+                rows = [IndexRow(rec) for rec in table.records()]
+            else:
+                keys = [h.strip().lower() for h in table.header]
+                rows = [row_of(keys, cells) for cells in table.rows]
+            target.extend(row for row in rows if row.get("name"))
     return bindings, agents
+
+
+def index_row(keys: list[str], cells: list[str]) -> IndexRow:
+    """One Index table row: ``cells`` keyed by the table's lower-cased header ``keys``
+    (missing cells empty), as ``Table.records`` keys them."""
+    return IndexRow({k: (cells[i] if i < len(cells) else "") for i, k in enumerate(keys)})
 
 
 def _int(value: str | None) -> int | None:

@@ -24,9 +24,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from prose_tui.backends.common.markdown import Block, Document, Fence, parse_document
+from prose_tui.backends.common.markdown import Block, Document, Fence, TableRows, parse_document
 from prose_tui.backends.filesystem.snapshot import (
     IndexRow,
+    index_row,
     SnapshotState,
     other_sections,
     parse_snapshot,
@@ -52,7 +53,10 @@ _TRACE_TITLES = ("execution trace", "trace")
 _CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\n?$")
 _INDEX_HEADING = re.compile(r" {0,3}##[ \t]+index", re.IGNORECASE)
 
-_KEEP = 512  # whole-text heads kept (the text before the first ## heading: title, header)
+# Heads kept (the text before the first ## heading: title, header): the last few revisions'.
+# A head changes on every rewrite (its updated: line) and is quick to parse; 512 kept held
+# 512 past headers of a watched run (issue 35).
+_HEADS_KEPT = 16
 # Section parses are kept for the last revision parsed under each key (a run folder, the
 # journal's replay of one, None), for this many keys: the next revision reuses the sections
 # it shares with the one before, and a section no kept revision has is dropped at once. A
@@ -66,10 +70,14 @@ _TEXTS_KEPT = 2  # whole texts parsed lately: the journal's replay asks again fo
 @dataclass(slots=True)
 class _Parsed:
     """What one section text gave: its Markdown block (``None``: not one clean section)
-    and, once asked for, its Index rows."""
+    and, once asked for, its Index rows. An Index section also keeps, for the next
+    revision's Index, its table rows by line (``rows``) and the :class:`IndexRow` made of
+    each row's cells (``made``: ``id(cells) -> (cells, keys, row)``)."""
 
     block: Block | None
     index: tuple[list[IndexRow], list[IndexRow]] | None = None
+    rows: dict[str, tuple[int, list[str], int]] | None = None
+    made: dict[int, tuple[list[str], list[str], IndexRow]] | None = None
 
 
 _blocks: dict[str, _Parsed] = {}  # section text -> its parse, while a kept revision has it
@@ -121,7 +129,7 @@ def split_sections(text: str) -> tuple[str, list[str]] | None:
     return text[:starts[0]], [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def _remember(cache: OrderedDict, key, value, keep: int = _KEEP):
+def _remember(cache: OrderedDict, key, value, keep: int):
     cache[key] = value
     cache.move_to_end(key)
     while len(cache) > keep:
@@ -129,17 +137,51 @@ def _remember(cache: OrderedDict, key, value, keep: int = _KEEP):
     return value
 
 
-def _section(section: str, seen: dict[str, _Parsed]) -> _Parsed:
+def _section(section: str, seen: dict[str, _Parsed], key: object = None) -> _Parsed:
     """The parse of one ``##`` section, from the kept revisions' sections or parsed now;
-    ``seen`` collects this revision's (kept by :func:`_keep_sections` once it is parsed)."""
+    ``seen`` collects this revision's (kept by :func:`_keep_sections` once it is parsed).
+    A new ``## Index`` is read against the Index of the last revision parsed under ``key``:
+    its unchanged rows are that revision's rows (cells and :class:`IndexRow`), not parsed
+    again (a growing run's Index gains a row per rewrite; issue 35)."""
     with _lock:
         hit = seen.get(section) or _blocks.get(section)
-    if hit is None:
-        doc = parse_document(section)
-        block = doc.sections[0] if len(doc.sections) == 1 and not any(ln.strip() for ln in doc.preamble) else None
-        hit = _Parsed(block)
+    if hit is not None:
+        seen[section] = hit
+        return hit
+    index = _INDEX_HEADING.match(section) is not None
+    before = _previous_index(key) if index else None
+    rows = TableRows((before.rows if before is not None else None) or {}) if index else None
+    doc = parse_document(section, rows)
+    block = doc.sections[0] if len(doc.sections) == 1 and not any(ln.strip() for ln in doc.preamble) else None
+    hit = _Parsed(block)
+    if index and block is not None:
+        hit.rows = rows.now if rows is not None and rows.now else None
+        hit.made = {}
+        hit.index = read_index(block, _row_maker(hit.made, before.made if before is not None else None))
     seen[section] = hit
     return hit
+
+
+def _previous_index(key: object) -> _Parsed | None:
+    """The ``## Index`` parse of the last revision kept under ``key``, if it had one."""
+    with _lock:
+        for section in _revisions.get(key, ()):
+            if _INDEX_HEADING.match(section):
+                return _blocks.get(section)
+    return None
+
+
+def _row_maker(made: dict[int, tuple[list[str], list[str], IndexRow]],
+               before: dict[int, tuple[list[str], list[str], IndexRow]] | None):
+    """``read_index``'s ``row_of``: the previous Index's row when a table row is the same
+    cells list (an unchanged line, see ``markdown.TableRows``) under the same header;
+    records every row made in ``made``."""
+    def row_of(keys: list[str], cells: list[str]) -> IndexRow:
+        known = before.get(id(cells)) if before else None
+        row = known[2] if known is not None and known[0] is cells and known[1] == keys else index_row(keys, cells)
+        made[id(cells)] = (cells, keys, row)
+        return row
+    return row_of
 
 
 def _keep_sections(key: object, seen: dict[str, _Parsed]) -> None:
@@ -279,7 +321,7 @@ def _parse_sections(text: str, head: str, sections: list[str], key: object,
                 continue
         if not with_index and _INDEX_HEADING.match(section):
             continue  # left for the full read (every section titled Index..., as doc.section matches)
-        p = _section(section, seen)
+        p = _section(section, seen, key)
         if p.block is None:
             return parse_snapshot(text)
         parsed[id(p.block)] = p
@@ -292,7 +334,7 @@ def _parse_sections(text: str, head: str, sections: list[str], key: object,
             return parse_snapshot(text)
         cached = (doc.title, doc.preamble)
         with _lock:
-            _remember(_heads, head, cached)
+            _remember(_heads, head, cached, _HEADS_KEPT)
     title, preamble = cached
     doc = Document(title, list(preamble), blocks)
     state = SnapshotState(title=doc.title, header=read_header(doc))

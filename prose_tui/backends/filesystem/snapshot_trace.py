@@ -26,11 +26,17 @@ from operator import is_not, ne
 from prose_tui.backends.common.annotations import split_annotation
 from prose_tui.model import TraceLine
 
-_LINES_KEPT = 50_000  # annotations kept by (raw line, in-string state)
 _BASES_KEPT = 16  # previous revisions kept (one per run parsed lately; each holds its raw lines)
+# Annotations kept by (raw line, in-string state), newest last: as many as the kept
+# revisions have lines, and this many more (lines a VM wrote once, e.g. an executing
+# marker that moved on). Bounded by the runs, not by how long they were watched: a fixed
+# 50,000 held ~20 MB of lines a long-watched VM had written once (issue 35).
+_LINES_SPARE = 256
+_LINES_KEPT = 50_000  # and never more than this
 
 _annotations: OrderedDict[tuple[str, bool], tuple] = OrderedDict()
 _bases: OrderedDict[object, TraceParse] = OrderedDict()
+_base_lines = 0  # lines of the revisions in _bases
 _lock = threading.Lock()
 
 
@@ -58,12 +64,14 @@ def _annotate(raw: str, in_string: bool, number: int) -> tuple[TraceLine, bool]:
     key = (raw, in_string)
     with _lock:
         hit = _annotations.get(key)
+        if hit is not None:
+            _annotations.move_to_end(key)
     if hit is None:
         ann, after = split_annotation(raw, in_string)
         hit = (ann.text, ann.state, ann.note, ann.binding, ann.attempt, ann.max_attempts, after)
         with _lock:
             _annotations[key] = hit
-            if len(_annotations) > _LINES_KEPT:
+            if len(_annotations) > min(_base_lines + _LINES_SPARE, _LINES_KEPT):
                 _annotations.popitem(last=False)
     text, state, note, binding, attempt, max_attempts, after = hit
     return TraceLine(line=number, text=text, state=state, note=note, binding=binding, attempt=attempt,
@@ -150,11 +158,16 @@ def annotate(content: str, key: object = None) -> TraceParse:
         parsed = _same_length(raws, base)
     else:
         parsed = _reshaped(raws, base)
+    global _base_lines
     with _lock:
+        replaced = _bases.get(key)
         _bases[key] = parsed
         _bases.move_to_end(key)
+        _base_lines += len(raws) - (len(replaced.raws) if replaced is not None else 0)
         while len(_bases) > _BASES_KEPT:
-            _bases.popitem(last=False)
+            _base_lines -= len(_bases.popitem(last=False)[1].raws)
+        while len(_annotations) > min(_base_lines + _LINES_SPARE, _LINES_KEPT):
+            _annotations.popitem(last=False)  # a run dropped or shorter: its lines go too
     return parsed
 
 
