@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_helpers import make_app, wait_until
+from app_helpers import make_app, settled, wait_until
 from as_a_user import CANNOT_DROP
 from test_hostile import RUN_ID, SIZE, make_run, screen_text, state_md, watched
 from test_live_faults import head_text, reads_as_a_user, trace_text, writer  # noqa: F401  (a fixture)
