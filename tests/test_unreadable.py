@@ -102,6 +102,7 @@ async def test_the_tui_lists_and_heads_an_unreadable_run_as_unreadable(project, 
         run_list = app.explorer.query_one(RunList)
         await wait_until(pilot, lambda: {r.id for r in run_list.runs} >= {READABLE, NO_STATE, NO_FOLDER},
                          what="all three runs in the list")
+        await settled(pilot)  # every row read, not its placeholder (listed at once, status unknown)
         shown = {r.id: r for r in run_list.runs}
         assert shown[NO_STATE].status == "unreadable" and shown[NO_FOLDER].status == "unreadable"
         await wait_until(pilot, lambda: screen_text(app).count("! 20260301-1") >= 2, what="the rows marked unreadable (!)")
