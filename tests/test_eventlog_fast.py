@@ -19,6 +19,7 @@ import pytest
 from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_live_tail import _log_key  # one field-by-field key for the log parses both files compare
 
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
@@ -71,16 +72,6 @@ def _assert_same(lines) -> int:
 
 def _state_files(root: Path) -> list[Path]:
     return sorted(p for name in ("state.md", "vm.log.md") for p in root.rglob(name) if p.is_file())
-
-
-def _log_key(log) -> tuple:
-    return (
-        [(e.seq, e.kind, e.text, e.time, e.step, e.name, e.status, e.line, e.execution_id) for e in log.events],
-        [(t.line, t.text, t.state, t.note, t.attempt, t.max_attempts, t.step) for t in log.trace],
-        [(f.execution_id, f.block, f.depth, f.status, f.parent_id) for f in log.call_stack],
-        log.header, log.program, log.run_id, log.status, log.ended, log.errored, log.error_message,
-        log.warnings, log.bindings, log.bullet_status,
-    )
 
 
 def _assert_chunked_parse_is_whole(path: Path, data: bytes, chunk: int) -> None:
