@@ -41,13 +41,40 @@ def binding_of_event(event: Event, bindings: Sequence[Binding]) -> Binding | Non
     return None
 
 
+def _add(table: dict, key: object, n: int) -> None:
+    """Append position ``n`` to ``table[key]``: one int while there is one (most names end
+    one statement), an ``array`` of them from the second on."""
+    held = table.get(key)
+    if held is None:
+        table[key] = n
+    elif isinstance(held, int):
+        table[key] = array("q", (held, n))
+    else:
+        held.append(n)
+
+
+def _pick(held: int | array[int] | None, limit: int, first: bool) -> int:
+    """The earliest (``first``) or latest position in ``held`` below ``limit``; -1 for none."""
+    if held is None:
+        return -1
+    if isinstance(held, int):
+        return held if held < limit else -1
+    stop = bisect_left(held, limit)
+    if not stop:
+        return -1
+    return held[0] if first else held[stop - 1]
+
+
 class EventIndex:
     """A run's events indexed by what they wrote, for :func:`write_order`.
 
-    ``ends``: a statement's name -> the positions (0-based, ascending) of the
-    ``statement_completed``/``statement_failed`` events named so (an event log's
-    ``5-> linus ✓``); ``written``: the positions of ``binding_written`` events (narration,
-    journals), matched to bindings lazily and kept while the bindings are the same.
+    Statement ends (``statement_completed``/``statement_failed``, an event log's
+    ``5-> linus ✓``) by name: ``unscoped`` for those without an execution id, ``scoped`` by
+    (name, execution id) for the others, with ``scopes`` naming the execution ids seen per
+    name; ``written``: the positions of ``binding_written`` events (narration, journals),
+    matched to bindings lazily and kept while the bindings are the same. Positions are
+    0-based and ascending; a key with one position holds the int (a log whose every step has
+    its own name costs about 100 bytes an event, not 370).
 
     An index covers ``size`` events of the list it was built from and answers for any list
     that holds the same first ``size`` events (the same objects) or a prefix of them: the
@@ -57,16 +84,17 @@ class EventIndex:
     gets a new index.
     """
 
-    __slots__ = ("events", "size", "head", "last", "ends", "scoped", "written", "_matched_for", "_matched",
-                 "_looked")
+    __slots__ = ("events", "size", "head", "last", "unscoped", "scoped", "scopes", "written", "_matched_for",
+                 "_matched", "_looked")
 
     def __init__(self, events: list[Event]) -> None:
         self.events = events
         self.size = 0
         self.head: Event | None = None
         self.last: Event | None = None
-        self.ends: dict[str, array[int]] = {}
-        self.scoped: dict[tuple[str, int | None], array[int]] = {}  # the same, by name and execution id
+        self.unscoped: dict[str, int | array[int]] = {}
+        self.scoped: dict[tuple[str, int], int | array[int]] = {}
+        self.scopes: dict[str, int | set[int]] = {}  # a name's execution ids: one int, a set from the second
         self.written: array[int] = array("q")
         self._matched_for: list[Binding] | None = None  # the bindings ``_matched`` was made for
         self._matched: list[tuple[int, int]] = []  # (position, binding index) per written event matched
@@ -88,22 +116,26 @@ class EventIndex:
     def extend(self, events: list[Event]) -> None:
         """Index ``events[self.size:]`` (``events`` continues the list indexed) and follow
         ``events`` from now on."""
-        ends, scoped, written = self.ends, self.scoped, self.written
+        unscoped, scoped, scopes, written = self.unscoped, self.scoped, self.scopes, self.written
         for n in range(self.size, len(events)):
             event = events[n]
             kind = event.kind
             if kind is EventKind.BINDING_WRITTEN:
                 written.append(n)
-            elif kind in _STATEMENT_ENDS and event.name:
-                at = ends.get(event.name)
-                if at is None:
-                    at = ends[event.name] = array("q")
-                at.append(n)
-                scope = (event.name, event.execution_id)
-                at = scoped.get(scope)
-                if at is None:
-                    at = scoped[scope] = array("q")
-                at.append(n)
+            elif kind in _STATEMENT_ENDS and (name := event.name):
+                eid = event.execution_id
+                if eid is None:
+                    _add(unscoped, name, n)
+                else:
+                    _add(scoped, (name, eid), n)
+                    seen = scopes.get(name)
+                    if seen is None:
+                        scopes[name] = eid
+                    elif isinstance(seen, int):
+                        if seen != eid:
+                            scopes[name] = {seen, eid}
+                    else:
+                        seen.add(eid)
         self.events = events
         if events:
             self.head = events[0]
@@ -116,19 +148,20 @@ class EventIndex:
         or statement end named like it (in its execution id, or without one) or like its
         contract service (any execution id); bindings no event places are absent."""
         order: dict[int, int] = {}
+        unscoped, scoped, scopes = self.unscoped, self.scoped, self.scopes
         for i, b in enumerate(bindings):
             best = -1
             for key in {b.name, b.service or b.name}:
-                if b.service == key:
-                    found: tuple[array[int] | None, ...] = (self.ends.get(key),)
-                else:
-                    found = (self.scoped.get((key, b.execution_id)),
-                             self.scoped.get((key, None)) if b.execution_id is not None else None)
-                for at in found:
-                    if at and (stop := bisect_left(at, limit)):
-                        n = at[0] if first else at[stop - 1]
-                        if best < 0 or (n < best if first else n > best):
-                            best = n
+                found = [_pick(unscoped.get(key), limit, first)]
+                if b.service == key:  # a contract's service: its statement in any scope
+                    eids = scopes.get(key, ())
+                    found += [_pick(scoped.get((key, eid)), limit, first)
+                              for eid in ((eids,) if isinstance(eids, int) else eids)]
+                elif b.execution_id is not None:
+                    found.append(_pick(scoped.get((key, b.execution_id)), limit, first))
+                for n in found:
+                    if n >= 0 and (best < 0 or (n < best if first else n > best)):
+                        best = n
             if best >= 0:
                 order[i] = best
         if self.written:
