@@ -17,6 +17,7 @@ from pathlib import Path
 from app_helpers import make_app, settled, wait_until
 
 from prose_tui.backends.filesystem import backend as backend_module
+from prose_tui.live.workspace import Workspace
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.node_table import NodeTable
@@ -77,22 +78,40 @@ def _held_reads(monkeypatch) -> threading.Event:
     return release
 
 
+def _held_listing(monkeypatch) -> threading.Event:
+    """The start-up listing of runs waits until the event is set: the run list stays empty."""
+    release = threading.Event()
+    discover = Workspace.discover
+
+    def held_discover(self):
+        release.wait()
+        return discover(self)
+
+    monkeypatch.setattr(Workspace, "discover", held_discover)
+    return release
+
+
 async def test_a_hidden_pane_asked_for_before_the_first_screen_is_composed_then_and_takes_its_keys(tmp_path, monkeypatch):
     _run(tmp_path)
     release = _held_reads(monkeypatch)
+    listing = _held_listing(monkeypatch)
     app = make_app(tmp_path)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             explorer = app.explorer
             await wait_until(pilot, lambda: explorer.query(TraceView), what="the explorer composed")
             assert _hidden_mounted(explorer) == []
-            await pilot.press("4")  # the bindings pane, no run read yet: composed now
+            await pilot.press("4")  # the bindings pane, no run listed yet: composed now
             await wait_until(pilot, lambda: explorer.query(BindingTree) and explorer.query_one(BindingTree).has_focus,
                              what="the bindings pane composed and focused")
             assert explorer.active == 3 and explorer.query_one("#data-pane").display
+            # The run is listed, then read: the start-up reads leave the pane the user chose.
+            listing.set()
+            await wait_until(pilot, lambda: explorer.run_list.runs, what="the run listed")
             assert explorer.current_run is None or not explorer.current_run.trace  # listed, not read
             release.set()
             await settled(pilot)
+            assert explorer.active == 3 and explorer.query_one(BindingTree).has_focus
             tree = explorer.query_one(BindingTree)  # the same widget, now showing the run read
             assert "Bindings (20)" in str(tree.root.children[0].label)
             await pilot.press("6")  # the history: its events, as the model holds them
@@ -100,6 +119,7 @@ async def test_a_hidden_pane_asked_for_before_the_first_screen_is_composed_then_
             await wait_until(pilot, lambda: timeline.has_focus, what="the history pane focused")
             assert len(timeline.events) == len(explorer.nav.events) > 0
     finally:
+        listing.set()
         release.set()
 
 

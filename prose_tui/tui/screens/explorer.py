@@ -122,6 +122,7 @@ class ExplorerScreen(Screen[None]):
         self._when_rest: list[Callable[[], object]] = []  # called once they are ready
         self._rest_after_frame = False  # their compose waits for the first screen's frame
         self._focus_when_ready: int | None = None  # a lazy pane activated while composed
+        self._pane_chosen = False  # the user picked a pane (a key, a click): start-up reads leave it
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
@@ -410,6 +411,18 @@ class ExplorerScreen(Screen[None]):
         if focus:
             self._focus_active()
 
+    def activate_for_start(self, index: int) -> None:
+        """Make pane ``index`` active because a start-up read found where the run is (its
+        trace, the run list while none is there), unless the user already picked a pane:
+        a key typed before the first run is read keeps its pane and its focus."""
+        if not self._pane_chosen:
+            self.activate(index)
+
+    def _choose(self, index: int) -> None:
+        """The user picked pane ``index`` (a key, a click): it stays active across start-up reads."""
+        self._pane_chosen = True
+        self.activate(index)
+
     def _focus_active(self) -> None:
         """Focus the active pane's widget (a lazy pane's once it is composed)."""
         widget = self._pane_widget(self.active)
@@ -434,7 +447,7 @@ class ExplorerScreen(Screen[None]):
                 return
 
     def on_pane_bar_pane_clicked(self, event: PaneBar.PaneClicked) -> None:
-        self.activate(event.index)
+        self._choose(event.index)
 
     def bring_up(self, index: int) -> None:
         """Show pane ``index`` because an action filled it (only needed where it is hidden)."""
@@ -547,10 +560,10 @@ class ExplorerScreen(Screen[None]):
 
     # -- actions ----------------------------------------------------------------------------------------
     def action_cycle_pane(self, step: int) -> None:
-        self.activate(self.active + step)
+        self._choose(self.active + step)
 
     def action_pane(self, index: int) -> None:
-        self.activate(index)
+        self._choose(index)
 
     def action_zoom(self) -> None:
         self.zoomed = not self.zoomed
@@ -646,7 +659,7 @@ class ExplorerScreen(Screen[None]):
         (1) away. A rescan leaves the focus where the user put it."""
         self._layout()
         if first:
-            self.activate(TRACE)
+            self.activate_for_start(TRACE)
             # Settled once the lazy panes are there too: a key for any pane then finds it.
             self.when_rest_composed(lambda: self.call_after_refresh(self._settled), after_frame=True)
 

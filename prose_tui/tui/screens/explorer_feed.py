@@ -41,13 +41,13 @@ from prose_tui.tui.widgets.run_list import RunList
 class FeedHost(LiveHost, PollHost, Protocol):
     """What the feed uses of the screen it reads runs for: what its live feed and poll use
     (``LiveHost``, ``PollHost``), the UI loop from its readers (``app.call_from_thread``),
-    and the layout's ``activate`` (a pane), ``fit_widths`` and ``runs_read`` (after a read
+    and the layout's ``activate_for_start`` (a pane, unless the user picked one), ``fit_widths`` and ``runs_read`` (after a read
     of the list)."""
 
     @property
     def app(self) -> App[Any]: ...
 
-    def activate(self, index: int, *, focus: bool = ...) -> None: ...
+    def activate_for_start(self, index: int) -> None: ...
     def fit_widths(self, *, programs_known: bool = ...) -> None: ...
     def runs_read(self, *, first: bool) -> None: ...
 
@@ -284,7 +284,7 @@ class RunFeed:
             # that fill the list, not in those after the run is on screen, when a first
             # live change may be waiting for the UI.
             self._activated = True
-            self.screen.activate(TRACE)
+            self.screen.activate_for_start(TRACE)
 
     def _rows_read(self, runs: list[Run], *, last: bool = False) -> None:
         """Rows of runs just read; ``last``: every run found on disk is read now."""
@@ -308,7 +308,7 @@ class RunFeed:
         run_list = self.screen.run_list
         if not run_list.runs:
             run_list.set_runs([run], clock=self.workspace.clock)
-            self.screen.activate(1)
+            self.screen.activate_for_start(1)
         self.panes.show_run(run)
 
     def _scanned(self, runs: list[Run]) -> None:
@@ -339,7 +339,7 @@ class RunFeed:
         first = bool(runs) and not self._found_runs  # the first read to find runs: to the trace
         self._found_runs = self._found_runs or bool(runs)
         if not self._activated and not runs:
-            screen.activate(0)  # nothing to show but the run list (waiting for a run)
+            screen.activate_for_start(0)  # nothing to show but the run list (waiting for a run)
         self._activated = True
         if self.live is not None:
             self.live.start()
