@@ -91,7 +91,6 @@ async def test_a_following_trace_turns_a_page_past_the_bottom_and_paints_only_ne
             assert any(f"value_{i} " in "".join(t for t, _ in row) for row in shown)
             assert shown == await _repainted_whole(pilot, trace), f"append {i}: the rows differ from a full repaint"
         assert 1 <= turns <= 4, f"{turns} scrolls for 12 appends: following turns pages, not rows"
-        assert trace._memo.reused > 12
 
 
 async def test_the_timeline_keeps_rows_whose_event_stayed_and_shows_what_a_full_repaint_shows():

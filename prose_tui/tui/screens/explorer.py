@@ -55,6 +55,7 @@ from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.key_footer import KeyFooter
 from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
+from prose_tui.tui.widgets.repaint import repaint_regions_only
 from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
 from prose_tui.tui.widgets.search_bar import SearchBar
@@ -105,6 +106,7 @@ class ExplorerScreen(Screen[None]):
     def __init__(self, workspace: Workspace, *, watch: bool = True, initial: Path | None = None,
                  journal: Journal | None = None) -> None:
         super().__init__()
+        repaint_regions_only(self)  # a live change's frame paints the rows it changed (issue 33)
         self.workspace = workspace
         self.model = ExplorerModel(journal, workspace=workspace)  # its follow_on_start is the app's, set on mount
         self.active = TRACE

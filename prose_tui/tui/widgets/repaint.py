@@ -15,16 +15,23 @@ helpers here ask for a layout only when the widget's size really changes:
   content (not ``height: auto``) gets the new scrollable size and updated scrollbars
   without a layout (a scrollbar appearing or going still lays out, by Textual's reactive);
 * ``set_border(widget, title=..., subtitle=...)``: assigns only what changed.
+
+``repaint_regions_only(screen)`` gives a screen a compositor that, for a partial update,
+asks each widget for the rows the update repaints within it, not for the rows of the box
+around every region repainted (see ``RegionCompositor``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import count
 from math import ceil
 from typing import Any
 
 from rich.console import RenderableType
+from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region, Size
+from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
@@ -85,9 +92,11 @@ def _same(a: object, b: object) -> bool:
         return False
 
 
-def set_virtual_size(view: Widget, size: Size) -> None:
+def set_virtual_size(view: Widget, size: Size, *, repaint: bool = True) -> None:
     """Give a scroll view its new scrollable ``size`` without a screen-wide layout when its
-    own size does not depend on it (see the module doc)."""
+    own size does not depend on it (see the module doc). ``repaint=False``: the view's rows
+    are left as painted (the caller repaints those that changed; a scroll the new size
+    forces repaints the view itself), only the scrollbars are redrawn."""
     if size == view.virtual_size:
         return
     styles = view.styles
@@ -97,7 +106,8 @@ def set_virtual_size(view: Widget, size: Size) -> None:
         return
     view.set_reactive(Widget.virtual_size, size)
     view._scroll_update(size)  # scrollbars, and the scroll offset kept within the new size
-    view.refresh()
+    if repaint:
+        view.refresh()
 
 
 def set_border(widget: Widget, *, title: str | None = _UNSET, subtitle: str | None = _UNSET) -> None:
@@ -255,3 +265,57 @@ class QuietScrollbars:
             widget._vertical_scrollbar = bar
             widget.app._start_widget(widget, bar)  # as Textual's own property does
         return widget._vertical_scrollbar
+
+
+class RegionCompositor(Compositor):
+    """Textual's compositor, with a partial update that paints only what it repaints.
+
+    For a partial update Textual takes the box around every region repainted (a live
+    change: the run header's row at the top of a 200x50 screen, two trace rows, the
+    timeline's rows near the bottom, a row of the bindings tree on the right) and asks
+    every widget the box overlaps for every row of it within the widget, then cuts each
+    of those rows at every widget's edge; only the pieces within the repainted regions
+    are sent. At 200x50 that was 20 widgets and up to 46 rows per live change, most of a
+    frame's cost, for a few rows that changed. Here each widget is asked only for the rows
+    where a region repainted overlaps it (rows between two such regions included, from
+    its cache), and a widget no region overlaps is not asked at all: the pieces sent are
+    the same, each taken from the same widget.
+
+    Full updates (a new size or layout) are Textual's own."""
+
+    _repainted: list[Region] | None = None
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        self._repainted = list(self._dirty_regions)
+        try:
+            return super().render_partial_update()
+        finally:
+            self._repainted = None
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        repainted = self._repainted
+        if repainted is None or crop is None:
+            yield from super()._get_renders(crop)
+            return
+        for widget, (region, clip) in self.visible_widgets.items():
+            visible = region.intersection(clip)
+            spans = sorted((part.y, part.bottom) for part in (visible.intersection(dirty) for dirty in repainted)
+                           if part.width and part.height)
+            merged: list[list[int]] = []
+            for top, bottom in spans:
+                if merged and top <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], bottom)
+                else:
+                    merged.append([top, bottom])
+            for top, bottom in merged:
+                # Whole rows of what the widget shows (the pieces are cut at its edges), the
+                # rows the regions repainted: ``_render_chops`` crops to ``region & rows``.
+                rows = Region(visible.x, top, visible.width, bottom - top)
+                yield region, rows, widget.render_lines(rows.translate(-region.offset))
+
+
+def repaint_regions_only(screen: Screen[Any]) -> None:
+    """Give ``screen`` (just created) a ``RegionCompositor``; a Textual whose screens keep
+    their compositor elsewhere keeps its own."""
+    if isinstance(getattr(screen, "_compositor", None), Compositor):
+        screen._compositor = RegionCompositor()

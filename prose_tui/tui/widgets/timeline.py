@@ -155,10 +155,12 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         ``less +F`` does. A run that has ended (or one whose history fills in from a worker
         after it ended) keeps no blank rows: its pane always ends on its last event."""
         self.live = live
+        repaint: set[int] | None = None  # the rows to repaint (event indexes); None: the view
         if events is self.events and self._gaps:
             # The same list, grown (or its last events replaced): only the end is new.
             start = max(0, min(len(self._gaps), len(events)) - REWRITTEN)
             before = self._gaps[start:]
+            shown = start + len(before)  # events shown until now
             del self._gaps[start:]
             self._gaps.extend(gaps_from(events, start))
             fresh = [g for g in self._gaps[start:] if g > 0]
@@ -169,12 +171,17 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
             else:
                 # A row painted before stays when its event and its step's length did (a
                 # row is repainted only when what it shows changed: the new rows, and the
-                # row before them, whose step now has an end).
+                # row before them, whose step now has an end); only those rows are sent.
                 gaps = self._gaps
-                for index in [i for i in self._cache if i >= start]:
-                    if (index >= len(events) or self._cache[index][2] is not events[index]
-                            or index - start >= len(before) or not _same_gap(before[index - start], gaps[index])):
-                        del self._cache[index]
+                stale = [i for i in self._cache if i >= start and (
+                    i >= len(events) or self._cache[i][2] is not events[i]
+                    or i - start >= len(before) or not _same_gap(before[i - start], gaps[i]))]
+                for index in stale:
+                    del self._cache[index]
+                repaint = set(stale)
+                repaint.update(range(min(shown, len(events)), max(shown, len(events))))  # new, or gone
+                repaint.update(i for i in range(start, min(shown, len(events)))
+                               if not _same_gap(before[i - start], gaps[i]))
         else:
             self.events = events
             self._gaps = array("d", gaps_from(events, 0))
@@ -189,21 +196,47 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
             rows = self._page_end
         else:
             self._page_end = 0
-        set_virtual_size(self, Size(self.size.width, rows))  # no screen-wide layout (repaint.py)
-        self.set_cursor(cursor)
+        # No screen-wide layout (repaint.py); the rows that changed are repainted below.
+        set_virtual_size(self, Size(self.size.width, rows), repaint=repaint is None)
+        self._set_cursor(cursor, repaint)
 
     def set_cursor(self, index: int) -> None:
+        """Put the history cursor on event ``index`` (clamped) and bring it into view."""
+        self._set_cursor(index, set())
+
+    def _set_cursor(self, index: int, repaint: set[int] | None) -> None:
+        """``set_cursor``, repainting the rows of events ``repaint`` with the cursor's old and
+        new rows (Textual resends every row of a widget refreshed whole); ``None``: the view."""
         if not self.events:
             self.cursor = 0
             self.refresh()
             return
+        was = self.cursor
         self._cache.pop(self.cursor, None)
         self.cursor = max(0, min(index, len(self.events) - 1))
         self._cache.pop(self.cursor, None)
+        top = self.scroll_offset.y
         self._scroll_to_cursor()
         # A new virtual size applies on the next refresh; scroll again once it has.
         self.call_after_refresh(self._scroll_to_cursor)
-        self.refresh()
+        if repaint is None or not self.is_mounted or not self.size:
+            self.refresh()
+        elif self.scroll_offset.y == top:  # a scroll repaints the view itself (ScrollView)
+            self._refresh_rows(repaint | {was, self.cursor})
+
+    def _refresh_rows(self, indexes: set[int]) -> None:
+        """Repaint the rows on screen that show events ``indexes`` (or blank rows there)."""
+        region = self.scrollable_content_region
+        top, height = round(self.scroll_offset.y), region.height
+        dirty: list[Region] = []
+        for i in sorted(i for i in indexes if top <= i < top + height):
+            last = dirty[-1] if dirty else None
+            if last is not None and last.bottom == i - top:  # the row under the last: one region
+                dirty[-1] = Region(0, last.y, region.width, last.height + 1)
+            else:
+                dirty.append(Region(0, i - top, region.width, 1))
+        if dirty:
+            self.refresh(*dirty)
 
     def _scroll_to_cursor(self) -> None:
         """The cursor's row into view. A cursor just past the bottom (a live run's next

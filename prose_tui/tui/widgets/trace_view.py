@@ -24,8 +24,9 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from itertools import compress
-from operator import is_not
+from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import attrgetter, contains, is_not, not_
 from typing import NamedTuple
 
 from rich.segment import Segment
@@ -46,6 +47,7 @@ from prose_tui.tui.widgets.trace_layout import (
     RIGHT_MARGIN,
     RowIndex,
     cells,
+    not_one_cell,
     note_rows,
     one_cell,
     one_cell_code_cells,
@@ -56,6 +58,11 @@ from prose_tui.tui.widgets.trace_layout import (
 from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
+# The same, as ids of the (singleton) members: ``Enum.__hash__`` is Python code, an id's is not.
+_END_IDS = frozenset(map(id, _END_STATES))
+_LIVE_IDS = frozenset(map(id, (StatementState.EXECUTING, StatementState.RETRYING)))
+_NO_STATE = id(None)
+_TEXT, _STATE, _NOTE = attrgetter("text"), attrgetter("state"), attrgetter("note")
 CACHE_LINES = 1024  # painted lines kept (a few screens)
 RESTATE_MOST = 4096  # a new list differing in more lines than this is laid out whole
 _NOTE_STYLE = {
@@ -83,17 +90,25 @@ def widest_code(lines: list[TraceLine]) -> int:
 
 def _widest(lines: list[TraceLine], sizes: array) -> int:
     """``widest_code``, filling ``sizes`` with each line's cells, or ``UNMEASURED`` for a line
-    of one-cell characters shorter than a line before it (its cells are at most its length)."""
+    of one-cell characters no longer than the widest (its cells are at most its length).
+
+    Lines holding a character of another width are measured; the others longest first,
+    until one is no longer than the widest measured. A 100,000-line event log whose lines
+    grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI thread
+    when a whole read replaced the first screen; a few lines now."""
+    texts = list(map(_TEXT, lines))
+    lengths = list(map(len, texts))
+    sizes.extend(repeat(UNMEASURED, len(lines)))
     widest = 0
-    for t in lines:
-        text = t.text
-        if len(text) < widest and one_cell(text):
-            sizes.append(UNMEASURED)
-            continue
-        size = _measured(t)
-        sizes.append(size)
-        if size > widest:
-            widest = size
+    for i in not_one_cell(texts):
+        size = sizes[i] = _measured(lines[i])
+        widest = max(widest, size)
+    for i in sorted(range(len(lines)), key=lengths.__getitem__, reverse=True):
+        if lengths[i] <= widest:
+            break  # this line and every one after it: one-cell, at most ``widest`` cells
+        if sizes[i] == UNMEASURED:
+            size = sizes[i] = _measured(lines[i])
+            widest = max(widest, size)
     return widest
 
 
@@ -176,7 +191,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             super().__init__()
             self.following = following
 
-    cursor: reactive[int] = reactive(0)
+    cursor: reactive[int] = reactive(0, repaint=False)  # watch_cursor repaints its two lines
     following: reactive[bool] = reactive(True)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -199,6 +214,9 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._open: set[int] = set()
         self._has_state = False
         self._moving_programmatically = False
+        # While a change is shown (``_resized``): the lines the cursor left and reached, to be
+        # repainted with the change's own; None otherwise (``watch_cursor`` repaints them).
+        self._repainting: set[int] | None = None
         self.search_term: str | None = None
         # Whether following last moved the view by pages (a live change) rather than centring
         # the executing line (an open, a resize, ``f``): tests wait for one or the other.
@@ -220,14 +238,18 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
                 return
         self.lines = lines
         self._cache.clear()
-        self._blocks = [i for i, t in enumerate(lines) if '"""' in t.text]
+        # A new list is read in C where it can be (map, compress): a whole read of 100,000
+        # events replaces the first screen's lines on the UI thread (issue 33).
+        indexes = range(len(lines))
+        self._blocks = list(compress(indexes, map(contains, map(_TEXT, lines), repeat('"""'))))
         self._settle_blocks(0)
         self._sizes = array("i")
         self._width = _widest(lines, self._sizes)
         self._width_count = self._sizes.count(self._width)
-        self._live, self._open, self._has_state = set(), set(), False
-        for i, t in enumerate(lines):
-            self._note_state(i, t)
+        states = list(map(id, map(_STATE, lines)))  # enum members are singletons
+        self._live = set(compress(indexes, map(_LIVE_IDS.__contains__, states)))
+        self._open = set(compress(indexes, map(not_, map(_END_IDS.__contains__, states))))
+        self._has_state = not all(map(_NO_STATE.__eq__, states))
         self._relayout()
         self._resized()
 
@@ -275,8 +297,10 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if lost_state and self._has_state:  # a line that had a state went: any left?
             self._has_state = any(t.state is not None for t in lines)
         self._width, self._width_count = width, count
-        self._apply(set(changed), width_grows=False)
-        self._resized()
+        below = self._apply(set(changed), width_grows=False)
+        if len(lines) < len(old):
+            below = len(lines) if below is None else min(below, len(lines))  # rows left blank
+        self._resized(changed=changed, below=below)
 
     def lines_changed(self, changed: set[int] | None) -> None:
         """``lines`` (the same list) changed in place: ``changed`` indexes were added or
@@ -284,21 +308,27 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if changed is None:
             self.set_lines(self.lines)
             return
-        self._apply(changed, width_grows=True)
-        self._resized(live=True)
+        below = self._apply(changed, width_grows=True)
+        self._resized(live=True, changed=changed, below=below)
 
-    def _apply(self, changed: set[int], *, width_grows: bool) -> None:
+    def _apply(self, changed: set[int], *, width_grows: bool) -> int | None:
         """Rows, states, string blocks and painted lines for ``changed`` indexes of ``lines``
-        (``width_grows``: the widest code measured here too, as a live change only adds)."""
+        (``width_grows``: the widest code measured here too, as a live change only adds).
+        Returns the first index from which lines other than ``changed`` may look different
+        (their rows moved, or a string block opened or closed above them), else ``None``."""
         lines = self.lines
         changed = {i for i in changed if i < len(lines)}
         if len(self._cache) and any(key >= len(lines) for key in self._cache):
             self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < len(lines))
         rows, avail = self._rows, self._avail
         rows.truncate(len(lines))
+        moved: int | None = None
         for i in sorted(changed):
             if i < len(rows):
-                rows.set(i, rows_of(lines[i], avail))
+                count = rows_of(lines[i], avail)
+                if moved is None and count != rows.rows(i):
+                    moved = i  # a line of another height: every row below it moved
+                rows.set(i, count)
         for i in range(len(rows), len(lines)):
             rows.append(rows_of(lines[i], avail))
         first_block = None
@@ -329,6 +359,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if first_block is not None:
             self._settle_blocks(first_block)
             self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < first_block)
+            moved = first_block if moved is None else min(moved, first_block)
+        return moved
 
     def _sized(self, index: int, t: TraceLine) -> None:
         """Line ``index`` (re-stated or appended in place) measured: the widest code only
@@ -353,9 +385,18 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         return width - self._gutter if width > 0 else -1
 
     def _relayout(self) -> None:
-        """Rows per line for the current width (O(lines): on a new trace, width or gutter)."""
+        """Rows per line for the current width (O(lines): on a new trace, width or gutter);
+        a line without an annotation is one row, counted without a call per line."""
         self._avail = avail = self._avail_now()
-        self._rows.reset(rows_of(t, avail) for t in self.lines)
+        lines = self.lines
+        noted = list(compress(range(len(lines)), map(_NOTE, lines)))
+        if noted:
+            counts = array("i", repeat(1, len(lines)))
+            for i in noted:
+                counts[i] = rows_of(lines[i], avail)
+            self._rows.reset(counts)
+        else:
+            self._rows.reset_ones(len(lines))
         self._cache.clear()
 
     def _ensure_layout(self) -> None:
@@ -363,7 +404,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self._relayout()
             self._resize_virtual()
 
-    def _resize_virtual(self, bottom: int = 0) -> None:
+    def _resize_virtual(self, bottom: int = 0, *, repaint: bool = True) -> None:
         # A longer trace: new scroll bounds and scrollbar, no screen-wide layout (repaint.py).
         # Following, the rows a page turn showed below the trace's end stay scrollable (blank)
         # until events fill them; ``bottom``: the view's end row a page turn is about to need.
@@ -372,7 +413,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             height = self.scrollable_content_region.height
             bottom = bottom or (round(self.scroll_offset.y) + height if rows > height > 0 else 0)
             rows = max(rows, bottom)
-        set_virtual_size(self, Size(self._gutter + self._width, rows))
+        set_virtual_size(self, Size(self._gutter + self._width, rows), repaint=repaint)
 
     @property
     def row_count(self) -> int:
@@ -391,17 +432,33 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._ensure_layout()
         return self._rows.find(row)
 
-    def _resized(self, *, live: bool = False) -> None:
+    def _resized(self, *, live: bool = False, changed: Iterable[int] | None = None, below: int | None = None) -> None:
+        """After new or changed lines: scroll bounds, the cursor (following: the executing
+        line), and a repaint. ``changed`` (the same list re-stated or grown in place, as
+        ``_apply`` took it, ``below`` what it returned): only the rows of those lines and of
+        the cursor's old and new line are repainted, and every row from line ``below`` on;
+        Textual resends every row of a widget refreshed whole, and each repainted row costs
+        the compositor a pass over every widget beside it (issue 33). ``None``: the view."""
         lines = self.lines
         if self._gutter != self._gutter_was:
             self._gutter_was = self._gutter
             self._relayout()
-        self._resize_virtual()
-        if self.following:
-            self._to_executing(paged=live)
-        else:
-            self.cursor = min(self.cursor, max(0, len(lines) - 1))
-        self.refresh()
+            changed = None
+        top = self.scroll_offset.y
+        self._repainting = set() if changed is not None else None  # the cursor's lines (watch_cursor)
+        try:
+            self._resize_virtual(repaint=changed is None)
+            if self.following:
+                self._to_executing(paged=live)
+            else:
+                self.cursor = min(self.cursor, max(0, len(lines) - 1))
+            cursor_lines = self._repainting
+        finally:
+            self._repainting = None
+        if changed is None or cursor_lines is None:
+            self.refresh()
+        elif self.scroll_offset.y == top:  # a scroll repaints the view itself (ScrollView)
+            self._refresh_lines(set(changed) | cursor_lines, below=below)
 
     def _settle_blocks(self, start: int) -> None:
         """Whether a triple-quoted block is open after each line holding one, from ``start`` on."""
@@ -492,6 +549,32 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         elif last >= top + height:
             self.scroll_to(y=min(first, last - height + 1), animate=False)
 
+    def _refresh_lines(self, indexes: Iterable[int], *, below: int | None = None) -> None:
+        """Repaint the rows on screen of lines ``indexes`` (an index past the last line: the
+        blank rows below it), and every row from line ``below``'s first on; the view whole
+        while it has no size."""
+        if not self.is_mounted or not self.size:
+            self.refresh()
+            return
+        self._ensure_layout()
+        rows = self._rows
+        count = min(len(rows), len(self.lines))  # the list may have grown in place, not laid out yet
+        region = self.scrollable_content_region
+        top, height, width = round(self.scroll_offset.y), region.height, region.width
+        spans: list[tuple[int, int]] = []
+        for index in indexes:
+            if 0 <= index < count:
+                start = rows.start(index)
+                spans.append((start, start + rows.rows(index)))
+            elif index >= count:
+                below = count if below is None else min(below, count)
+        if below is not None:
+            spans.append((rows.start(below), top + height))
+        dirty = [Region(0, first - top, width, last - first) for first, last in
+                 ((max(a, top), min(b, top + height)) for a, b in spans) if first < last]
+        if dirty:
+            self.refresh(*dirty)
+
     # -- follow -------------------------------------------------------------------------------
     def set_following(self, following: bool) -> None:
         if following == self.following:
@@ -570,7 +653,10 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
     def watch_cursor(self, old: int, new: int) -> None:
         self._cache.pop(old, None)
         self._cache.pop(new, None)
-        self.refresh()
+        if self._repainting is not None:
+            self._repainting.update((old, new))  # repainted with the change's lines (_resized)
+        else:
+            self._refresh_lines((old, new))
         if new == 0 and old != 0 and self.lines and not self.following:  # the reader went up to it
             self.post_message(self.AtStart())
 
