@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 from array import array
 from collections import OrderedDict
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from itertools import islice, repeat
+from operator import attrgetter, sub
 
 from rich.segment import Segment
 from rich.style import Style
@@ -40,6 +42,9 @@ from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_
 BAR_WIDTH = 8
 CACHE_ROWS = 1024
 REWRITTEN = 64  # a live list may have its last few events replaced (a line completed)
+
+
+_TIME, _TZINFO = attrgetter("time"), attrgetter("tzinfo")
 
 
 def _utc(time: datetime) -> datetime:
@@ -423,8 +428,18 @@ def gaps_from(events: list[Event], start: int) -> list[float]:
     to the next, NaN where either has no time, the next came earlier (out-of-order times
     say nothing about durations) or there is no next yet. Naive times are UTC (a log's bare
     clock times beside its Z stamps), as on screen. One pass that makes each time aware once
-    (100,000 events: 0.3 s of the UI thread event by event, 0.15-0.2 s so)."""
-    aware = [_aware(t) if isinstance(t, datetime) else None for t in (event.time for event in events[start:])]
+    (100,000 events: 0.3 s of the UI thread event by event, 0.15-0.2 s so); when every
+    event has a time, all naive or all aware, the steps are taken in C (about 0.05 s)."""
+    times = list(map(_TIME, islice(events, start, None)))
+    if times and all(map(isinstance, times, repeat(datetime))):
+        # Every event has a time (a log's usual case), all naive or all aware: the steps
+        # worked out in C (map), each the same timedelta the loop below takes.
+        # (Two naive times read as UTC are as far apart as they are naive.)
+        naive = list(map(_TZINFO, times)).count(None)
+        if naive in (0, len(times)):
+            seconds = list(map(timedelta.total_seconds, map(sub, islice(times, 1, None), times)))
+            return [*(s if s >= 0 else math.nan for s in seconds), math.nan]
+    aware = [_aware(t) if isinstance(t, datetime) else None for t in times]
     out: list[float] = []
     for here, there in zip(aware, aware[1:]):
         seconds = (there - here).total_seconds() if here is not None and there is not None else math.nan
