@@ -437,8 +437,8 @@ def gaps_from(events: list[Event], start: int) -> list[float]:
         # (Two naive times read as UTC are as far apart as they are naive.)
         naive = list(map(_TZINFO, times)).count(None)
         if naive in (0, len(times)):
-            seconds = list(map(timedelta.total_seconds, map(sub, islice(times, 1, None), times)))
-            return [*(s if s >= 0 else math.nan for s in seconds), math.nan]
+            steps = map(timedelta.total_seconds, map(sub, islice(times, 1, None), times))
+            return [*(s if s >= 0 else math.nan for s in steps), math.nan]
     aware = [_aware(t) if isinstance(t, datetime) else None for t in times]
     out: list[float] = []
     for here, there in zip(aware, aware[1:]):
