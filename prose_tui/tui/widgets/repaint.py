@@ -267,6 +267,10 @@ class QuietScrollbars:
         return widget._vertical_scrollbar
 
 
+SPAN_GAP = 8  # rows: two repainted spans of a widget this close are asked for in one call
+SPANS_MOST = 3  # spans asked for apart in one widget; more: the box around them
+
+
 class RegionCompositor(Compositor):
     """Textual's compositor, with a partial update that paints only what it repaints.
 
@@ -303,10 +307,14 @@ class RegionCompositor(Compositor):
                            if part.width and part.height)
             merged: list[list[int]] = []
             for top, bottom in spans:
-                if merged and top <= merged[-1][1]:
+                # Rows between two spans close together come from the widget's cache: one
+                # call costs less than two (each works out the widget's styles again).
+                if merged and top <= merged[-1][1] + SPAN_GAP:
                     merged[-1][1] = max(merged[-1][1], bottom)
                 else:
                     merged.append([top, bottom])
+            if len(merged) > SPANS_MOST:  # many regions (an open's frames): one call, as Textual
+                merged = [[merged[0][0], max(bottom for _top, bottom in merged)]]
             for top, bottom in merged:
                 # Whole rows of what the widget shows (the pieces are cut at its edges), the
                 # rows the regions repainted: ``_render_chops`` crops to ``region & rows``.
