@@ -495,6 +495,7 @@ async def test_symlink_loops_under_runs_and_imports_do_not_hang(tmp_path):
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await asyncio.wait_for(ready(pilot), 15)
+        await watched(pilot)  # the watches installed: b.md written below is seen
         runs_shown = app.explorer.query_one(RunList).runs
         assert [r.id for r in runs_shown] == [RUN_ID]
         assert any("loops back" in w for w in runs_shown[0].warnings)
