@@ -365,8 +365,8 @@ async def test_a_10_mb_single_line_binding_opens_in_a_window(tmp_path):
         assert "Showing the first 32.0 KiB of 10.0 MiB" in viewer_warning(app)
         assert len(viewer.text) <= 32 * 1024
         assert "0123456789abcdef" in screen_text(app)
-        await pilot.press("t")  # the tail window
-        await pilot.pause()
+        await pilot.press("t")  # the tail window, read by a worker
+        await wait_until(pilot, lambda: not viewer.reading, what="the tail window read")
         assert "Showing the last 32.0 KiB" in viewer_warning(app)
         await pilot.press("G", "g")
         assert app.is_running
