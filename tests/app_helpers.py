@@ -160,6 +160,41 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
+class HeldWatches:
+    """The file watcher's watches, held before they are installed until ``release()``
+    (``held_watches``). ``asked`` is set once the watcher thread waits to install them."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.asked = threading.Event()
+        self._release = threading.Event()
+
+    def release(self) -> None:
+        self._release.set()
+
+    def wait(self) -> None:
+        self.asked.set()
+        self._release.wait()
+
+
+def held_watches(monkeypatch) -> HeldWatches:
+    """Hold every watch the watcher (``prose_tui.live.watcher``) installs until the returned
+    ``HeldWatches`` is released: the window between a pipeline's start and its watches being
+    in place, which a loaded machine stretches, made as long as a test needs."""
+    from watchfiles import _rust_notify
+
+    held = HeldWatches()
+    real = _rust_notify.RustNotify
+
+    def rust_notify(*args, **kwargs):
+        held.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_rust_notify, "RustNotify", rust_notify)
+    return held
+
+
 def palette_hit(app, text: str) -> bool:
     """The command palette lists a hit whose prompt holds ``text`` (hits come from a worker)."""
     lists = app.screen.query("CommandList")

@@ -211,6 +211,32 @@ async def test_pointing_at_one_run_opens_it_in_the_trace(path):
         assert app.explorer.active == 1
 
 
+async def test_a_run_read_after_the_first_layout_is_still_centred_on_its_executing_line(monkeypatch):
+    """The run is read once the 80x24 screen is laid out (a loaded machine): the strip under
+    the trace grows with what the read brings, and Textual sends the trace no Resize for
+    that. It stayed centred for the taller pane, a row off; ``settled`` waited forever."""
+    from prose_tui.backends.filesystem import backend as backend_module
+
+    release = threading.Event()
+    load = backend_module.load_run
+
+    def held_load_run(*args, **kwargs):
+        release.wait()
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    app = make_app(PAUSED)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            trace = app.explorer.query_one(TraceView)
+            await wait_until(pilot, lambda: trace.size.height > 0, what="the trace laid out")
+            release.set()
+            await settled(pilot)  # the trace centred on the executing line at its height now
+            assert app.explorer.active == 1 and trace.cursor == trace.executing_index() is not None
+    finally:
+        release.set()
+
+
 async def test_no_color_keeps_every_state_readable_by_shape(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app(PROJECT)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_helpers import make_app, ready, tree_digest, wait_until
+from app_helpers import held_watches, make_app, ready, tree_digest, wait_until
 
 from prose_tui.backends import open_run
 from prose_tui.tui.widgets.binding_tree import BindingTree
@@ -365,8 +365,8 @@ async def test_a_10_mb_single_line_binding_opens_in_a_window(tmp_path):
         assert "Showing the first 32.0 KiB of 10.0 MiB" in viewer_warning(app)
         assert len(viewer.text) <= 32 * 1024
         assert "0123456789abcdef" in screen_text(app)
-        await pilot.press("t")  # the tail window
-        await pilot.pause()
+        await pilot.press("t")  # the tail window, read by a worker
+        await wait_until(pilot, lambda: not viewer.reading, what="the tail window read")
         assert "Showing the last 32.0 KiB" in viewer_warning(app)
         await pilot.press("G", "g")
         assert app.is_running
@@ -495,6 +495,7 @@ async def test_symlink_loops_under_runs_and_imports_do_not_hang(tmp_path):
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await asyncio.wait_for(ready(pilot), 15)
+        await watched(pilot)  # the watches installed: b.md written below is seen
         runs_shown = app.explorer.query_one(RunList).runs
         assert [r.id for r in runs_shown] == [RUN_ID]
         assert any("loops back" in w for w in runs_shown[0].warnings)
@@ -568,19 +569,28 @@ async def watched(pilot) -> None:
     await wait_until(pilot, lambda: pilot.app.explorer.watcher_state.startswith("watching"), what="the watcher")
 
 
-async def test_a_binding_deleted_while_shown_says_so(tmp_path):
+async def test_a_binding_deleted_while_shown_says_so(tmp_path, monkeypatch):
     run_dir = make_run(tmp_path, ['let a = session "x"  # --> bindings/a.md (complete)', 'session "y"  # <-- EXECUTING'],
                        bindings={"a": binding_file("the value of a")})
     path = run_dir / "bindings" / "a.md"
+    install = held_watches(monkeypatch)  # a loaded machine: the watches come after the first screen
     app = make_app(run_dir, watch=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await watched(pilot)
-        await show_binding(pilot, path)
-        assert "the value of a" in screen_text(app)
-        path.unlink()
-        await wait_until(pilot, lambda: "cannot read a.md" in viewer_warning(app), what="the deletion to show")
-        assert "the value of a" not in screen_text(app)
-        assert app.is_running
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await wait_until(pilot, install.asked.is_set, what="the watcher about to install its watches")
+            # Not watching yet, and not said to be: a change now would not be seen.
+            assert not app.explorer.watcher_state.startswith("watching")
+            install.release()
+            await watched(pilot)
+            await show_binding(pilot, path)
+            assert "the value of a" in screen_text(app)
+            path.unlink()
+            await wait_until(pilot, lambda: "cannot read a.md" in viewer_warning(app), what="the deletion to show")
+            assert "the value of a" not in screen_text(app)
+            assert app.is_running
+    finally:
+        install.release()
 
 
 async def test_a_binding_truncated_while_shown_shows_it_empty(tmp_path):

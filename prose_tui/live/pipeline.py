@@ -50,16 +50,21 @@ class LivePipeline:
     ``sinks`` get one ``Delta`` per changed run per batch (on the worker thread: post a
     message, append to a file; do not block). ``on_runs(applied)`` is called when runs
     appeared or disappeared. ``on_error(text)`` when a batch failed (watching goes on).
+    ``on_installed()`` (watcher thread) each time the watches are in place, after the resync
+    of what changed while they were not; ``installed`` is set from the first time.
     """
 
     def __init__(self, workspace: Workspace, sinks: list[Sink], *, on_runs: Callable[[Applied], None] | None = None,
                  on_error: Callable[[str], None] | None = None, watcher: Watcher | None = None,
-                 tick: float = TICK, clock: Callable[[], float] = time.monotonic) -> None:
+                 tick: float = TICK, clock: Callable[[], float] = time.monotonic,
+                 on_installed: Callable[[], None] | None = None) -> None:
         self.workspace = workspace
         self.clock = clock  # monotonic seconds (a test may give another)
         self.sinks = list(sinks)
         self.on_runs = on_runs
         self.on_error = on_error
+        self.on_installed = on_installed
+        self.installed = threading.Event()  # the watches were in place once: changes are seen
         self.watcher = watcher or shared_watcher()
         self.tick = tick
         self._queue: queue.Queue = queue.Queue()
@@ -80,7 +85,7 @@ class LivePipeline:
         if self._thread is not None:
             return
         self._roots = self.follow_roots()
-        self._sub = self.watcher.subscribe(self._roots, self.submit, on_ready=self._resync)
+        self._sub = self.watcher.subscribe(self._roots, self.submit, on_ready=self._watches_installed)
         self._thread = threading.Thread(target=self._work, name="prose-tui-live", daemon=True)
         self._thread.start()
 
@@ -98,6 +103,13 @@ class LivePipeline:
     def watching(self) -> list[Path]:
         """The folders followed that exist now."""
         return [r for r in self._roots if r.exists()]
+
+    def _watches_installed(self) -> None:
+        """The watcher's ``on_ready``: resync, then say the watches are in place."""
+        self._resync()
+        self.installed.set()
+        if self.on_installed is not None:
+            self.on_installed()
 
     def _resync(self) -> None:
         """The watch (re)started: re-check every run's state file (a stat and a small read

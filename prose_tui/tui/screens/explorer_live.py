@@ -146,7 +146,12 @@ class LiveFeed:
             sinks: list[Callable[[Delta], None]] = [inbox.put]
             if self.journal is not None:
                 sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted))
-            pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem)
+            def installed() -> None:  # the watcher thread: the UI says "watching" now
+                screen.call_after_refresh(self.update_watcher_state)  # posts a message: thread-safe
+
+            # The status line says "watching" once the watches are in place: a change made
+            # before that would not be seen (a test waiting for it changed files unwatched).
+            pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem, on_installed=installed)
             self.inbox, self.pipeline = inbox, pipeline
             pipeline.start()
 
@@ -166,7 +171,9 @@ class LiveFeed:
         if pipeline is None:
             return
         roots = pipeline.watching
-        if roots:
+        if roots and not pipeline.installed.is_set():
+            self.watcher_state = "starting watcher"
+        elif roots:
             self.watcher_state = f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''}"
         elif self.workspace.sources:
             self.watcher_state = "no runs folder on disk"

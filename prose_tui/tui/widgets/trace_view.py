@@ -200,6 +200,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._cache: OrderedDict[int, _Painted] = OrderedDict()
         self._memo = RowMemo()  # painted rows by what they show: a scroll repaints new rows only
         self._looks_now: tuple[Style, Style, Style, Style] | None = None  # set while a frame paints
+        self._size_seen = Size(0, 0)  # the size on_resize (or a paint) last followed the cursor at
         self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
         self._avail = -1
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
@@ -679,6 +680,10 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     def _render_lines(self, crop: Region) -> list[Strip]:
         self._ensure_layout()
+        if self.size != self._size_seen:
+            # Textual sends no Resize for some layout changes (the strip below growing as a
+            # run's full read lands): the trace follows the new height as on_resize does.
+            self.on_resize()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         rows, painted, total, gutter = self._rows, self._painted, self._rows.total, self._gutter
@@ -772,6 +777,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         # ``_ensure_layout`` checks (and clears the cache for), not on the height: a height
         # change (the footer settling after the open) emptied the cache while Textual's own
         # kept the rows, and the first change after opening painted every visible line again.
+        self._size_seen = self.size
         self._ensure_layout()
         self._resize_virtual()  # blank rows past the end: as many as the new height shows
         self.call_after_refresh(self._follow_now)
