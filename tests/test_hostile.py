@@ -699,3 +699,31 @@ async def test_state_md_replaced_repeatedly_mid_read_ends_on_the_last_file(tmp_p
                          what="the trace to match the last state.md, its cursor on the executing step")
         assert f'step {final}"' in "\n".join(trace_rows(app))
         assert app.is_running
+
+
+async def test_bindings_written_before_the_watches_are_in_place_are_shown(tmp_path, monkeypatch):
+    """A loaded machine installs the watches after the first screen: a binding the VM
+    rewrote, and one it wrote new, in that window are shown once the watches are in place
+    (no state file changed to bring them)."""
+    run_dir = make_run(tmp_path, ['let a = session "x"  # --> bindings/a.md (complete)', 'session "y"  # <-- EXECUTING'],
+                       bindings={"a": binding_file("the value of a")})
+    path = run_dir / "bindings" / "a.md"
+    install = held_watches(monkeypatch)
+    app = make_app(run_dir, watch=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await show_binding(pilot, path)
+            assert "the value of a" in screen_text(app)
+            await wait_until(pilot, install.asked.is_set, what="the watcher about to install its watches")
+            path.write_bytes(binding_file("a rewritten before the watches"))
+            os.utime(path, (path.stat().st_mtime + 5, path.stat().st_mtime + 5))  # a later write, whatever the clock's grain
+            (run_dir / "bindings" / "b.md").write_bytes(binding_file("b, new before the watches"))
+            install.release()
+            await watched(pilot)
+            await wait_until(pilot, lambda: "a rewritten before the watches" in screen_text(app),
+                             what="the rewritten binding shown")
+            await wait_until(pilot, lambda: any(b.name == "b" for b in app.explorer.current_run.bindings),
+                             what="the new binding in the run")
+    finally:
+        install.release()

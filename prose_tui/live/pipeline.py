@@ -120,6 +120,11 @@ class LivePipeline:
             known = [(run.state_file, run.state_mtime) for run in self.workspace.runs.values()
                      if run.state_file is not None and run.state_mtime is not None]
             unread = {path for path in self.workspace.refs if path not in self.workspace.runs}
+            # Runs read in full (the one shown): their binding files too, since a binding
+            # written between the read and the watches is named by no state file change.
+            bindings = [(b.path, b.mtime) for path in self.workspace.detailed
+                        if (run := self.workspace.runs.get(path)) is not None for b in run.bindings
+                        if b.path is not None and b.exists and not b.outside]
         changed = set(unread)  # found but not readable yet (a folder before its state file)
         # New run folders made while no watch was installed: look into the followed runs
         # folders again. A followed folder that is itself a run (a run or Reactor state dir
@@ -133,6 +138,7 @@ class LivePipeline:
                     changed.add(path)
             except OSError:
                 changed.add(path)
+        changed.update(_bindings_changed(bindings))
         if changed:
             self.submit(changed)
 
@@ -336,3 +342,28 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
                 on_error(f"could not journal {run.id} (history replay is off): {type(exc).__name__}")
 
     return sink
+
+
+def _bindings_changed(bindings: list[tuple[Path, float | None]]) -> set[Path]:
+    """Of ``bindings`` (each file's path and the modification time it was read at, ``None``
+    when not known), those changed or gone since, and files new in their folders: one listing per folder and a
+    stat per known file (a few milliseconds for a run of 2,000 bindings)."""
+    changed: set[Path] = set()
+    folders: dict[Path, set[str]] = {}
+    for path, mtime in bindings:
+        folders.setdefault(path.parent, set()).add(path.name)
+        if mtime is None:
+            continue
+        try:
+            if path.stat().st_mtime != mtime:
+                changed.add(path)
+        except OSError:
+            changed.add(path)
+    for folder, names in folders.items():
+        try:
+            with os.scandir(folder) as entries:
+                changed.update(Path(entry.path) for entry in entries
+                               if entry.name not in names and not entry.name.startswith(".") and entry.is_file())
+        except OSError:
+            changed.add(folder)
+    return changed
