@@ -456,10 +456,15 @@ class ExplorerScreen(Screen[None]):
 
     # -- showing a run -------------------------------------------------------------------------------
     def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
-        self.parents.clear()  # a run of the list: no import's parent to go back to
-        self.open_run_at(event.path)
+        self.open_listed(event.path)
         if event.opened:
             self.activate(TRACE)  # Enter opens the run: its trace, at every size
+
+    def open_listed(self, path: Path) -> None:
+        """Open the run at ``path`` of the run list: chosen by the user (``RunChosen``) or
+        for them by a read (the feed, at once)."""
+        self.parents.clear()  # a run of the list: no import's parent to go back to
+        self.open_run_at(path)
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
