@@ -18,7 +18,9 @@ header and the status line show the moment under the history cursor.
 The compact layout starts with the trace and the strip on screen: the widgets of the panes
 it hides (``LAZY_PANES``: history, call stack, bindings, value) are composed when one is
 first shown, or just after the frame of the first screen (a run's trace), whichever comes
-first, so the first screen pays for the panes it shows (issue 33).
+first, so the first screen pays for the panes it shows (issue 33). The search prompt (a
+Textual ``Input``, hidden until ``/``) comes with them; ``/`` typed before composes it at
+once, and the keys typed after ``/`` wait for it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -122,6 +124,8 @@ class ExplorerScreen(Screen[None]):
         self._when_rest: list[Callable[[], object]] = []  # called once they are ready
         self._rest_after_frame = False  # their compose waits for the first screen's frame
         self._focus_when_ready: int | None = None  # a lazy pane activated while composed
+        self._search: SearchBar | None = None  # the search prompt, once composed (with the lazy panes)
+        self._search_mount: AwaitMount | None = None  # its mount, while it is mounted later
         self._pane_chosen = False  # the user picked a pane (a key, a click): start-up reads leave it
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
@@ -225,7 +229,9 @@ class ExplorerScreen(Screen[None]):
                 for pane_id in ("stack-pane", "data-pane", "value-pane"):
                     with Vertical(id=pane_id, classes="pane"):
                         yield from rest.get(pane_id, ())
-        yield SearchBar()
+        if not compact:
+            self._search = SearchBar()
+            yield self._search
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
 
@@ -249,6 +255,9 @@ class ExplorerScreen(Screen[None]):
             return
         self._rest = "mounting"
         mounts = [self.query_one(f"#{pane_id}").mount(*widgets) for pane_id, widgets in self._rest_widgets().items()]
+        search = self._mount_search()
+        if search is not None:
+            mounts.append(search)
 
         async def mounted() -> None:
             for mount in mounts:
@@ -266,6 +275,13 @@ class ExplorerScreen(Screen[None]):
                 callback()
 
         self.call_later(mounted)
+
+    def _mount_search(self) -> AwaitMount | None:
+        """Mount the search prompt unless it is there or coming (``None`` then, once mounted)."""
+        if self._search is None:
+            self._search = SearchBar()
+            self._search_mount = self.mount(self._search, before=self.query_one(StatusLine))
+        return self._search_mount
 
     def when_rest_composed(self, callback: Callable[[], object], *, after_frame: bool = False) -> None:
         """Call ``callback()`` once the lazy panes are mounted (now, when they are); they are
@@ -414,9 +430,10 @@ class ExplorerScreen(Screen[None]):
     def activate_for_start(self, index: int) -> None:
         """Make pane ``index`` active because a start-up read found where the run is (its
         trace, the run list while none is there), unless the user already picked a pane:
-        a key typed before the first run is read keeps its pane and its focus."""
+        a key typed before the first run is read keeps its pane and its focus, and a search
+        prompt opened meanwhile its focus (the keys typed on are its query)."""
         if not self._pane_chosen:
-            self.activate(index)
+            self.activate(index, focus=not isinstance(self.focused, SearchBar))
 
     def _choose(self, index: int) -> None:
         """The user picked pane ``index`` (a key, a click): it stays active across start-up reads."""
@@ -592,10 +609,23 @@ class ExplorerScreen(Screen[None]):
             return False  # "/" typed into the prompt (or another input) is a character of the query
         return True
 
-    def action_search(self) -> None:
-        bar = self.query_one(SearchBar)
+    async def action_search(self) -> None:
+        # The prompt composed now when "/" comes before it was (the first screen's frame):
+        # the app handles no other key until this returns, so those typed after "/" wait
+        # for it and go to it.
+        mounting = self._mount_search()
+        if mounting is not None:
+            await mounting
+        self._open_search()
+
+    def _open_search(self) -> bool:
+        """Open the search prompt for the active pane and focus it; False while it is not mounted."""
+        bar = self._search
+        if bar is None or not bar.is_mounted or not self.is_attached:
+            return False
         bar.open(PANES[self.active][0])
         self.set_focus(bar)  # now, not after a refresh: keys typed right after "/" are the query
+        return True
 
     def on_search_bar_search_submitted(self, event: SearchBar.SearchSubmitted) -> None:
         self.search_term = event.term
@@ -612,7 +642,8 @@ class ExplorerScreen(Screen[None]):
 
     def action_search_again(self, backwards: bool) -> None:
         if not self.search_term:
-            self.action_search()
+            if not self._open_search():
+                self.call_later(self.action_search)  # composed first
             return
         widget = self._pane_widget(self.active)
         if widget is None:  # a pane being composed: its widget takes the search once there
