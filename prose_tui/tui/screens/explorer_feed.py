@@ -326,7 +326,7 @@ class RunFeed:
     def _partial(self, run: Run, painted: threading.Event) -> None:
         """A first screen of a large narration file or a long log's tail while the rest is
         still being read; ``painted`` is set once its frame is drawn."""
-        self.screen.call_after_refresh(painted.set)
+        self._when_painted(painted)
         run_list = self.screen.run_list
         before = run_list.chosen
         if not run_list.runs:
@@ -337,7 +337,20 @@ class RunFeed:
         if not self._open_choice(before) or self.model.run is not run:
             self.panes.show_run(run)
 
+    def _when_painted(self, painted: threading.Event) -> None:
+        """Set ``painted`` once the next frame is out (``ProseTUI.after_frame``; in another
+        app after Textual's refresh): the reader waiting on it (the whole read, the watch
+        behind a first screen) then takes no GIL from the paint of that frame. Textual's
+        ``call_after_refresh`` could come before it: starting the watch then held the first
+        screen's frame 40-50 ms of CPU."""
+        after_frame = self.screen.after_frame
+        if after_frame is not None:
+            after_frame(painted.set)
+        else:
+            self.screen.call_after_refresh(painted.set)
+
     def _scanned(self, runs: list[Run]) -> None:
+        self._scan_reading = None  # the read is over: what it did not hand over, "open" reads
         if self.live is not None and self.live.runs_changes:
             # Watching began on the reader's thread: runs it found appearing or going since
             # the read may have reached the list before this; the list is the workspace's now.
@@ -388,8 +401,8 @@ class RunFeed:
         when that read did not read it (it went, or could not be read)."""
         path, self._after_scan = self._after_scan, None
         current = self.model.run
-        if path is not None and current is not None and current.path == path and path not in self.workspace.detailed:
-            self.open_in_full(path)
+        if path is not None and (current is None or current.path == path) and path not in self.workspace.detailed:
+            self.open(path)
 
     # -- opening a run, full reads --------------------------------------------------------------------
     def open(self, path: Path) -> None:
@@ -403,7 +416,7 @@ class RunFeed:
         if self.live is not None:
             self.live.chosen(path)
         current = self.model.run
-        if current is not None and current.path == path and (self._being_read(path) or path == self._after_scan):
+        if (current is None or current.path == path) and (self._being_read(path) or path == self._after_scan):
             return  # chosen again while being read (Enter on it): what is shown of it stays
         ws = self.workspace
         run = ws.runs.get(path) or next((r for r in self.screen.run_list.runs if r.path == path), None)
@@ -415,6 +428,11 @@ class RunFeed:
             self.screen.set_timer(SUMMARY_AFTER, partial(self._summary_if_late, path, run))
         elif long_summary and run is not None:
             self.panes.show_run(_header_of(run))
+        elif run is not None and current is None and path == self._scan_reading and path not in ws.runs:
+            # Nothing shown yet, and the read under way is about to show this run: its row's
+            # header (its id) alone meanwhile. The row shown as a run built a history (on a
+            # worker) and painted every pane twice, in the frames before the first screen.
+            self.panes.head(run)
         else:
             self.panes.show_run(run)
         self._after_scan = None
@@ -473,7 +491,7 @@ class RunFeed:
 
             def show() -> None:
                 self._detailed(run)
-                self.screen.call_after_refresh(painted.set)
+                self._when_painted(painted)
 
             if self.screen.is_attached:
                 try:
