@@ -126,3 +126,4 @@ async def test_the_run_chosen_at_start_opens_without_a_run_list_message_and_a_us
         await wait_until(pilot, lambda: explorer.current_run is not None and explorer.current_run.path == runs.runs[1].path,
                          what="the run the user chose opened")
         assert chosen == [runs.runs[1].path]
+

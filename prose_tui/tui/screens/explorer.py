@@ -214,20 +214,32 @@ class ExplorerScreen(Screen[None]):
         rest = {} if compact else self._rest_widgets()
         if not compact:
             self._rest = "ready"
+        # Which containers show, set before they mount too: the first frame then lays out
+        # the panes of its layout alone, and the layout at start changes nothing (the
+        # compact layout's first frame laid out every pane, the next one again without them).
+        shown = self._displays(compact)
+
+        def pane(pane_id: str, classes: str = "pane") -> Vertical:
+            container = Vertical(id=pane_id, classes=classes)
+            container.display = shown[pane_id]
+            return container
+
         yield PaneBar([name for name, _, _ in PANES], id="pane-bar")
         with Horizontal(id="main"):
-            with Vertical(id="runs-pane", classes="pane"):
+            with pane("runs-pane"):
                 yield RunList(id="runs")
-            with Vertical(id="center"):
-                with Vertical(id="trace-pane", classes="pane -active" if self.active == TRACE else "pane"):
+            with pane("center", classes=""):
+                with pane("trace-pane", classes="pane -active" if self.active == TRACE else "pane"):
                     yield RunHeader(id="run-head")
                     yield TraceView(id="trace")
-                yield ContextStrip(id="strip")
-                with Vertical(id="history-pane", classes="pane"):
+                strip = ContextStrip(id="strip")
+                strip.display = shown["strip"]
+                yield strip
+                with pane("history-pane"):
                     yield from rest.get("history-pane", ())
-            with Vertical(id="side"):
+            with pane("side", classes=""):
                 for pane_id in ("stack-pane", "data-pane", "value-pane"):
-                    with Vertical(id=pane_id, classes="pane"):
+                    with pane(pane_id):
                         yield from rest.get(pane_id, ())
         if not compact:
             self._search = SearchBar()
@@ -343,24 +355,36 @@ class ExplorerScreen(Screen[None]):
     # The narrow layout of earlier versions is the compact one.
     narrow = compact
 
+    def _displays(self, compact: bool) -> dict[str, bool]:
+        """Whether each container of the layout shows (by id: the panes, ``side``, ``center``
+        and the ``strip``), in the compact layout or not, as of ``zoomed`` and ``active``."""
+        zoomed, active = self.zoomed, self.active
+        one = compact or zoomed  # one pane at a time
+        shown = {pane_id: i == active if one else True for i, (_, pane_id, _) in enumerate(PANES)}
+        side_active = active in (STACK, 3, VALUE)
+        shown["side"] = side_active if one else True
+        shown["center"] = (not side_active and active != 0) if one else True
+        shown["strip"] = compact and not zoomed and active == TRACE
+        return shown
+
     def _layout(self) -> None:
         if not self._started or not self.query(PaneBar):
             return  # not composed yet, or being torn down while a worker finishes
         compact, zoomed, active = self.compact, self.zoomed, self.active
         self.set_class(compact, "compact")
         self.set_class(zoomed, "zoomed")
+        shown = self._displays(compact)
         for i, (_, pane_id, _) in enumerate(PANES):
             pane = self.query_one(f"#{pane_id}")
             pane.set_class(i == active, "-active")
-            pane.display = i == active if (compact or zoomed) else True
+            pane.display = shown[pane_id]
             if pane.display and pane_id in LAZY_PANES:
                 self.compose_rest()  # shown before the first screen was: composed now
-        side_active = active in (STACK, 3, VALUE)
-        self.query_one("#side").display = side_active if (compact or zoomed) else True
-        self.query_one("#center").display = (not side_active and active != 0) if (compact or zoomed) else True
+        self.query_one("#side").display = shown["side"]
+        self.query_one("#center").display = shown["center"]
         strip = self.query_one(ContextStrip)
         was = strip.display
-        strip.display = compact and not zoomed and active == TRACE
+        strip.display = shown["strip"]
         if strip.display and not was:
             self.panes.strip()
         # The strip or the run header shows the status and its reason, the status line not:
@@ -388,8 +412,9 @@ class ExplorerScreen(Screen[None]):
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if self.compact or self.zoomed:
             self.set_class(False, "runs-top")
-            runs_pane.styles.width = side.styles.width = "1fr"
-            runs_pane.styles.height = None
+            runs_pane.styles.width = side.styles.width = "1fr"  # a layout when they change
+            if runs_pane.styles.inline.has_rule("height"):
+                runs_pane.styles.height = None  # a layout at every call, changed or not
             return
         width = self.size.width
         run_list = self.query_one(RunList)
