@@ -1,5 +1,6 @@
 """The first screen's start, third pass (issue 33): the search prompt comes after the first
-screen, "/" still opens it at once; the run chosen for the user is opened without a message.
+screen, "/" still opens it at once; the run chosen for the user is opened without a message;
+the trace is the pane on screen from the first frame, and the newest event stays in view.
 
 At 80x24 the search prompt (a Textual ``Input`` with its CSS, hidden until "/") is composed
 just after the frame that shows the run, with the hidden panes; a "/" typed before composes
@@ -7,6 +8,8 @@ it then and the keys typed after the "/" go to it, also while the start-up reads
 used to take the focus to the trace, so the rest of the query moved the cursor). The run the
 start-up read chooses (the newest, or the running one) is opened by the read itself, not
 through the run list's ``RunChosen`` (two frames later); a run the user chooses still is.
+At 80x24 the frames before the run is read show the trace pane alone: Textual's default
+focus went to the run list, which made it the pane shown until the runs were listed.
 """
 
 from __future__ import annotations
@@ -127,3 +130,26 @@ async def test_the_run_chosen_at_start_opens_without_a_run_list_message_and_a_us
                          what="the run the user chose opened")
         assert chosen == [runs.runs[1].path]
 
+
+
+async def test_every_frame_at_80x24_shows_the_trace_pane_alone_from_the_first(tmp_path):
+    _run(tmp_path, "older")
+    _run(tmp_path, "newer")
+    app = make_app(tmp_path)
+    frames: list[tuple[int, list[str]]] = []  # per frame: trace lines shown, the panes displayed
+
+    def record() -> None:
+        screen = app.screen
+        if isinstance(screen, ExplorerScreen) and screen.query(TraceView):
+            panes = [pane_id for pane_id in ("runs-pane", "trace-pane", "history-pane", "stack-pane", "data-pane", "value-pane")
+                     if screen.query_one(f"#{pane_id}").display]
+            frames.append((len(screen.query_one(TraceView).lines), panes))
+        if len(frames) < 1000:
+            app.after_frame(record)
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.after_frame(record)
+        await settled(pilot)  # also: the executing line centred in the trace, at its height now
+        first = next(i for i, (lines, _) in enumerate(frames) if lines)
+        assert [panes for _, panes in frames[:first + 1]] == [["trace-pane"]] * (first + 1)
+        assert app.focused is app.explorer.query_one(TraceView)

@@ -102,7 +102,10 @@ class ExplorerScreen(Screen[None]):
         *HISTORY_BINDINGS,
     ])
     HELP_GROUP = "Panes & live"
-    AUTO_FOCUS = None
+    # The trace has the focus from the start, styled so in the first frame: Textual's default
+    # (``None``: the app's "*") focused the run list, which made it the active pane, shown alone
+    # at 80x24 until the runs were listed (two layouts, a restyle and frames before the run).
+    AUTO_FOCUS = "#trace"
 
     def __init__(self, workspace: Workspace, *, watch: bool = True, initial: Path | None = None,
                  journal: Journal | None = None) -> None:
