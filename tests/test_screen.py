@@ -568,21 +568,28 @@ async def test_the_run_list_keeps_the_width_it_was_listed_with_once_its_runs_are
 
 async def test_the_run_opened_at_start_up_is_parsed_once_when_its_open_beats_the_first_read(monkeypatch):
     """The first read takes the newest run in full first; the open of that run (chosen when
-    the runs are listed) must not read it as a summary beside that read. Here the read is
-    held until the open's worker runs, the order that made a 100,000-event log parse twice
-    and show twice (1.8 s of the UI thread each)."""
+    the runs are listed) must not read it beside that read, as a summary or in full. Here the
+    read is held until the run is opened, the order that made a 100,000-event log parse twice
+    and show twice (1.8 s of the UI thread each); the open leaves the run to that read."""
     import threading
 
     from prose_tui.live.workspace import Workspace
     from prose_tui.tui.screens.explorer_feed import RunFeed
 
     opening = threading.Event()
-    real_open, real_scan, real_read = RunFeed._open_in_full, Workspace.scan, Workspace._read_now
+    real_open, real_open_in_full, real_scan, real_read = (RunFeed.open, RunFeed._open_in_full, Workspace.scan,
+                                                          Workspace._read_now)
     reads: list[tuple[Path, bool | None]] = []
+    read_by_open: list[Path] = []
+
+    def open_run(self, path, *args, **kwargs):
+        result = real_open(self, path, *args, **kwargs)
+        opening.set()
+        return result
 
     def open_in_full(self, path, *args, **kwargs):
-        opening.set()
-        return real_open(self, path, *args, **kwargs)
+        read_by_open.append(path)
+        return real_open_in_full(self, path, *args, **kwargs)
 
     def scan(self, *args, **kwargs):
         opening.wait(30)  # a bound for a broken open: the assertions below then say what went wrong
@@ -592,6 +599,7 @@ async def test_the_run_opened_at_start_up_is_parsed_once_when_its_open_beats_the
         reads.append((path, kwargs.get("summary")))
         return real_read(self, path, **kwargs)
 
+    monkeypatch.setattr(RunFeed, "open", open_run)
     monkeypatch.setattr(RunFeed, "_open_in_full", open_in_full)
     monkeypatch.setattr(Workspace, "scan", scan)
     monkeypatch.setattr(Workspace, "_read_now", read_now)
@@ -601,4 +609,5 @@ async def test_the_run_opened_at_start_up_is_parsed_once_when_its_open_beats_the
         assert opening.is_set()
         newest = [summary for path, summary in reads if path.resolve() == NEWEST.resolve()]
         assert newest == [False], newest  # one full read, no summary beside it
+        assert not [p for p in read_by_open if p.resolve() == NEWEST.resolve()]  # the first read's, not the open's
         assert app.explorer.current_run is app.workspace.runs[app.explorer.loaded_run]

@@ -18,7 +18,9 @@ header and the status line show the moment under the history cursor.
 The compact layout starts with the trace and the strip on screen: the widgets of the panes
 it hides (``LAZY_PANES``: history, call stack, bindings, value) are composed when one is
 first shown, or just after the frame of the first screen (a run's trace), whichever comes
-first, so the first screen pays for the panes it shows (issue 33).
+first, so the first screen pays for the panes it shows (issue 33). The search prompt (a
+Textual ``Input``, hidden until ``/``) comes with them; ``/`` typed before composes it at
+once, and the keys typed after ``/`` wait for it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -101,7 +103,10 @@ class ExplorerScreen(Screen[None]):
         *HISTORY_BINDINGS,
     ])
     HELP_GROUP = "Panes & live"
-    AUTO_FOCUS = None
+    # The trace has the focus from the start, styled so in the first frame: Textual's default
+    # (``None``: the app's "*") focused the run list, which made it the active pane, shown alone
+    # at 80x24 until the runs were listed (two layouts, a restyle and frames before the run).
+    AUTO_FOCUS = "#trace"
 
     def __init__(self, workspace: Workspace, *, watch: bool = True, initial: Path | None = None,
                  journal: Journal | None = None) -> None:
@@ -124,6 +129,8 @@ class ExplorerScreen(Screen[None]):
         self._when_rest: list[Callable[[], object]] = []  # called once they are ready
         self._rest_after_frame = False  # their compose waits for the first screen's frame
         self._focus_when_ready: int | None = None  # a lazy pane activated while composed
+        self._search: SearchBar | None = None  # the search prompt, once composed (with the lazy panes)
+        self._search_mount: AwaitMount | None = None  # its mount, while it is mounted later
         self._pane_chosen = False  # the user picked a pane (a key, a click): start-up reads leave it
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
@@ -212,22 +219,36 @@ class ExplorerScreen(Screen[None]):
         rest = {} if compact else self._rest_widgets()
         if not compact:
             self._rest = "ready"
+        # Which containers show, set before they mount too: the first frame then lays out
+        # the panes of its layout alone, and the layout at start changes nothing (the
+        # compact layout's first frame laid out every pane, the next one again without them).
+        shown = self._displays(compact)
+
+        def pane(pane_id: str, classes: str = "pane") -> Vertical:
+            container = Vertical(id=pane_id, classes=classes)
+            container.display = shown[pane_id]
+            return container
+
         yield PaneBar([name for name, _, _ in PANES], id="pane-bar")
         with Horizontal(id="main"):
-            with Vertical(id="runs-pane", classes="pane"):
+            with pane("runs-pane"):
                 yield RunList(id="runs")
-            with Vertical(id="center"):
-                with Vertical(id="trace-pane", classes="pane -active" if self.active == TRACE else "pane"):
+            with pane("center", classes=""):
+                with pane("trace-pane", classes="pane -active" if self.active == TRACE else "pane"):
                     yield RunHeader(id="run-head")
                     yield TraceView(id="trace")
-                yield ContextStrip(id="strip")
-                with Vertical(id="history-pane", classes="pane"):
+                strip = ContextStrip(id="strip")
+                strip.display = shown["strip"]
+                yield strip
+                with pane("history-pane"):
                     yield from rest.get("history-pane", ())
-            with Vertical(id="side"):
+            with pane("side", classes=""):
                 for pane_id in ("stack-pane", "data-pane", "value-pane"):
-                    with Vertical(id=pane_id, classes="pane"):
+                    with pane(pane_id):
                         yield from rest.get(pane_id, ())
-        yield SearchBar()
+        if not compact:
+            self._search = SearchBar()
+            yield self._search
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
 
@@ -251,6 +272,9 @@ class ExplorerScreen(Screen[None]):
             return
         self._rest = "mounting"
         mounts = [self.query_one(f"#{pane_id}").mount(*widgets) for pane_id, widgets in self._rest_widgets().items()]
+        search = self._mount_search()
+        if search is not None:
+            mounts.append(search)
 
         async def mounted() -> None:
             for mount in mounts:
@@ -268,6 +292,13 @@ class ExplorerScreen(Screen[None]):
                 callback()
 
         self.call_later(mounted)
+
+    def _mount_search(self) -> AwaitMount | None:
+        """Mount the search prompt unless it is there or coming (``None`` then, once mounted)."""
+        if self._search is None:
+            self._search = SearchBar()
+            self._search_mount = self.mount(self._search, before=self.query_one(StatusLine))
+        return self._search_mount
 
     def when_rest_composed(self, callback: Callable[[], object], *, after_frame: bool = False) -> None:
         """Call ``callback()`` once the lazy panes are mounted (now, when they are); they are
@@ -329,24 +360,36 @@ class ExplorerScreen(Screen[None]):
     # The narrow layout of earlier versions is the compact one.
     narrow = compact
 
+    def _displays(self, compact: bool) -> dict[str, bool]:
+        """Whether each container of the layout shows (by id: the panes, ``side``, ``center``
+        and the ``strip``), in the compact layout or not, as of ``zoomed`` and ``active``."""
+        zoomed, active = self.zoomed, self.active
+        one = compact or zoomed  # one pane at a time
+        shown = {pane_id: i == active if one else True for i, (_, pane_id, _) in enumerate(PANES)}
+        side_active = active in (STACK, 3, VALUE)
+        shown["side"] = side_active if one else True
+        shown["center"] = (not side_active and active != 0) if one else True
+        shown["strip"] = compact and not zoomed and active == TRACE
+        return shown
+
     def _layout(self) -> None:
         if not self._started or not self.query(PaneBar):
             return  # not composed yet, or being torn down while a worker finishes
         compact, zoomed, active = self.compact, self.zoomed, self.active
         self.set_class(compact, "compact")
         self.set_class(zoomed, "zoomed")
+        shown = self._displays(compact)
         for i, (_, pane_id, _) in enumerate(PANES):
             pane = self.query_one(f"#{pane_id}")
             pane.set_class(i == active, "-active")
-            pane.display = i == active if (compact or zoomed) else True
+            pane.display = shown[pane_id]
             if pane.display and pane_id in LAZY_PANES:
                 self.compose_rest()  # shown before the first screen was: composed now
-        side_active = active in (STACK, 3, VALUE)
-        self.query_one("#side").display = side_active if (compact or zoomed) else True
-        self.query_one("#center").display = (not side_active and active != 0) if (compact or zoomed) else True
+        self.query_one("#side").display = shown["side"]
+        self.query_one("#center").display = shown["center"]
         strip = self.query_one(ContextStrip)
         was = strip.display
-        strip.display = compact and not zoomed and active == TRACE
+        strip.display = shown["strip"]
         if strip.display and not was:
             self.panes.strip()
         # The strip or the run header shows the status and its reason, the status line not:
@@ -374,8 +417,9 @@ class ExplorerScreen(Screen[None]):
         runs_pane, side = self.query_one("#runs-pane"), self.query_one("#side")
         if self.compact or self.zoomed:
             self.set_class(False, "runs-top")
-            runs_pane.styles.width = side.styles.width = "1fr"
-            runs_pane.styles.height = None
+            runs_pane.styles.width = side.styles.width = "1fr"  # a layout when they change
+            if runs_pane.styles.inline.has_rule("height"):
+                runs_pane.styles.height = None  # a layout at every call, changed or not
             return
         width = self.size.width
         run_list = self.query_one(RunList)
@@ -416,9 +460,10 @@ class ExplorerScreen(Screen[None]):
     def activate_for_start(self, index: int) -> None:
         """Make pane ``index`` active because a start-up read found where the run is (its
         trace, the run list while none is there), unless the user already picked a pane:
-        a key typed before the first run is read keeps its pane and its focus."""
+        a key typed before the first run is read keeps its pane and its focus, and a search
+        prompt opened meanwhile its focus (the keys typed on are its query)."""
         if not self._pane_chosen:
-            self.activate(index)
+            self.activate(index, focus=not isinstance(self.focused, SearchBar))
 
     def _choose(self, index: int) -> None:
         """The user picked pane ``index`` (a key, a click): it stays active across start-up reads."""
@@ -458,10 +503,15 @@ class ExplorerScreen(Screen[None]):
 
     # -- showing a run -------------------------------------------------------------------------------
     def on_run_list_run_chosen(self, event: RunList.RunChosen) -> None:
-        self.parents.clear()  # a run of the list: no import's parent to go back to
-        self.open_run_at(event.path)
+        self.open_listed(event.path)
         if event.opened:
             self.activate(TRACE)  # Enter opens the run: its trace, at every size
+
+    def open_listed(self, path: Path) -> None:
+        """Open the run at ``path`` of the run list: chosen by the user (``RunChosen``) or
+        for them by a read (the feed, at once)."""
+        self.parents.clear()  # a run of the list: no import's parent to go back to
+        self.open_run_at(path)
 
     def open_run_at(self, path: Path) -> None:
         """Show the run at ``path``: its summary at once, then all of it once read."""
@@ -589,10 +639,23 @@ class ExplorerScreen(Screen[None]):
             return False  # "/" typed into the prompt (or another input) is a character of the query
         return True
 
-    def action_search(self) -> None:
-        bar = self.query_one(SearchBar)
+    async def action_search(self) -> None:
+        # The prompt composed now when "/" comes before it was (the first screen's frame):
+        # the app handles no other key until this returns, so those typed after "/" wait
+        # for it and go to it.
+        mounting = self._mount_search()
+        if mounting is not None:
+            await mounting
+        self._open_search()
+
+    def _open_search(self) -> bool:
+        """Open the search prompt for the active pane and focus it; False while it is not mounted."""
+        bar = self._search
+        if bar is None or not bar.is_mounted or not self.is_attached:
+            return False
         bar.open(PANES[self.active][0])
         self.set_focus(bar)  # now, not after a refresh: keys typed right after "/" are the query
+        return True
 
     def on_search_bar_search_submitted(self, event: SearchBar.SearchSubmitted) -> None:
         self.search_term = event.term
@@ -609,7 +672,8 @@ class ExplorerScreen(Screen[None]):
 
     def action_search_again(self, backwards: bool) -> None:
         if not self.search_term:
-            self.action_search()
+            if not self._open_search():
+                self.call_later(self.action_search)  # composed first
             return
         widget = self._pane_widget(self.active)
         if widget is None:  # a pane being composed: its widget takes the search once there

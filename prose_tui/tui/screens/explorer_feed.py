@@ -42,12 +42,13 @@ class FeedHost(LiveHost, PollHost, Protocol):
     """What the feed uses of the screen it reads runs for: what its live feed and poll use
     (``LiveHost``, ``PollHost``), the UI loop from its readers (``app.call_from_thread``),
     and the layout's ``activate_for_start`` (a pane, unless the user picked one), ``fit_widths`` and ``runs_read`` (after a read
-    of the list)."""
+    of the list); ``open_listed`` opens a run of the list the feed chose for the user."""
 
     @property
     def app(self) -> App[Any]: ...
 
     def activate_for_start(self, index: int) -> None: ...
+    def open_listed(self, path: Path) -> None: ...
     def fit_widths(self, *, programs_known: bool = ...) -> None: ...
     def runs_read(self, *, first: bool) -> None: ...
 
@@ -94,6 +95,8 @@ class RunFeed:
         self.statuses = StatusTimer(workspace)  # without watching: statuses as time passes, on the tick
         self._first: list[Run] = []  # a database's first page, read while the app mounts
         self._scan_full: Path | None = None  # the run the read under way takes in full first
+        self._scan_reading: Path | None = None  # that run while the read has not handed it over
+        self._after_scan: Path | None = None  # a run opened while that read reads it: shown by it
         self._first_read = threading.Event()
         self._mounted = False
         self._first_painted = threading.Event()
@@ -151,6 +154,8 @@ class RunFeed:
         count = [0]
 
         def on_run(run: Run) -> None:
+            if run.path == self._scan_reading:
+                self._scan_reading = None  # handed over below: "open" reads it itself from now on
             read.append(run)
             count[0] += 1
             every = count[0] == self._found  # the last run found on disk
@@ -168,6 +173,8 @@ class RunFeed:
             self._read_all(progress, partial_run, on_run)
         except _ScreenGone:
             return
+        finally:
+            self._scan_reading = None
 
     def _follow_first_screen(self) -> None:
         """A first screen (a long log's tail, ``Workspace.first_screen``) is on screen: watch
@@ -221,7 +228,7 @@ class RunFeed:
             self._found = len(refs)
             # The run this read takes in full first (``Workspace.scan``): opened meanwhile, it
             # is not read as a summary beside that read (see ``_open_in_full``).
-            self._scan_full = self.workspace.read_in_full_first(refs, self.initial)
+            self._scan_full = self._scan_reading = self.workspace.read_in_full_first(refs, self.initial)
             # Every run is listed at once, newest first; rows fill in as runs are read.
             self._from_thread(self._listed, [placeholder(r) for r in refs])
             runs = self.workspace.scan(progress, partial=partial_run, first=self.initial, on_run=on_run, refs=refs)
@@ -259,21 +266,24 @@ class RunFeed:
             return  # the list shown stays until the whole list is read
         self._auto_choice = runs[0].path
         self._first_shown = True
-        run_list.set_runs(runs, clock=self.workspace.clock)
+        before = run_list.chosen
+        run_list.set_runs(runs, clock=self.workspace.clock, quiet=True)
         self.screen.runs_pane.border_title = f"Runs ({len(runs)}+) · reading"
         self.screen.call_after_refresh(self._first_painted.set)
+        self._open_choice(before)
 
     def _listed(self, runs: list[Run]) -> None:
         run_list = self.screen.run_list
+        before = run_list.chosen
         if runs and self._first_shown:
             # A database's first page is shown: the runs on disk join it, newest first.
             known = {r.path for r in runs}
             runs = sorted([*runs, *(r for r in run_list.runs if r.path not in known)], key=_newest_first, reverse=True)
-            run_list.set_runs(runs, clock=self.workspace.clock)
+            run_list.set_runs(runs, clock=self.workspace.clock, quiet=True)
         if runs:
             self._auto_choice = runs[0].path
         if runs and not run_list.runs:
-            run_list.set_runs(runs, clock=self.workspace.clock)
+            run_list.set_runs(runs, clock=self.workspace.clock, quiet=True)
             self.screen.runs_pane.border_title = f"Runs ({len(runs)}) · reading"
             # The list's width now, in the frame that lists the runs: not a layout of every
             # pane after the chosen run is on screen, when its programs are read.
@@ -285,6 +295,18 @@ class RunFeed:
             # live change may be waiting for the UI.
             self._activated = True
             self.screen.activate_for_start(TRACE)
+        self._open_choice(before)
+
+    def _open_choice(self, before: Path | None) -> bool:
+        """Open the run the feed chose for the user (the list's ``chosen``, quietly: no
+        ``RunChosen``) when it is not ``before``, the run chosen before this read's rows came:
+        now, in this turn, not two frames later through the run list's message (40-60 ms of
+        CPU at low load before the first run's read could be shown). True when it opened one."""
+        chosen = self.screen.run_list.chosen
+        if chosen is None or chosen == before:
+            return False
+        self.screen.open_listed(chosen)
+        return True
 
     def _rows_read(self, runs: list[Run], *, last: bool = False) -> None:
         """Rows of runs just read; ``last``: every run found on disk is read now."""
@@ -304,14 +326,31 @@ class RunFeed:
     def _partial(self, run: Run, painted: threading.Event) -> None:
         """A first screen of a large narration file or a long log's tail while the rest is
         still being read; ``painted`` is set once its frame is drawn."""
-        self.screen.call_after_refresh(painted.set)
+        self._when_painted(painted)
         run_list = self.screen.run_list
+        before = run_list.chosen
         if not run_list.runs:
-            run_list.set_runs([run], clock=self.workspace.clock)
+            run_list.set_runs([run], clock=self.workspace.clock, quiet=True)
             self.screen.activate_for_start(1)
-        self.panes.show_run(run)
+        # The run chosen for the user is opened (it shows this run, from the list) and the
+        # first screen painted once, not twice in this turn.
+        if not self._open_choice(before) or self.model.run is not run:
+            self.panes.show_run(run)
+
+    def _when_painted(self, painted: threading.Event) -> None:
+        """Set ``painted`` once the next frame is out (``ProseTUI.after_frame``; in another
+        app after Textual's refresh): the reader waiting on it (the whole read, the watch
+        behind a first screen) then takes no GIL from the paint of that frame. Textual's
+        ``call_after_refresh`` could come before it: starting the watch then held the first
+        screen's frame 40-50 ms of CPU."""
+        after_frame = self.screen.after_frame
+        if after_frame is not None:
+            after_frame(painted.set)
+        else:
+            self.screen.call_after_refresh(painted.set)
 
     def _scanned(self, runs: list[Run]) -> None:
+        self._scan_reading = None  # the read is over: what it did not hand over, "open" reads
         if self.live is not None and self.live.runs_changes:
             # Watching began on the reader's thread: runs it found appearing or going since
             # the read may have reached the list before this; the list is the workspace's now.
@@ -323,19 +362,20 @@ class RunFeed:
         # one shown: the frame after the read is then the list's title, which a change
         # written the moment the run appeared does not wait behind.
         set_border(screen.runs_pane, title=f"Runs ({len(runs)})")
+        before = run_list.chosen
         if len(run_list.runs) != len(runs) or any(a is not b for a, b in zip(run_list.runs, runs)):
-            run_list.set_runs(runs, clock=self.workspace.clock)
+            run_list.set_runs(runs, clock=self.workspace.clock, quiet=True)
         if not runs:
             said = (no_runs_text(self.workspace.root, waiting=self.live is not None) if self.workspace.disk
                     else "No runs found in the database. Waiting for one to appear…")
             self.panes.no_runs(said)
             run_list.show_empty(said)
         elif self.initial is not None and self.initial in self.workspace.runs:
-            run_list.select_path(self.initial)
+            run_list.select_path(self.initial, quiet=True)
         elif run_list.chosen == self._auto_choice:
             # Before runs were read their order came from run ids; now it is by what they
             # say. A choice made for the user follows the newest; one they made stays.
-            run_list.select_path(runs[0].path)
+            run_list.select_path(runs[0].path, quiet=True)
         first = bool(runs) and not self._found_runs  # the first read to find runs: to the trace
         self._found_runs = self._found_runs or bool(runs)
         if not self._activated and not runs:
@@ -351,8 +391,18 @@ class RunFeed:
             # Open on the running run (the newest running one) unless the user chose another.
             running = next((r for r in runs if r.status is RunStatus.RUNNING), None)
             if running is not None and run_list.chosen != running.path and run_list.chosen == self._auto_choice:
-                run_list.select_path(running.path)
+                run_list.select_path(running.path, quiet=True)
         screen.runs_read(first=first)
+        self._open_choice(before)
+        self._open_after_scan()
+
+    def _open_after_scan(self) -> None:
+        """The run opened while the read took it in full (``open``): read on its own now
+        when that read did not read it (it went, or could not be read)."""
+        path, self._after_scan = self._after_scan, None
+        current = self.model.run
+        if path is not None and (current is None or current.path == path) and path not in self.workspace.detailed:
+            self.open(path)
 
     # -- opening a run, full reads --------------------------------------------------------------------
     def open(self, path: Path) -> None:
@@ -366,7 +416,7 @@ class RunFeed:
         if self.live is not None:
             self.live.chosen(path)
         current = self.model.run
-        if current is not None and current.path == path and self._being_read(path):
+        if (current is None or current.path == path) and (self._being_read(path) or path == self._after_scan):
             return  # chosen again while being read (Enter on it): what is shown of it stays
         ws = self.workspace
         run = ws.runs.get(path) or next((r for r in self.screen.run_list.runs if r.path == path), None)
@@ -378,9 +428,21 @@ class RunFeed:
             self.screen.set_timer(SUMMARY_AFTER, partial(self._summary_if_late, path, run))
         elif long_summary and run is not None:
             self.panes.show_run(_header_of(run))
+        elif run is not None and current is None and path == self._scan_reading and path not in ws.runs:
+            # Nothing shown yet, and the read under way is about to show this run: its row's
+            # header (its id) alone meanwhile. The row shown as a run built a history (on a
+            # worker) and painted every pane twice, in the frames before the first screen.
+            self.panes.head(run)
         else:
             self.panes.show_run(run)
-        if path not in ws.detailed:
+        self._after_scan = None
+        if path == self._scan_reading:
+            # The read under way takes this run in full first (its first screen too, from a
+            # long log's tail): its rows show it (``_partial``, ``_rows_read``). A read of
+            # its own begun now would race it for the run and, first, read it whole
+            # without a first screen; it is begun after that read if it did not show it.
+            self._after_scan = path
+        elif path not in ws.detailed:
             self.open_in_full(path, tail_first=long_summary or path not in ws.runs)
 
     def _summary_if_late(self, path: Path, run: Run) -> None:
@@ -429,7 +491,7 @@ class RunFeed:
 
             def show() -> None:
                 self._detailed(run)
-                self.screen.call_after_refresh(painted.set)
+                self._when_painted(painted)
 
             if self.screen.is_attached:
                 try:

@@ -62,8 +62,9 @@ class _CursorList(ScrollView, can_focus=True):
 
 
 class RunList(_CursorList):
-    """Posts ``RunChosen`` when the highlighted run changes (and on Enter or a click);
-    ``/`` search filters the rows."""
+    """Posts ``RunChosen`` when the highlighted run changes (and on Enter or a click), but
+    not for a run its caller chose ``quiet`` (``set_runs``, ``select_path``); ``/`` search
+    filters the rows."""
 
     BINDINGS = keyed([
         Binding("j", "cursor_down", "Down", show=False),
@@ -127,9 +128,11 @@ class RunList(_CursorList):
         self.set_interval(AGE_TICK, self.tick)
 
     # -- the runs -----------------------------------------------------------------------------
-    def set_runs(self, runs: list[Run], *, clock=None) -> None:
+    def set_runs(self, runs: list[Run], *, clock=None, quiet: bool = False) -> None:
         """Show ``runs`` (already sorted); keeps the highlighted run where it still exists.
-        O(len(runs)) for the bookkeeping; the paint costs the rows on screen."""
+        O(len(runs)) for the bookkeeping; the paint costs the rows on screen. ``quiet``: a
+        run chosen for the user (the first row, when the chosen run is not listed) posts no
+        ``RunChosen``: the caller opens it (the explorer's reads, ``chosen`` after the call)."""
         if clock is not None:
             self._clock = clock
         self.runs = RunRows(runs)
@@ -150,7 +153,7 @@ class RunList(_CursorList):
         if keep is None and self._held is not None and self._held == self._chosen:
             self._highlighted = None  # the chosen run is gone: no other run is chosen for the user
             return
-        self._highlight(keep or 0, force=True)
+        self._highlight(keep or 0, force=True, quiet=quiet)
 
     def update_run(self, run: Run, *, clock=None) -> None:
         """Show ``run``'s new state in its row (found by path; a run not listed is ignored).
@@ -259,11 +262,12 @@ class RunList(_CursorList):
             return []
         return textwrap.wrap(self.empty_text, width, break_on_hyphens=False) or [""]
 
-    def select_path(self, path: Path) -> None:
-        """Highlight the run at ``path`` (posts ``RunChosen`` when it was not the chosen one)."""
+    def select_path(self, path: Path, *, quiet: bool = False) -> None:
+        """Highlight the run at ``path`` (posts ``RunChosen`` when it was not the chosen one,
+        unless ``quiet``: chosen for the user by a caller that opens it itself)."""
         row = self._row(path)
         if row is not None:
-            self._highlight(row)
+            self._highlight(row, quiet=quiet)
 
     def hold(self, path: Path | None) -> None:
         """Keep the run at ``path`` chosen while it is not listed (its folder went from disk):
@@ -275,7 +279,7 @@ class RunList(_CursorList):
             self._chosen = path
 
     # -- the cursor ---------------------------------------------------------------------------------
-    def _highlight(self, index: int, *, force: bool = False) -> None:
+    def _highlight(self, index: int, *, force: bool = False, quiet: bool = False) -> None:
         if not self._shown:
             return
         index = max(0, min(index, len(self._shown) - 1))
@@ -289,7 +293,8 @@ class RunList(_CursorList):
         if path != self._chosen:
             self._chosen = path
             self._held = None
-            self.post_message(self.RunChosen(path))
+            if not quiet:
+                self.post_message(self.RunChosen(path))
 
     def scroll_to_highlight(self) -> None:
         """Bring the highlighted row on screen (no animation)."""
