@@ -203,7 +203,6 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._size_seen = Size(0, 0)  # the size on_resize (or a paint) last followed the cursor at
         self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
         self._avail = -1
-        self._laid_out_height = 0  # the height ``_ensure_layout`` last saw (rows)
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
         self._block_open: dict[int, bool] = {}  # such a line -> whether a block is open after it
         self._width = 0
@@ -405,13 +404,6 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if self._avail_now() != self._avail:
             self._relayout()
             self._resize_virtual()
-        height = self.scrollable_content_region.height
-        if height != self._laid_out_height:
-            # Textual 8 can change the height with no Resize (the run header above growing
-            # as the first screen shows): the executing line is followed again, as on a Resize.
-            self._laid_out_height = height
-            if height > 0:
-                self.call_after_refresh(self._follow_now)
 
     def _resize_virtual(self, bottom: int = 0, *, repaint: bool = True) -> None:
         # A longer trace: new scroll bounds and scrollbar, no screen-wide layout (repaint.py).
@@ -690,7 +682,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._ensure_layout()
         if self.size != self._size_seen:
             # Textual sends no Resize for some layout changes (the strip below growing as a
-            # run's full read lands): the trace follows the new height as on_resize does.
+            # run's full read lands, the run header above as the first screen shows): the
+            # trace follows the new height as on_resize does.
             self.on_resize()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
