@@ -195,6 +195,25 @@ def held_watches(monkeypatch) -> HeldWatches:
     return held
 
 
+def held_run_reads(monkeypatch):
+    """Hold every read of a run on disk (the filesystem backend's ``load_run``) until the
+    returned ``threading.Event`` is set: no run reaches the screen before, as on a machine
+    too loaded to read it before the first layout. Set it in a ``finally`` too."""
+    import threading
+
+    from prose_tui.backends.filesystem import backend as backend_module
+
+    release = threading.Event()
+    load_run = backend_module.load_run
+
+    def held_load_run(*args, **kwargs):
+        release.wait()
+        return load_run(*args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    return release
+
+
 def palette_hit(app, text: str) -> bool:
     """The command palette lists a hit whose prompt holds ``text`` (hits come from a worker)."""
     lists = app.screen.query("CommandList")

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from app_helpers import make_app, ready, settled, tree_digest, wait_until
+from app_helpers import held_run_reads, make_app, ready, settled, tree_digest, wait_until
 from conftest import FIXTURES
 
 from prose_tui.tui.screens.help import HelpScreen
@@ -215,16 +215,7 @@ async def test_a_run_read_after_the_first_layout_is_still_centred_on_its_executi
     """The run is read once the 80x24 screen is laid out (a loaded machine): the strip under
     the trace grows with what the read brings, and Textual sends the trace no Resize for
     that. It stayed centred for the taller pane, a row off; ``settled`` waited forever."""
-    from prose_tui.backends.filesystem import backend as backend_module
-
-    release = threading.Event()
-    load = backend_module.load_run
-
-    def held_load_run(*args, **kwargs):
-        release.wait()
-        return load(*args, **kwargs)
-
-    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    release = held_run_reads(monkeypatch)
     app = make_app(PAUSED)
     try:
         async with app.run_test(size=(80, 24)) as pilot:

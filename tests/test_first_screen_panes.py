@@ -14,9 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
-from app_helpers import make_app, settled, wait_until
+from app_helpers import held_run_reads, make_app, settled, wait_until
 
-from prose_tui.backends.filesystem import backend as backend_module
 from prose_tui.live.workspace import Workspace
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
@@ -65,19 +64,6 @@ async def test_the_first_screen_at_80x24_is_drawn_before_the_hidden_panes_are_co
         assert _hidden_mounted(explorer) == [cls.__name__ for cls in HIDDEN_AT_80x24]
 
 
-def _held_reads(monkeypatch) -> threading.Event:
-    """Every read of a run waits until the event is set: no run reaches the screen before."""
-    release = threading.Event()
-    load_run = backend_module.load_run
-
-    def held_load_run(*args, **kwargs):
-        release.wait()
-        return load_run(*args, **kwargs)
-
-    monkeypatch.setattr(backend_module, "load_run", held_load_run)
-    return release
-
-
 def _held_listing(monkeypatch) -> threading.Event:
     """The start-up listing of runs waits until the event is set: the run list stays empty."""
     release = threading.Event()
@@ -93,7 +79,7 @@ def _held_listing(monkeypatch) -> threading.Event:
 
 async def test_a_hidden_pane_asked_for_before_the_first_screen_is_composed_then_and_takes_its_keys(tmp_path, monkeypatch):
     _run(tmp_path)
-    release = _held_reads(monkeypatch)
+    release = held_run_reads(monkeypatch)
     listing = _held_listing(monkeypatch)
     app = make_app(tmp_path)
     try:

@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
-from prose_tui.backends.filesystem import backend as backend_module
 from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES, load_run, load_run_tail_first
 from prose_tui.cli import main as cli
 from prose_tui.tui.widgets.trace_view import TraceView
-from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
+from tests.app_helpers import FIXED_NOW, held_run_reads, make_app, settled, wait_until
 
 RUN_ID = "20260301-090000-c0ffee"
 PAD = " note" * 80  # a long line: few events (a quick parse), many bytes
@@ -67,14 +65,7 @@ async def test_the_explorer_shows_the_end_of_a_log_over_8_mib_and_follows_an_app
 
 async def test_a_long_log_shows_its_newest_events_from_the_tail_while_the_whole_log_is_read(tmp_path, monkeypatch) -> None:
     run, n = _long_log(tmp_path)
-    whole_read = threading.Event()
-    load_run = backend_module.load_run
-
-    def held_load_run(*args, **kwargs):
-        whole_read.wait()  # the whole log is read only once the tail's first screen was seen
-        return load_run(*args, **kwargs)
-
-    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    whole_read = held_run_reads(monkeypatch)  # the whole log is read only once the tail's first screen was seen
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=(80, 24)) as pilot:
         trace = app.explorer.query_one(TraceView)

@@ -14,16 +14,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
-from prose_tui.backends.filesystem import backend as backend_module
 from prose_tui.backends.filesystem.folder import FIRST_SCREEN_FILES, load_run, load_snapshot_first_screen
 from prose_tui.backends.filesystem.snapshot import parse_snapshot
 from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached, parse_snapshot_first_screen
 from prose_tui.model import StatementState
 from prose_tui.tui.widgets.trace_view import TraceView
-from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
+from tests.app_helpers import FIXED_NOW, held_run_reads, make_app, settled, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -87,14 +85,7 @@ def test_the_first_screen_of_a_plain_snapshot_does_not_load_markdown_it(tmp_path
 async def test_the_explorer_shows_the_executing_statement_and_status_before_the_bindings_are_read(
         tmp_path, monkeypatch) -> None:
     run, name = _big_run(tmp_path)
-    full_read = threading.Event()
-    load = backend_module.load_run
-
-    def held_load_run(*args, **kwargs):
-        full_read.wait()  # the bindings are read only once the first screen was seen
-        return load(*args, **kwargs)
-
-    monkeypatch.setattr(backend_module, "load_run", held_load_run)
+    full_read = held_run_reads(monkeypatch)  # the bindings are read only once the first screen was seen
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=(80, 24)) as pilot:
         trace = app.explorer.query_one(TraceView)
