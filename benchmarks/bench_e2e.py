@@ -16,7 +16,9 @@ Two drivers over the same cases:
 
 ``--first N``: the first change written the moment the run is on screen (no settling: the
 open's last frames and the watch starting are still under way), one change in each of N
-fresh opens per case; p95 over the opens.
+fresh opens per case; p95 over the opens. The tmux driver also prints the time from the
+launch to that change shown: a faster open moves work after the run is on screen, so the
+first figure alone can read worse for a better open.
 
 Cases (one write per 0.3 s, ``--period`` to change it, ``--rounds`` each; the first round is
 the first change right after the run is on screen, so "first change after opening" is
@@ -221,9 +223,13 @@ class Tmux:
                 self._control.communicate()
 
 
+LAUNCHES: dict[str, list[float]] = {}  # case -> ms from launch to its first change shown (--first)
+
+
 def tmux_case(name: str, rounds: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         case = make_case(name, Path(tmp))
+        launched = time.perf_counter()
         term = Tmux(case.root, f"bench-{os.getpid()}")
         try:
             if term.wait_for("Trace", 120) is None:
@@ -237,6 +243,8 @@ def tmux_case(name: str, rounds: int) -> list[float]:
                 marker = case.write(i)
                 seen = term.wait_for(marker, 10.0)
                 samples.append((seen - t0) * 1000 if seen is not None else 10_000.0)
+                if i == 0 and SETTLE == 0 and seen is not None:  # --first: the open and the change, as the user waits
+                    LAUNCHES.setdefault(name, []).append((seen - launched) * 1000)
                 time.sleep(PERIOD)
             return samples
         finally:
@@ -436,6 +444,13 @@ def main() -> int:
                     target = TARGET.get(name, 50)
                     print(f"| {name}, first change at once ({args.first} opens) | {driver} | {p50:.0f} | {p95:.0f} | "
                           f"{top:.0f} | <= {target} | {'pass' if p95 <= target else 'MISS'} |", flush=True)
+                    if driver == "tmux" and LAUNCHES.get(name):
+                        # The figure above starts when the run is on screen: an open that shows
+                        # the run sooner leaves more of its work after that moment. From launch
+                        # is what the user waits for the change (no target: a figure).
+                        p50, p95, top = stats(LAUNCHES[name])
+                        print(f"| {name}, launch to that change shown | tmux | {p50:.0f} | {p95:.0f} | {top:.0f} | - | - |",
+                              flush=True)
         finally:
             globals()["SETTLE"] = settle
     if UI_CPU:
