@@ -160,58 +160,60 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
-class HeldWatches:
-    """The file watcher's watches, held before they are installed until ``release()``
-    (``held_watches``). ``asked`` is set once the watcher thread waits to install them."""
+class Held:
+    """Calls of a function held until ``release()`` (``hold_calls``): a step of the app made
+    as slow as a test needs, as a loaded machine makes it. ``asked`` is set once a call waits."""
 
     def __init__(self) -> None:
         import threading
 
         self.asked = threading.Event()
-        self._release = threading.Event()
+        self._released = threading.Event()
 
     def release(self) -> None:
-        self._release.set()
+        """Let the held call and every later one through (call it in a ``finally`` too)."""
+        self._released.set()
 
     def wait(self) -> None:
         self.asked.set()
-        self._release.wait()
+        self._released.wait()
 
 
-def held_watches(monkeypatch) -> HeldWatches:
-    """Hold every watch the watcher (``prose_tui.live.watcher``) installs until the returned
-    ``HeldWatches`` is released: the window between a pipeline's start and its watches being
-    in place, which a loaded machine stretches, made as long as a test needs."""
-    from watchfiles import _rust_notify
+def hold_calls(monkeypatch, owner: object, name: str) -> Held:
+    """Hold every call of ``owner.name`` (a module's function, a class's method or class)
+    until the returned ``Held`` is released, then make it as before."""
+    held = Held()
+    real = getattr(owner, name)
 
-    held = HeldWatches()
-    real = _rust_notify.RustNotify
-
-    def rust_notify(*args, **kwargs):
+    def held_call(*args, **kwargs):
         held.wait()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_rust_notify, "RustNotify", rust_notify)
+    monkeypatch.setattr(owner, name, held_call)
     return held
 
 
-def held_run_reads(monkeypatch):
-    """Hold every read of a run on disk (the filesystem backend's ``load_run``) until the
-    returned ``threading.Event`` is set: no run reaches the screen before, as on a machine
-    too loaded to read it before the first layout. Set it in a ``finally`` too."""
-    import threading
+def held_watches(monkeypatch) -> Held:
+    """Hold the watches the watcher (``prose_tui.live.watcher``) installs: the window between
+    a pipeline's start and its watches being in place, which a loaded machine stretches."""
+    from watchfiles import _rust_notify
 
+    return hold_calls(monkeypatch, _rust_notify, "RustNotify")
+
+
+def held_run_reads(monkeypatch) -> Held:
+    """Hold every read of a run on disk (the filesystem backend's ``load_run``): no run
+    reaches the screen before, as on a machine too loaded to read it before the first layout."""
     from prose_tui.backends.filesystem import backend as backend_module
 
-    release = threading.Event()
-    load_run = backend_module.load_run
+    return hold_calls(monkeypatch, backend_module, "load_run")
 
-    def held_load_run(*args, **kwargs):
-        release.wait()
-        return load_run(*args, **kwargs)
 
-    monkeypatch.setattr(backend_module, "load_run", held_load_run)
-    return release
+def held_listing(monkeypatch) -> Held:
+    """Hold the start-up listing of runs (``Workspace.discover``): the run list stays empty."""
+    from prose_tui.live.workspace import Workspace
+
+    return hold_calls(monkeypatch, Workspace, "discover")
 
 
 def palette_hit(app, text: str) -> bool:

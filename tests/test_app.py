@@ -221,11 +221,11 @@ async def test_a_run_read_after_the_first_layout_is_still_centred_on_its_executi
         async with app.run_test(size=(80, 24)) as pilot:
             trace = app.explorer.query_one(TraceView)
             await wait_until(pilot, lambda: trace.size.height > 0, what="the trace laid out")
-            release.set()
+            release.release()
             await settled(pilot)  # the trace centred on the executing line at its height now
             assert app.explorer.active == 1 and trace.cursor == trace.executing_index() is not None
     finally:
-        release.set()
+        release.release()
 
 
 async def test_no_color_keeps_every_state_readable_by_shape(monkeypatch):

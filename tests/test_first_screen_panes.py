@@ -11,12 +11,10 @@ key focuses it, it shows the run as the other panes do, its keys act.
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 
-from app_helpers import held_run_reads, make_app, settled, wait_until
+from app_helpers import held_listing, held_run_reads, make_app, settled, wait_until
 
-from prose_tui.live.workspace import Workspace
 from prose_tui.tui.widgets.binding_tree import BindingTree
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.node_table import NodeTable
@@ -64,23 +62,10 @@ async def test_the_first_screen_at_80x24_is_drawn_before_the_hidden_panes_are_co
         assert _hidden_mounted(explorer) == [cls.__name__ for cls in HIDDEN_AT_80x24]
 
 
-def _held_listing(monkeypatch) -> threading.Event:
-    """The start-up listing of runs waits until the event is set: the run list stays empty."""
-    release = threading.Event()
-    discover = Workspace.discover
-
-    def held_discover(self):
-        release.wait()
-        return discover(self)
-
-    monkeypatch.setattr(Workspace, "discover", held_discover)
-    return release
-
-
 async def test_a_hidden_pane_asked_for_before_the_first_screen_is_composed_then_and_takes_its_keys(tmp_path, monkeypatch):
     _run(tmp_path)
     release = held_run_reads(monkeypatch)
-    listing = _held_listing(monkeypatch)
+    listing = held_listing(monkeypatch)
     app = make_app(tmp_path)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -92,10 +77,10 @@ async def test_a_hidden_pane_asked_for_before_the_first_screen_is_composed_then_
                              what="the bindings pane composed and focused")
             assert explorer.active == 3 and explorer.query_one("#data-pane").display
             # The run is listed, then read: the start-up reads leave the pane the user chose.
-            listing.set()
+            listing.release()
             await wait_until(pilot, lambda: explorer.run_list.runs, what="the run listed")
             assert explorer.current_run is None or not explorer.current_run.trace  # listed, not read
-            release.set()
+            release.release()
             await settled(pilot)
             assert explorer.active == 3 and explorer.query_one(BindingTree).has_focus
             tree = explorer.query_one(BindingTree)  # the same widget, now showing the run read
@@ -105,8 +90,8 @@ async def test_a_hidden_pane_asked_for_before_the_first_screen_is_composed_then_
             await wait_until(pilot, lambda: timeline.has_focus, what="the history pane focused")
             assert len(timeline.events) == len(explorer.nav.events) > 0
     finally:
-        listing.set()
-        release.set()
+        listing.release()
+        release.release()
 
 
 async def test_the_value_pane_composed_after_the_first_screen_shows_the_newest_binding(tmp_path):

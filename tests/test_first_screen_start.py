@@ -15,14 +15,11 @@ focus went to the run list, which made it the pane shown until the runs were lis
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 
-from app_helpers import make_app, settled, wait_until
+from app_helpers import held_listing, held_run_reads, make_app, settled, wait_until
 from textual import events
 
-from prose_tui.backends.filesystem import backend as backend_module
-from prose_tui.live.workspace import Workspace
 from prose_tui.tui.screens.explorer import ExplorerScreen
 from prose_tui.tui.widgets.search_bar import SearchBar
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -33,25 +30,6 @@ from generate import huge_run  # noqa: E402
 
 def _run(tmp_path: Path, name: str = "one") -> Path:
     return huge_run(tmp_path / name, bindings=20, trace_lines=40, agents=0, segments=0)
-
-
-def _held(monkeypatch) -> tuple[threading.Event, threading.Event]:
-    """The start-up listing and every read of a run wait for their event: nothing is listed
-    or read before the test says so."""
-    listing, reads = threading.Event(), threading.Event()
-    discover, load_run = Workspace.discover, backend_module.load_run
-
-    def held_discover(self):
-        listing.wait()
-        return discover(self)
-
-    def held_load_run(*args, **kwargs):
-        reads.wait()
-        return load_run(*args, **kwargs)
-
-    monkeypatch.setattr(Workspace, "discover", held_discover)
-    monkeypatch.setattr(backend_module, "load_run", held_load_run)
-    return listing, reads
 
 
 async def test_the_first_screen_at_80x24_is_drawn_before_the_search_prompt_is_composed(tmp_path):
@@ -79,7 +57,7 @@ async def test_the_first_screen_at_80x24_is_drawn_before_the_search_prompt_is_co
 
 async def test_keys_typed_with_a_slash_before_any_run_is_read_reach_the_search_and_keep_it(tmp_path, monkeypatch):
     _run(tmp_path)
-    listing, reads = _held(monkeypatch)
+    listing, reads = held_listing(monkeypatch), held_run_reads(monkeypatch)
     app = make_app(tmp_path)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -93,8 +71,8 @@ async def test_keys_typed_with_a_slash_before_any_run_is_read_reach_the_search_a
                              what="the keys typed with / in the prompt")
             bar = explorer.query_one(SearchBar)
             assert app.focused is bar and bar.display
-            listing.set()
-            reads.set()
+            listing.release()
+            reads.release()
             await settled(pilot)
             # The start-up reads ended (the run on screen) and left the prompt focused: typed on, it takes the keys.
             assert explorer.current_run is not None and explorer.current_run.trace
@@ -102,8 +80,8 @@ async def test_keys_typed_with_a_slash_before_any_run_is_read_reach_the_search_a
             await pilot.press("k", "1")
             assert bar.value == "j2k1" and explorer.active == 1
     finally:
-        listing.set()
-        reads.set()
+        listing.release()
+        reads.release()
 
 
 async def test_the_run_chosen_at_start_opens_without_a_run_list_message_and_a_users_choice_with_one(tmp_path, monkeypatch):

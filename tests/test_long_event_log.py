@@ -77,7 +77,7 @@ async def test_a_long_log_shows_its_newest_events_from_the_tail_while_the_whole_
             assert trace.lines[-1].line == n  # numbered as in the whole trace
             assert "still loading" in str(head.render())
         finally:
-            whole_read.set()
+            whole_read.release()
         await settled(pilot)
         await wait_until(pilot, lambda: "step_1 " in trace.lines[0].text, what="the whole log shown")
         assert "still loading" not in str(head.render())

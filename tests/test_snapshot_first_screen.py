@@ -100,7 +100,7 @@ async def test_the_explorer_shows_the_executing_statement_and_status_before_the_
             assert "still loading" in str(head.render())
             assert app.explorer.model.run is not None and app.explorer.model.run.bindings == []
         finally:
-            full_read.set()
+            full_read.release()
         await settled(pilot)
         await wait_until(pilot, lambda: len(app.explorer.model.run.bindings) == BINDINGS, what="the bindings shown")
         assert "still loading" not in str(head.render())
