@@ -3,10 +3,11 @@
 :class:`PgCluster` runs ``initdb`` + ``pg_ctl`` from the binaries ``pg_binaries.find_binaries``
 picks (the ``pgserver`` wheel's build, a copy of it where it can run, or the system's
 PostgreSQL) in a temporary folder:
-TCP on 127.0.0.1 at a free port with password (SCRAM) authentication, so wrong passwords
-and SELECT-only roles behave as on a team server. As root it runs the server as the
-unprivileged ``pgserver`` user (PostgreSQL refuses root). :func:`cluster_or_skip` gives a
-clear skip reason when no server can start.
+TCP on 127.0.0.1 at a port held for it until :meth:`PgCluster.close` (``ports.PortHold``: no
+other test process can take it, not even between a ``stop`` and a ``start``), with password
+(SCRAM) authentication, so wrong passwords and SELECT-only roles behave as on a team server.
+As root it runs the server as the unprivileged ``pgserver`` user (PostgreSQL refuses root).
+:func:`cluster_or_skip` gives a clear skip reason when no server can start.
 
 ``VM_SCHEMA`` is openprose-0.15 state/postgres.md's Core Schema as a VM really creates it:
 PostgreSQL rejects the spec's ``PRIMARY KEY (name, run_id, COALESCE(execution_id, -1))``
@@ -20,7 +21,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,14 +28,10 @@ from pathlib import Path
 
 import psycopg
 from pg_binaries import find_binaries, server_user
+from ports import PortHold, startup_lost_port
 
 SUPERUSER = "postgres"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+STARTS = 5  # tries on a fresh port when a foreign program took the held one (see ports.py)
 
 
 class PgCluster:
@@ -51,10 +47,22 @@ class PgCluster:
         self.base = Path(base or tempfile.mkdtemp(prefix="prose-tui-pg-"))
         self.data = self.base / "data"
         self.sock = self.base / "sock"
-        self.port = _free_port()
         self.password = secrets.token_urlsafe(12)
         self._init()
-        self.start()
+        self._hold = PortHold()
+        self.port = self._hold.port
+        for tries_left in reversed(range(STARTS)):
+            logged = len(self._log())
+            try:
+                self.start()
+                break
+            except subprocess.CalledProcessError:
+                if not tries_left or not startup_lost_port(self._log()[logged:]):
+                    self._hold.release()
+                    raise
+                self._hold.release()
+                self._hold = PortHold()
+                self.port = self._hold.port
         self._watchdog = self._start_watchdog()
 
     def _start_watchdog(self) -> subprocess.Popen:
@@ -99,6 +107,12 @@ class PgCluster:
         opts = f"-p {self.port} -h 127.0.0.1 -k {self.sock} -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l", str(self.base / "log"), "-o", opts, "start")
 
+    def _log(self) -> str:
+        try:
+            return (self.base / "log").read_text(errors="replace")
+        except OSError:
+            return ""
+
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-m", mode, "stop")
 
@@ -123,6 +137,7 @@ class PgCluster:
         except (subprocess.SubprocessError, OSError):
             pass
         shutil.rmtree(self.base, ignore_errors=True)
+        self._hold.release()
         watchdog = getattr(self, "_watchdog", None)
         if watchdog is not None and watchdog.stdin is not None:
             watchdog.stdin.close()  # end-of-file: it finds the server stopped and the folder gone

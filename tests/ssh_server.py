@@ -1,11 +1,13 @@
 """A real OpenSSH server on 127.0.0.1 for the remote-run tests and benchmarks (issue 34).
 
-:func:`start_sshd` starts Debian's ``/usr/sbin/sshd`` in the foreground on a free port with a
-throwaway host key, a throwaway user key allowed through an ``AuthorizedKeysFile`` in a
-temporary folder, and an ``ssh_config`` that uses them (``BatchMode yes``, known hosts in the
-folder). :attr:`SshServer.command` is the ``PROSE_TUI_SSH_COMMAND`` that reaches it:
-``ssh -F <folder>/ssh_config``, host ``testhost``. :func:`sshd_missing` says why it cannot
-run here (no sshd, no ssh, no ssh-keygen), for a visible skip.
+:func:`start_sshd` starts Debian's ``/usr/sbin/sshd`` in the foreground on a port held for it
+until :meth:`SshServer.stop` (``ports.PortHold``: no other test process can take it, not even
+while :meth:`SshServer.pause` has it stopped) with a throwaway host key, a throwaway user key
+allowed through an ``AuthorizedKeysFile`` in a temporary folder, and an ``ssh_config`` that
+uses them (``BatchMode yes``, known hosts in the folder). :attr:`SshServer.command` is the
+``PROSE_TUI_SSH_COMMAND`` that reaches it: ``ssh -F <folder>/ssh_config``, host ``testhost``.
+:func:`sshd_missing` says why it cannot run here (no sshd, no ssh, no ssh-keygen), for a
+visible skip.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ports import PortHold, startup_lost_port
 
 SSHD = "/usr/sbin/sshd"
 HOST = "testhost"
@@ -34,18 +38,19 @@ def sshd_missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+STARTS = 5  # tries on a fresh port when a foreign program took the held one (see ports.py)
 
 
 @dataclass
 class SshServer:
     folder: Path
-    port: int
+    hold: PortHold
     process: subprocess.Popen
     extra: dict = field(default_factory=dict)
+
+    @property
+    def port(self) -> int:
+        return self.hold.port
 
     @property
     def config(self) -> Path:
@@ -77,6 +82,7 @@ class SshServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.hold.release()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -90,7 +96,24 @@ def start_sshd(*, force_command: str | None = None, set_env_path: str | None = N
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)], check=True)
     shutil.copy(folder / "user_key.pub", folder / "authorized_keys")
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation folder (Debian's packaging makes it at boot)
-    port = _free_port()
+    for tries_left in reversed(range(STARTS)):
+        hold = PortHold()
+        _configure(folder, hold.port, force_command=force_command, set_env_path=set_env_path)
+        server = SshServer(folder, hold, _launch(folder))
+        try:
+            _wait_for_login(server)
+            return server
+        except RuntimeError as exc:
+            if tries_left and startup_lost_port(str(exc)):
+                server.process.wait()
+                hold.release()
+                continue
+            server.stop()
+            raise
+    raise AssertionError("unreachable")
+
+
+def _configure(folder: Path, port: int, *, force_command: str | None, set_env_path: str | None) -> None:
     lines = [f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {folder / 'host_key'}",
              f"AuthorizedKeysFile {folder / 'authorized_keys'}", "StrictModes no", "UsePAM no",
              "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
@@ -105,13 +128,6 @@ def start_sshd(*, force_command: str | None = None, set_env_path: str | None = N
         f"  IdentityFile {folder / 'user_key'}", "  IdentitiesOnly yes", "  BatchMode yes",
         f"  UserKnownHostsFile {folder / 'known_hosts'}", "  StrictHostKeyChecking accept-new",
         "  LogLevel ERROR"]) + "\n")
-    server = SshServer(folder, port, _launch(folder))
-    try:
-        _wait_for_login(server)
-    except RuntimeError:
-        server.stop()
-        raise
-    return server
 
 
 def _launch(folder: Path) -> subprocess.Popen:
@@ -121,13 +137,19 @@ def _launch(folder: Path) -> subprocess.Popen:
 
 def _wait_for_login(server: SshServer) -> None:
     process = server.process
-    for _ in range(200):  # until it accepts a login (bounded: 200 tries)
+    deadline = time.monotonic() + 300  # a guard against a hang, not a timing: a loaded machine may take long
+    while True:  # until it accepts a login
         if process.poll() is not None:
             err = process.stderr.read().decode() if process.stderr else ""
             raise RuntimeError(f"sshd exited: {err.strip()}")
-        probe = subprocess.run(["ssh", "-F", str(server.config), HOST, "true"], capture_output=True)
+        # ConnectTimeout bounds the banner exchange too: a foreign listener that took the port
+        # (see ports.py) accepts the connection and never answers; sshd's exit then says why.
+        probe = subprocess.run(["ssh", "-F", str(server.config), "-o", "ConnectTimeout=10", HOST, "true"],
+                               capture_output=True)
         if probe.returncode == 0:
             return
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.05)
     raise RuntimeError(f"sshd on port {server.port} never accepted a login: {probe.stderr.decode().strip()}")
 

@@ -11,6 +11,7 @@ and percent-encoded. ``record`` runs as a real second process, stopped with SIGT
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
 import json
 import os
@@ -18,7 +19,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +29,7 @@ import psycopg
 import pytest
 from app_helpers import wait_until
 from pg_server import VmWriter
+from ports import PortHold
 
 from prose_tui.backends.common.dburl import parse_target, redact
 from prose_tui.backends.postgres import backend as postgres_backend
@@ -65,10 +66,11 @@ def files_holding_the_password(*roots: Path) -> list[str]:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@functools.cache
+def silent_port() -> int:
+    """A port of 127.0.0.1 where nothing listens, held for this test process (bound, never
+    listening: ``ports.PortHold``) so no other test's server can start there meanwhile."""
+    return PortHold().port
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +99,7 @@ def team_db(cluster):
 def url_for(case: str, team_db) -> str:
     where, name = team_db
     if case == "down":
-        where = f"127.0.0.1:{free_port()}"  # nothing listens there
+        where = f"127.0.0.1:{silent_port()}"  # nothing listens there
     password = ENCODED if case != "wrong" else quote("Wr0ng" + PASSWORD, safe="")
     return f"postgresql://viewer:{password}@{where}/{name}"
 

@@ -47,3 +47,29 @@ def test_a_killed_test_run_leaves_no_server_behind():
         time.sleep(0.1)
     assert not _accepts(int(port)), "the killed run's server still accepts connections"
     assert not Path(base).exists(), "the killed run's server folder is still there"
+
+
+def test_the_servers_port_stays_its_own_while_it_is_stopped():
+    """Between a ``stop`` and a ``start`` (a test of a lost connection) the port stays held:
+    another xdist worker's server or a connection's source port cannot take it, so the
+    server comes back at the URL the code under test already has."""
+    pytest.importorskip("psycopg")
+    from pg_server import cluster_or_skip
+    from ports import PortHold
+
+    cluster = cluster_or_skip()
+    try:
+        cluster.stop()
+        with pytest.raises(OSError), socket.socket() as other:  # what a port picker elsewhere tries
+            other.bind(("127.0.0.1", cluster.port))
+        others = [PortHold() for _ in range(50)]  # what another worker's servers get
+        try:
+            assert cluster.port not in {hold.port for hold in others}
+        finally:
+            for hold in others:
+                hold.release()
+        cluster.start()
+        with cluster.admin() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        cluster.close()
