@@ -29,6 +29,10 @@ from prose_tui.tui.widgets.value_viewer import ValueViewer
 RUN_ID = "20260301-100000-abc123"
 SIZE = (200, 40)  # every pane shown, the trace wide enough for whole hostile lines
 ESC = "\x1b"
+# Seconds: only ends a start-up that would otherwise hang (a read stuck on a pipe or in a
+# symlink loop), so the suite goes on; ``ready`` itself waits on what the app signals. Not a
+# timing: a loaded 2-core machine may take far longer than an idle one.
+HANG_GUARD = 300
 
 
 # -- building inputs --------------------------------------------------------------------------------
@@ -494,7 +498,7 @@ async def test_symlink_loops_under_runs_and_imports_do_not_hang(tmp_path):
     before = tree_digest_links(tmp_path)
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await asyncio.wait_for(ready(pilot), 15)
+        await asyncio.wait_for(ready(pilot), HANG_GUARD)
         await watched(pilot)  # the watches installed: b.md written below is seen
         runs_shown = app.explorer.query_one(RunList).runs
         assert [r.id for r in runs_shown] == [RUN_ID]
@@ -533,15 +537,28 @@ async def test_a_named_pipe_for_a_binding_or_state_db_does_not_hang(tmp_path):
     other.mkdir()
     os.mkfifo(other / "state.db")
     app = make_app(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await asyncio.wait_for(ready(pilot), 15)
-        ids = [r.id for r in app.explorer.query_one(RunList).runs]
-        assert RUN_ID in ids
-        await show_binding(pilot, run_dir / "bindings" / "a.md")
-        assert "cannot read a.md: not a regular file" in screen_text(app)
-        assert "does not exist" not in screen_text(app)
-        await show_binding(pilot, run_dir / "bindings" / "zero.md")
-        assert "outside the run: not read" in screen_text(app)  # a link to a device elsewhere: never opened
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await asyncio.wait_for(ready(pilot), HANG_GUARD)
+            ids = [r.id for r in app.explorer.query_one(RunList).runs]
+            assert RUN_ID in ids
+            await show_binding(pilot, run_dir / "bindings" / "a.md")
+            assert "cannot read a.md: not a regular file" in screen_text(app)
+            assert "does not exist" not in screen_text(app)
+            await show_binding(pilot, run_dir / "bindings" / "zero.md")
+            assert "outside the run: not read" in screen_text(app)  # a link to a device elsewhere: never opened
+    finally:
+        release_pipe_readers(run_dir / "bindings" / "a.md", other / "state.db")
+
+
+def release_pipe_readers(*fifos: Path) -> None:
+    """Give end-of-file to any reader blocked on ``fifos``: when the app wrongly opened one,
+    the test fails (``HANG_GUARD``) and the stuck reader thread lets the app exit."""
+    for fifo in fifos:
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: no reader has it open, as it should be
+            pass
 
 
 @pytest.mark.skipif(os.name != "posix", reason="permissions")
