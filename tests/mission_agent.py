@@ -29,15 +29,30 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 
 STATES = ("continuous", "pause", "run_once", "run_cleanup")
+# The agent's lifetime when its test never ends it: only a guard against a hung test. It ends
+# with its parent anyway (_stop_with_parent); a test that is merely slow, as on a loaded
+# 2-core machine, must never see its agent terminate itself (it did at 60 s).
+MAX_SECONDS = 900.0
 stopping = False
 
 
 def _on_term(signum, frame):
     global stopping
+    stopping = True
+
+
+def _stop_with_parent(parent: int) -> None:
+    """Stop as on SIGTERM once the test process that started the agent is gone (a test killed
+    before its ``finally``): the agent never outlives its test, and ``--max-seconds`` can be
+    long enough that a test slowed down by a loaded machine never sees its agent give up."""
+    global stopping
+    while os.getppid() == parent:
+        time.sleep(0.5)
     stopping = True
 
 
@@ -173,7 +188,7 @@ class Racer:
         self.meddles = 0
         self._held_from: str | None = None
         self.process = subprocess.Popen(
-            [sys.executable, __file__, str(path), "--race", "--log", str(log), "--max-seconds", "60"],
+            [sys.executable, __file__, str(path), "--race", "--log", str(log)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def _say(self, command: str) -> None:
@@ -218,7 +233,7 @@ class Racer:
         """End the agent; its record of its last current_state and beat."""
         if self.process.stdin:
             self.process.stdin.close()
-        self.process.wait(timeout=30)
+        self.process.wait(timeout=120)  # a hang guard: it exits at the end of its input
         if self.process.stdout:
             self.process.stdout.close()
         return json.loads(open(self.log, encoding="utf-8").read())
@@ -232,11 +247,12 @@ def main() -> None:
     parser.add_argument("--log")
     parser.add_argument("--gate", help="sessions end only when this file appears (a test's release)")
     parser.add_argument("--race", action="store_true", help="race step by step, as told on stdin (Racer)")
-    parser.add_argument("--max-seconds", type=float, default=60.0)
+    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGALRM, _on_term)
-    signal.setitimer(signal.ITIMER_REAL, args.max_seconds)  # never outlive a broken test
+    signal.setitimer(signal.ITIMER_REAL, args.max_seconds)  # a last resort: see _stop_with_parent
+    threading.Thread(target=_stop_with_parent, args=(os.getppid(),), daemon=True).start()
     agent = Agent(args.state, args.log)
     if args.race:
         run_racer(agent, sys.stdin, sys.stdout)
