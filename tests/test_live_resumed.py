@@ -137,9 +137,10 @@ async def test_a_running_run_that_fails_live_stops_on_its_failure(tmp_path):
 
     from datetime import datetime, timezone
 
-    today = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-fa1100"  # a run started just now
+    now = datetime.now(timezone.utc)  # one reading for the id and the app's clock, even across midnight
+    today = now.strftime("%Y%m%d-%H%M%S") + "-fa1100"  # a run started just now
     running = _log_run(tmp_path, today, STEPS + "60→ step_60\n")  # step 60 under way
-    app = make_app(running, watch=True, now=datetime.now(timezone.utc))  # written just now: running
+    app = make_app(running, watch=True, now=now)  # written just now: running
     async with app.run_test(size=(80, 24)) as pilot:
         await watched(pilot)
         assert "running" in _head(app)

@@ -68,9 +68,9 @@ def real_clock() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def app_on(path: Path) -> ProseTUI:
-    # The real clock: the files here are written now, and their age is what is tested.
-    return ProseTUI(path, watch=True, clock=real_clock, stale_after=1800)
+def app_on(path: Path, clock=real_clock) -> ProseTUI:
+    # The real clock by default: the files here are written now, and their age is what is tested.
+    return ProseTUI(path, watch=True, clock=clock, stale_after=1800)
 
 
 def status_line(app) -> str:
@@ -156,9 +156,10 @@ def _snapshot(run_id: str, call_note: str, retry_note: str | None, updated: str)
 
 
 def test_a_snapshot_retried_after_a_failure_is_not_failed(tmp_path):
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-snap01")
+    written = datetime.now(timezone.utc)  # one reading: the id and the header agree, even across midnight
+    run_id = written.strftime("%Y%m%d-%H%M%S-snap01")
     state = _run_dir(tmp_path, run_id) / "state.md"
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = written.strftime("%Y-%m-%dT%H:%M:%SZ")
     state.write_text(_snapshot(run_id, "✗ timeout", None, now), encoding="utf-8")
     assert cli("show", "--json", str(state.parent))["status"] == "failed"
     vm_writes("replace", state, _snapshot(run_id, "✗ timeout", "<-- RETRYING (attempt 2/3)", now))
@@ -198,9 +199,10 @@ def test_a_future_updated_header_does_not_keep_a_dead_run_running(tmp_path):
 
 def test_a_small_skew_is_still_trusted(tmp_path):
     """A header a minute ahead (a VM rounding up) is the VM's clock, not an error."""
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-skew01")
+    written = datetime.now(timezone.utc)  # one reading: the header is a minute ahead of the id, exactly
+    run_id = written.strftime("%Y%m%d-%H%M%S-skew01")
     state = _run_dir(tmp_path, run_id) / "state.md"
-    ahead = (datetime.now(timezone.utc) + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ahead = (written + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     vm_writes("replace", state, _snapshot(run_id, "<-- EXECUTING", None, ahead))
     shown = cli("show", "--json", str(state.parent))
     assert shown["status"] == "running" and "per its updated: header" in shown["status_reason"]
@@ -208,8 +210,8 @@ def test_a_small_skew_is_still_trusted(tmp_path):
 
 
 async def test_the_explorer_ages_a_future_header_run_by_its_file(tmp_path):
-    _state, _written = _dead_snapshot_with_a_future_header(tmp_path)
-    app = app_on(tmp_path)
+    _state, written = _dead_snapshot_with_a_future_header(tmp_path)
+    app = app_on(tmp_path, clock=lambda: written + timedelta(hours=3))  # 3 h however long the test takes
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.explorer.current_run is not None, what="the run to load")
         await wait_until(pilot, lambda: "interrupted" in app.explorer.head_text.plain, what="interrupted in the header")
