@@ -27,7 +27,12 @@ from prose_tui.tui.app import ProseTUI
 RUN = "20260116-143052-a7b3c9"
 
 
-def wait_for(predicate, what: str, timeout: float = 30.0):
+# Seconds: only ends a wait that would otherwise hang (a loaded machine's PostgreSQL may take
+# long to come back after a restart), never a timing.
+HANG_GUARD = 120.0
+
+
+def wait_for(predicate, what: str, timeout: float = HANG_GUARD):
     """Poll ``predicate`` until it returns something truthy; the bound only stops a hang."""
     end = time.monotonic() + timeout
     while True:

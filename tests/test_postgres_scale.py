@@ -24,7 +24,10 @@ from prose_tui.tui.widgets.trace_view import TraceView
 RUN = "20260116-143052-a7b3c9"
 
 
-def wait_for(predicate, what: str, timeout: float = 30.0):
+HANG_GUARD = 120.0  # seconds: only ends a wait that would otherwise hang, never a timing
+
+
+def wait_for(predicate, what: str, timeout: float = HANG_GUARD):
     """Block this thread until ``predicate()`` is truthy; the bound only stops a hang."""
     end = time.monotonic() + timeout
     while not predicate():

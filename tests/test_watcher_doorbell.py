@@ -1,6 +1,6 @@
 """The watcher sleeps on a doorbell (inotify) between changes, and wakes for a change, a
-subscription or ``close``: with ``poll_s`` at a minute, anything that still arrives within
-the tests' bounds was woken by the doorbell, not by the watcher's own timer.
+subscription or ``close``: with ``poll_s`` at ten minutes, anything that still arrives within
+the tests' bounds (``WAIT``) was woken by the doorbell, not by the watcher's own timer.
 
 Linux only (the doorbell is inotify); waits on conditions, never sleeps."""
 
@@ -15,18 +15,19 @@ from prose_tui.live.watcher import Watcher
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the doorbell is Linux's inotify")
 
-QUIET_S = 60.0  # the watcher's own timer: far past every wait below
+QUIET_S = 600.0  # the watcher's own timer: far past every wait below
+WAIT = 120  # seconds: only ends a wait that would otherwise hang; a loaded machine may be slow
 
 
 def test_a_change_in_a_folder_made_after_the_watch_rings(tmp_path):
     with Doorbell([tmp_path], recursive=True) as bell:
         assert bell.watched == 1
         (tmp_path / "bindings").mkdir()
-        assert bell.wait(10), "the new folder rang"
+        assert bell.wait(WAIT), "the new folder rang"
         assert bell.watched == 2, "and is watched from then on"
         assert not bell.wait(0)
         (tmp_path / "bindings" / "plan.md").write_text("x\n", encoding="utf-8")
-        assert bell.wait(10), "a file written in it rings"
+        assert bell.wait(WAIT), "a file written in it rings"
         assert bell.rings == 2
 
 
@@ -39,7 +40,7 @@ def test_reading_a_run_does_not_ring(tmp_path):
         assert not bell.wait(0), "the explorer's own reads never wake the watcher"
         with state.open("a", encoding="utf-8") as fh:
             fh.write("2. next\n")
-        assert bell.wait(10)
+        assert bell.wait(WAIT)
 
 
 def test_interrupt_wakes_a_wait_and_is_harmless_once_closed(tmp_path):
@@ -53,8 +54,8 @@ def test_interrupt_wakes_a_wait_and_is_harmless_once_closed(tmp_path):
     thread = threading.Thread(target=sleeper)
     thread.start()
     bell.interrupt()
-    assert woke.wait(10), "interrupt ended the wait"
-    thread.join(10)
+    assert woke.wait(WAIT), "interrupt ended the wait"
+    thread.join(WAIT)
     assert bell.rings == 0, "an interrupt is not a change"
     bell.close()
     bell.interrupt()  # a subscription racing the watch's end: nothing happens
@@ -74,11 +75,11 @@ def test_a_sleeping_watcher_wakes_for_a_change(tmp_path):
     watcher.subscribe([tmp_path], lambda batch: arrived.set() if tmp_path / "state.md" in batch else None,
                       on_ready=ready.set)
     try:
-        assert ready.wait(10)
-        assert watcher.bell_open.wait(10), "the watcher sleeps on a doorbell"
+        assert ready.wait(WAIT)
+        assert watcher.bell_open.wait(WAIT), "the watcher sleeps on a doorbell"
         assert watcher.doorbell_off is None
         (tmp_path / "state.md").write_text("1. run\n", encoding="utf-8")
-        assert arrived.wait(10), "the change was handed over long before the watcher's own minute"
+        assert arrived.wait(WAIT), "the change was handed over long before the watcher's own timer"
     finally:
         watcher.close()
 
@@ -90,11 +91,11 @@ def test_a_sleeping_watcher_wakes_for_a_new_subscription_and_for_close(tmp_path)
     watcher = Watcher(poll_s=QUIET_S, bell_after_s=0)
     installs = threading.Semaphore(0)
     sub = watcher.subscribe([one], lambda batch: None, on_ready=installs.release)
-    assert installs.acquire(timeout=10)
-    assert watcher.bell_open.wait(10)
+    assert installs.acquire(timeout=WAIT)
+    assert watcher.bell_open.wait(WAIT)
     watcher.update(sub, [two])
-    assert installs.acquire(timeout=10), "the watch restarted on the new roots at once"
-    assert watcher.bell_open.wait(10)
+    assert installs.acquire(timeout=WAIT), "the watch restarted on the new roots at once"
+    assert watcher.bell_open.wait(WAIT)
     thread = watcher._thread
     assert thread is not None
     watcher.close()
@@ -107,9 +108,9 @@ def test_without_a_doorbell_the_watcher_still_hands_changes_over(tmp_path):
     ready = threading.Event()
     watcher.subscribe([tmp_path], lambda batch: arrived.set(), on_ready=ready.set)
     try:
-        assert ready.wait(10)
+        assert ready.wait(WAIT)
         (tmp_path / "state.md").write_text("1. run\n", encoding="utf-8")
-        assert arrived.wait(10)
+        assert arrived.wait(WAIT)
         assert watcher._doorbell is None
     finally:
         watcher.close()
@@ -124,7 +125,7 @@ def test_a_run_nested_past_the_recursion_limit_is_watched_whole(tmp_path):
         with Doorbell([tmp_path], recursive=True) as bell:
             assert bell.watched == 1101
             (bottom / "deep.md").write_text("changed\n", encoding="utf-8")
-            assert bell.wait(10), "a change at the bottom rings"
+            assert bell.wait(WAIT), "a change at the bottom rings"
     finally:
         remove_deep_folders(tmp_path)
 
@@ -146,8 +147,8 @@ def test_a_new_watch_opens_its_doorbell_once_it_is_quiet(tmp_path):
     ready = threading.Event()
     watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
     try:
-        assert ready.wait(10)
-        assert watcher.bell_open.wait(BURST_S + 30), "the doorbell opened after the quiet"
+        assert ready.wait(WAIT)
+        assert watcher.bell_open.wait(BURST_S + WAIT), "the doorbell opened after the quiet"
     finally:
         watcher.close()
     assert not watcher.bell_open.is_set()

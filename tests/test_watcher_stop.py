@@ -10,6 +10,8 @@ from pathlib import Path
 
 from prose_tui.live.watcher import STEP_MS, Watcher
 
+WAIT = 120  # seconds: only ends a wait that would otherwise hang; a loaded machine may be slow
+
 
 def _delivered(watcher: Watcher, folder: Path, name: str) -> set[Path]:
     got: list[set[Path]] = []
@@ -22,9 +24,9 @@ def _delivered(watcher: Watcher, folder: Path, name: str) -> set[Path]:
 
     ready = threading.Event()
     sub = watcher.subscribe([folder], callback, on_ready=ready.set)
-    assert ready.wait(10), "the watch was installed"
+    assert ready.wait(WAIT), "the watch was installed"
     (folder / name).write_text("x\n", encoding="utf-8")
-    assert arrived.wait(10), f"{name} was reported"
+    assert arrived.wait(WAIT), f"{name} was reported"
     watcher.unsubscribe(sub)
     return set().union(*got)
 
@@ -35,13 +37,13 @@ def test_the_last_unsubscribe_and_close_end_the_watch_thread(tmp_path):
     assert tmp_path / "state.md" in _delivered(watcher, tmp_path, "state.md")
     thread = watcher._thread
     if thread is not None:  # the last subscriber left: the engine stops, the thread ends
-        thread.join(10)
+        thread.join(WAIT)
         assert not thread.is_alive()
     # subscribing again starts a new thread, and close() stops it
     assert tmp_path / "b.md" in _delivered(watcher, tmp_path, "b.md")
     ready = threading.Event()
     watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
-    assert ready.wait(10)
+    assert ready.wait(WAIT)
     thread = watcher._thread
     assert thread is not None and thread.is_alive()
     watcher.close()
@@ -63,11 +65,11 @@ def test_update_restarts_the_watch_on_the_new_roots(tmp_path):
             arrived.set()
 
     sub = watcher.subscribe([first], callback, on_ready=installs.release)
-    assert installs.acquire(timeout=10)
+    assert installs.acquire(timeout=WAIT)
     watcher.update(sub, [second])
-    assert installs.acquire(timeout=10), "the watch restarted"
+    assert installs.acquire(timeout=WAIT), "the watch restarted"
     (second / "state.md").write_text("x\n", encoding="utf-8")
-    assert arrived.wait(10)
+    assert arrived.wait(WAIT)
     watcher.close()
 
 
