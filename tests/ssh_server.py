@@ -67,7 +67,7 @@ class SshServer:
         """Stop listening (logins fail; sessions already open go on)."""
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=120)  # a hang guard: sshd ends at once on SIGTERM
 
     def resume(self) -> None:
         """Listen again on the same port with the same keys."""

@@ -249,12 +249,15 @@ def test_stop_interrupts_a_wait(tmp_path: Path) -> None:
     vm = DemoVM(tmp_path, clock=fixed_clock)
     worker = threading.Thread(target=vm.run, kwargs={"speed": 0.01, "stop": stop})
     worker.start()  # at speed 0.01 the first wait alone is 80 s
-    for _ in range(1000):
+    # Until the VM is in that wait (state.md written): on a loaded machine that may take longer
+    # than the 10 s this loop used to give it, and the test then stopped a VM not yet waiting.
+    for _ in range(12_000):  # a guard against a hang (at least 120 s), not a timing
         if (vm.run_dir / "state.md").exists():
             break
         stop.wait(0.01)
+    assert (vm.run_dir / "state.md").exists(), "the VM never started its run"
     stop.set()
-    worker.join(timeout=30)
+    worker.join(timeout=120)
     assert not worker.is_alive()
     assert not (vm.run_dir / "bindings").exists()
 
