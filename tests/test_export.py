@@ -218,6 +218,9 @@ def test_cli_runs_as_a_program(tmp_path):
 
 
 # -- in a real browser ---------------------------------------------------------------------------------
+BROWSER_GUARD_MS = 120_000  # Chromium's start and every wait in it: only ends a hang, never a timing
+
+
 @pytest.fixture
 def browser_context(tmp_path_factory):
     """A headless system Chromium with a fresh profile, or a skip saying what is missing.
@@ -230,7 +233,8 @@ def browser_context(tmp_path_factory):
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
             args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"])
+                  "--disable-component-update", "--disable-sync"], timeout=BROWSER_GUARD_MS)
+        context.set_default_timeout(BROWSER_GUARD_MS)  # Playwright's 30 s: a loaded machine's Chromium may take longer
         try:
             yield context
         finally:

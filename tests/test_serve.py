@@ -449,9 +449,10 @@ def browser_context(tmp_path_factory):
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
-            accept_downloads=True,
+            accept_downloads=True, timeout=HANG_GUARD * 1000,
             args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"])
+        context.set_default_timeout(HANG_GUARD * 1000)  # Playwright's 30 s: a loaded machine's Chromium may take longer
         try:
             yield context
         finally:
