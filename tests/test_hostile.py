@@ -537,8 +537,8 @@ async def test_a_named_pipe_for_a_binding_or_state_db_does_not_hang(tmp_path):
     other.mkdir()
     os.mkfifo(other / "state.db")
     app = make_app(tmp_path)
-    try:
-        async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
+        try:
             await asyncio.wait_for(ready(pilot), HANG_GUARD)
             ids = [r.id for r in app.explorer.query_one(RunList).runs]
             assert RUN_ID in ids
@@ -547,8 +547,8 @@ async def test_a_named_pipe_for_a_binding_or_state_db_does_not_hang(tmp_path):
             assert "does not exist" not in screen_text(app)
             await show_binding(pilot, run_dir / "bindings" / "zero.md")
             assert "outside the run: not read" in screen_text(app)  # a link to a device elsewhere: never opened
-    finally:
-        release_pipe_readers(run_dir / "bindings" / "a.md", other / "state.db")
+        finally:  # before the app exits: it may wait for its reader threads
+            release_pipe_readers(run_dir / "bindings" / "a.md", other / "state.db")
 
 
 def release_pipe_readers(*fifos: Path) -> None:
