@@ -318,6 +318,7 @@ class Workspace(SourceRuns):
                 with self.lock:
                     self.detailed.add(path)
                 return self._read_growing(backend, path, progress=progress, partial=partial)
+        first: Run | None = None
         if not summary and partial is not None and path not in self.runs:
             # A long log's newest screenful first (its tail), then the whole read behind it.
             first = self.first_screen(path)
@@ -339,6 +340,13 @@ class Workspace(SourceRuns):
             with self.run_lock(path), self.lock:
                 self.detailed.add(path)
                 self.runs[path] = run
+            if first is not None:
+                # The first screen was followed live while the whole log was parsed: what the
+                # VM appended after the parse read its end is applied now, or the events shown
+                # on the first screen would vanish with the swap until the next change.
+                self.catch_up(path)
+                with self.lock:
+                    run = self.runs.get(path, run)
             return run
         with self.lock:
             self.runs[path] = run
