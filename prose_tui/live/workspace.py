@@ -24,6 +24,7 @@ from pathlib import Path
 
 from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
 from prose_tui.backends.common.contained import OUTSIDE_RUN
+from prose_tui.backends.common.foreground import background_read
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness, run_id_time
 from prose_tui.backends.common.superseded import ReadSuperseded, superseded_by
 from prose_tui.backends.common.text import visible_name
@@ -325,8 +326,11 @@ class Workspace(SourceRuns):
             if first is not None:
                 partial(first)
         try:
-            run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
-                           summary=summary)
+            # Read in the background: it gives way to a live change on its way to the screen
+            # (a long log's whole read takes seconds; its first screen is followed meanwhile).
+            with background_read():
+                run = open_run(path, now=self.clock(), stale_after=self.stale_after,
+                               observed=self.observed.get(path), summary=summary)
         except (NotARunError, OSError):
             with self.lock:
                 self.runs.pop(path, None)
