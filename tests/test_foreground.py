@@ -1,4 +1,4 @@
-"""A long log's whole read gives way to a live change on its way to the screen (issue 33).
+"""A long log's whole read gives way to a live change or a key on its way to the screen (issue 33).
 
 The whole read of a 100,000-event log parses for seconds in a thread while its first screen
 is followed live; Python runs one thread at a time, so a change written meanwhile took
@@ -15,7 +15,7 @@ import pytest
 
 from prose_tui.backends.common import foreground
 from prose_tui.live.workspace import Workspace
-from tests.app_helpers import FIXED_NOW
+from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
 
 RUN_ID = "20260301-090000-9c0a11"
 EVENTS = 3_000  # a dozen of the whole read's pieces (``FEED_LINES``)
@@ -90,3 +90,25 @@ def test_a_change_nobody_marks_shown_holds_a_read_no_longer_than_its_hold(tmp_pa
     foreground.change_in_flight(hold=0.0)  # already over: a change that altered nothing on screen
     ws.detail(run_dir)
     assert not gate.parked.is_set() and len(ws.runs[run_dir].trace) == EVENTS
+
+
+async def test_a_key_holds_background_reads_until_its_frame_is_out(tmp_path, gate, monkeypatch) -> None:
+    """A key pressed while a long log is read in full (j, k, a pane): its effect is painted
+    before the read goes on, and the read goes on after that frame."""
+    from prose_tui.tui import app as app_module
+
+    _event_log(tmp_path)
+    held: list[bool] = []
+
+    def in_flight(hold: float = foreground.HOLD) -> None:
+        held.append(True)
+        foreground.change_in_flight(hold=BOUND)
+
+    monkeypatch.setattr(app_module, "change_in_flight", in_flight)
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        assert gate.is_set()
+        await pilot.press("k")
+        assert held  # the key marked in flight
+        await wait_until(pilot, gate.is_set, what="the key's frame out: background reads go on")

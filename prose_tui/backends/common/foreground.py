@@ -7,8 +7,8 @@ UI's paint) shared the interpreter turn about, every 5 ms, and a change written 
 parse took 60-160 ms to show instead of about 30.
 
 Now the live pipeline marks a change in flight (:func:`change_in_flight`) when the watcher
-hands it over, and the UI marks it shown (:func:`change_shown`) once the frame that shows
-it is out. A background read (one run inside :func:`background_read`: the workspace's
+hears it (or hands it over), and the UI marks it shown (:func:`change_shown`) once the frame
+that shows it is out; a key is marked the same way, from its arrival to its frame. A background read (one run inside :func:`background_read`: the workspace's
 start-up and "open in full" reads, never a live apply) calls :func:`wait_turn` between
 pieces of work (``EventLogTail.feed_bytes``: every ``FEED_LINES`` lines) and sleeps there
 while a change is in flight, for at most ``HOLD`` seconds from its mark: a change nobody
