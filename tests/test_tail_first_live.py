@@ -104,3 +104,40 @@ async def test_the_explorer_shows_new_events_while_the_whole_log_is_still_read(t
                          what="the whole log shown")
         assert last_line() == (n + 1, f"{n + 1}→ verdict ✓ [10:00:00]")
         assert "still loading" not in str(app.explorer.query_one("#run-head").render())
+
+
+async def test_events_written_while_the_whole_log_is_read_are_shown_after_it(tmp_path, monkeypatch) -> None:
+    """The whole read parses the log as it was when it began; events the VM appends before it
+    is swapped in were shown on the first screen (followed live) and must stay shown after the
+    swap, with nothing else written (a run that ends then would never show its last events)."""
+    run_dir, n = _long_log(tmp_path)
+    parsed, swap = threading.Event(), threading.Event()
+    load = backend_module.load_run
+
+    def load_run_then_wait(*args, **kwargs):
+        run = load(*args, **kwargs)  # the whole log as it is now
+        parsed.set()
+        swap.wait()  # the VM appends before this read is swapped in
+        return run
+
+    monkeypatch.setattr(backend_module, "load_run", load_run_then_wait)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        trace = app.explorer.query_one(TraceView)
+
+        def last_line() -> tuple[int, str] | None:
+            return (trace.lines[-1].line, trace.lines[-1].text) if trace.lines else None
+
+        appended = (n + 1, f"{n + 1}→ verdict ✓ [10:00:00]")
+        try:
+            await wait_until(pilot, parsed.is_set, what="the whole log parsed, not yet swapped in")
+            await wait_until(pilot, lambda: app.explorer.feed.watcher_state.startswith("watching"),
+                             what="the first screen followed (the watches in place)")
+            _vm_appends(run_dir / "state.md", appended[1] + "\n")
+            await wait_until(pilot, lambda: last_line() == appended, what="the appended event on the first screen")
+        finally:
+            swap.set()
+        await wait_until(pilot, lambda: trace.lines and trace.lines[0].text.startswith("1→ block:research#7"),
+                         what="the whole log shown")
+        await settled(pilot)
+        assert last_line() == appended

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from prose_tui.backends.common.foreground import change_in_flight, change_shown
 from prose_tui.live.status_timer import StatusTimer
 from prose_tui.live.watcher import STREAM_GAP_S, Subscription, Watcher, shared_watcher
 from prose_tui.live.workspace import Applied, Workspace
@@ -156,7 +157,9 @@ class LivePipeline:
         return bool(known) and names == known
 
     def submit(self, paths: set[Path]) -> None:
-        """Hand a batch of changed absolute paths to the worker (any thread)."""
+        """Hand a batch of changed absolute paths to the worker (any thread). Background reads
+        pause until it is shown (``backends.common.foreground``: the UI marks it shown)."""
+        change_in_flight()
         self._queue.put(set(paths))
 
     def follow_roots(self) -> list[Path]:
@@ -225,6 +228,8 @@ class LivePipeline:
         if (applied.runs_added or applied.runs_removed) and self.on_runs is not None:
             self.on_runs(applied)
         stream, now = self.watcher.stream_seen, self.clock()
+        if all(delta.empty for delta in applied.deltas.values()) and self._queue.empty():
+            change_shown()  # nothing to show: background reads go on
         for path, delta in applied.deltas.items():
             if delta.run.read_problem is not None:
                 self._unreadable.add(path)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from prose_tui.backends.common.foreground import change_in_flight
 from prose_tui.live.doorbell import Doorbell, open_doorbell
 from prose_tui.live.watch import DEBOUNCE_MS, interesting
 
@@ -301,6 +302,7 @@ class Watcher:
         if doorbell.wait(self.poll_s):
             if stop.is_set():
                 return "stop"
+            change_in_flight()  # background reads give way from the ring on (foreground.py)
             return notify.watch(self.debounce_ms, RING_STEP_MS, RING_TIMEOUT_MS, stop)
         return notify.watch(self.debounce_ms, 1, 1, stop)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from prose_tui.backends import NotARunError, backend_of, find_runs, open_run
 from prose_tui.backends.common.contained import OUTSIDE_RUN
+from prose_tui.backends.common.foreground import background_read
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER, apply_staleness, run_id_time
 from prose_tui.backends.common.superseded import ReadSuperseded, superseded_by
 from prose_tui.backends.common.text import visible_name
@@ -318,14 +319,18 @@ class Workspace(SourceRuns):
                 with self.lock:
                     self.detailed.add(path)
                 return self._read_growing(backend, path, progress=progress, partial=partial)
+        first: Run | None = None
         if not summary and partial is not None and path not in self.runs:
             # A long log's newest screenful first (its tail), then the whole read behind it.
             first = self.first_screen(path)
             if first is not None:
                 partial(first)
         try:
-            run = open_run(path, now=self.clock(), stale_after=self.stale_after, observed=self.observed.get(path),
-                           summary=summary)
+            # Read in the background: it gives way to a live change on its way to the screen
+            # (a long log's whole read takes seconds; its first screen is followed meanwhile).
+            with background_read():
+                run = open_run(path, now=self.clock(), stale_after=self.stale_after,
+                               observed=self.observed.get(path), summary=summary)
         except (NotARunError, OSError):
             with self.lock:
                 self.runs.pop(path, None)
@@ -339,6 +344,13 @@ class Workspace(SourceRuns):
             with self.run_lock(path), self.lock:
                 self.detailed.add(path)
                 self.runs[path] = run
+            if first is not None:
+                # The first screen was followed live while the whole log was parsed: what the
+                # VM appended after the parse read its end is applied now, or the events shown
+                # on the first screen would vanish with the swap until the next change.
+                self.catch_up(path)
+                with self.lock:
+                    run = self.runs.get(path, run)
             return run
         with self.lock:
             self.runs[path] = run

