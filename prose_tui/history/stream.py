@@ -36,7 +36,7 @@ from prose_tui.model.serialize import event as event_json
 if TYPE_CHECKING:  # pragma: no cover
     from prose_tui.history.journal import Journal
 
-__all__ = ["EventRef", "History", "events_json", "history_of"]
+__all__ = ["EventRef", "History", "PreparedHistory", "events_json", "history_of", "keep_prepared", "prepare_history"]
 
 K = EventKind
 LOG_FORMATS = (RunFormat.EVENT_LOG, RunFormat.CONTRACT, RunFormat.VM_LOG, RunFormat.SKILL, RunFormat.SQLITE,
@@ -147,13 +147,42 @@ def _log_history(run: Run) -> History:
             _prepend_log(cached, run, older)
             KEPT.touch(key)
             return cached.history
+    return KEPT.keep(key, _fresh_log(run, src)).history
+
+
+def _fresh_log(run: Run, src: list[Event]) -> _LogCache:
+    """The history of ``run`` whose events are ``src``, built whole, and what extends it."""
     events = [_share(e, i) for i, e in enumerate(src)]
     steps = StepLines(run.trace) if run.format in STEP_FORMATS else None
     lines = steps.lines_for(events) if steps is not None else _log_trace_lines(run, events)
     refs = LineRefs(lines)  # a trace line per event, 4 bytes each
     history = History(events, "log", _log_note(run, events), refs)
-    KEPT.keep(key, _LogCache(history, list(src), run.format, steps))
-    return history
+    return _LogCache(history, list(src), run.format, steps)
+
+
+PreparedHistory = _LogCache
+"""A log's history built apart (``prepare_history``): ``.history`` is the ``History``."""
+
+
+def prepare_history(run: Run) -> PreparedHistory | None:
+    """The history ``history_of(run)`` gives a log run (origin ``"log"``), built whole on
+    any thread, reading and changing none of the histories kept: the thread that read a
+    long log builds it (100,000 events: 0.1-0.15 s) so the UI thread does not. After
+    ``keep_prepared``, ``history_of(run)`` extends it by what the run appended since, or
+    replaced at its end (the run's events may grow in place meanwhile: they are taken as
+    they were when this began). ``None`` for a run whose history is not its log's (a
+    journal replay or a reconstruction: built where the caller builds those)."""
+    if not extends_cheaply(run):
+        return None
+    return _fresh_log(run, list(run.events))
+
+
+def keep_prepared(run: Run, prepared: PreparedHistory) -> None:
+    """Make ``prepared`` (``prepare_history(run)``) the history ``history_of(run)`` extends:
+    the thread that builds histories (the UI's) calls it, in O(1)."""
+    key = (run.path, "log")
+    if KEPT.get(key) is not prepared:
+        KEPT.keep(key, prepared)
 
 
 def _extend_log(cached: _LogCache, run: Run, same: int) -> None:
