@@ -28,6 +28,8 @@ from prose_tui.tui.widgets import trace_layout, trace_view
 from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_layout import TraceLayout
 from prose_tui.tui.widgets.trace_view import TraceView
+from prose_tui.viewmodel.explorer_model import trace_as_shown
+from prose_tui.viewmodel.program_trace import ProgramAnnotator
 from prose_tui.viewmodel.statement_clock import StatementClock
 from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
 
@@ -164,3 +166,50 @@ def test_a_history_prepared_apart_is_extended_by_what_the_run_appended_since(tmp
         [(e.seq, e.kind, e.text, e.line) for e in fresh.events]
     assert [r.trace_line for r in history.refs] == [r.trace_line for r in fresh.refs]
     assert len(history.events) == n + 2
+
+
+async def test_a_long_log_with_its_program_shows_the_program_as_annotated_on_the_spot(tmp_path, monkeypatch) -> None:
+    """The program annotated from the whole log (mapped by the reader over the log as it was
+    read, not on the UI thread) is the one annotating the run's own log here gives, also
+    after the VM appended."""
+    run_dir, n = _long_log(tmp_path)
+    mapped: list[tuple[int, int]] = []  # (thread, log lines mapped in one go)
+    real_map = ProgramAnnotator._map
+
+    def recorded_map(annotator, start):
+        if not reference:
+            mapped.append((threading.get_ident(), len(annotator.log or []) - start))
+        return real_map(annotator, start)
+
+    monkeypatch.setattr(ProgramAnnotator, "_map", recorded_map)
+    reference: list[bool] = []  # non-empty while the test annotates the log itself
+    (run_dir / "program.prose").write_text("".join(f"let step_{k} = session: worker\n" for k in range(1, 301)),
+                                           encoding="utf-8")
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        explorer = app.explorer
+        trace = explorer.query_one(TraceView)
+        await wait_until(pilot, lambda: explorer.model.loaded_run == run_dir and explorer.model.line_of,
+                         what="the whole log's program view")
+        await settled(pilot)
+
+        def shown() -> list[tuple]:
+            return [(t.line, t.text, t.state, t.note) for t in trace.lines]
+
+        def annotated_here() -> list[tuple]:
+            reference.append(True)
+            try:
+                return [(t.line, t.text, t.state, t.note) for t in trace_as_shown(app.workspace.runs[run_dir])]
+            finally:
+                reference.clear()
+
+        assert len(explorer.model.run.trace) == n and len(trace.lines) == 300
+        assert shown() == annotated_here()
+        _vm_appends(run_dir / "state.md", f"{n + 1}→ step_7 ✗ timeout [10:00:00]\n")
+        await wait_until(pilot, lambda: len(explorer.model.run.trace) == n + 1, what="the appended step read")
+        await wait_until(pilot, lambda: trace.lines[6].state is StatementState.FAILED, what="step_7 shown failed")
+        await settled(pilot)
+        assert shown() == annotated_here()
+    ui = threading.get_ident()
+    assert any(size >= n and thread != ui for thread, size in mapped)
+    assert not [size for thread, size in mapped if size > n // 2 and thread == ui], "the UI thread mapped the whole log"

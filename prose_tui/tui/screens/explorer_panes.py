@@ -246,7 +246,8 @@ class Panes:
             read = prepare_read(run)
             widgets = self._widgets
             width = widgets.trace.content_width if widgets is not None else 0
-            trace = TraceLayout.of(run.trace, width) if run.trace else None
+            shown = read.program if read.program is not None else run.trace  # the lines the trace will show
+            trace = TraceLayout.of(shown, width) if shown else None
             steps = Steps.of(read.history.history.events) if read.history is not None else None
         except Exception:  # an optimisation only: the UI thread does it when this cannot
             return
