@@ -284,7 +284,9 @@ class Panes:
                 self._value_lines[_line_key(binding)] = line_of(window.text[:FIRST_LINE_BYTES])
         # A delta of a full read not shown yet (the first screen of a long log is): it shows
         # that read, as its own rows would have, from what its reader prepared.
-        prepared = self._take_prepared(delta.run) if delta.run is not self.model.run else None
+        current = self.model.run
+        prepared = self._take_prepared(delta.run) if (
+            current is not None and delta.run is not current and delta.run.path == current.path) else None
         change = self.model.apply(delta, value_shown=self._value_shown(),
                                   prepared=prepared.read if prepared is not None else None)
         if change is not None:
@@ -309,8 +311,7 @@ class Panes:
             trace.set_following(touch.follow)
         self._paint_trace(change.trace, prepared.trace if prepared is not None else None)
         run, view = change.run, change.view
-        if prepared is not None and prepared.steps is not None:
-            self._steps = prepared.steps  # until the timeline takes them (rest_ready, below)
+        steps = prepared.steps if prepared is not None else None
         rest = self.rest
         if run is None or view is None:
             if rest is not None:
@@ -330,8 +331,11 @@ class Panes:
             live = run.status is RunStatus.RUNNING  # only a run that may grow turns pages with blank rows
             if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position
                                               or timeline.live != live):
-                timeline.set_events(change.events, change.position, live=live, steps=self._take_steps(change.events))
+                timeline.set_events(change.events, change.position, live=live,
+                                    steps=steps if steps is not None and steps.events is change.events else None)
             self._time_summary()
+        elif steps is not None:
+            self._steps = steps  # the history pane takes them once composed (rest_ready)
         self.head(run)
         if change.failure_cursor is not None:
             trace.move_cursor(change.failure_cursor)
