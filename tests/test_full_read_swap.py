@@ -213,3 +213,46 @@ async def test_a_long_log_with_its_program_shows_the_program_as_annotated_on_the
     ui = threading.get_ident()
     assert any(size >= n and thread != ui for thread, size in mapped)
     assert not [size for thread, size in mapped if size > n // 2 and thread == ui], "the UI thread mapped the whole log"
+
+
+async def test_an_event_appended_while_the_whole_log_was_read_stays_on_screen(tmp_path, monkeypatch) -> None:
+    """An event the VM appends after the whole read has read the file, but before that read
+    takes the first screen's place, reaches the first screen live; the whole read then
+    catches up with it, so it does not vanish when the read is swapped in."""
+    from prose_tui.backends.filesystem import backend as backend_module
+
+    run_dir, n = _long_log(tmp_path)
+    state = run_dir / "state.md"
+    app = make_app(tmp_path, watch=True)
+    workspace = app.workspace
+    tail_has_it = threading.Event()
+    apply = workspace.apply
+
+    def applied(paths):
+        result = apply(paths)
+        kept = workspace.runs.get(run_dir)
+        if kept is not None and kept.trace and kept.trace[-1].text.startswith(f"{n + 1}→"):
+            tail_has_it.set()
+        return result
+
+    monkeypatch.setattr(workspace, "apply", applied)
+    load = backend_module.load_run
+    appended: list[bool] = []
+
+    def load_then_append(*args, **kwargs):
+        run = load(*args, **kwargs)
+        if not appended and len(run.trace) >= n:  # the whole read, parsed, not handed over yet
+            appended.append(True)
+            _vm_appends(state, f"{n + 1}→ verdict ✓ [10:00:00]\n")
+            tail_has_it.wait(60)  # the live worker follows the first screen still kept
+        return run
+
+    monkeypatch.setattr(backend_module, "load_run", load_then_append)
+    async with app.run_test(size=(120, 40)) as pilot:
+        trace = app.explorer.query_one(TraceView)
+        await wait_until(pilot, lambda: trace.lines and trace.lines[0].text.startswith("1→ step_1 "),
+                         what="the whole log shown")
+        await settled(pilot)
+        assert appended and tail_has_it.is_set()
+        assert trace.lines[-1].text == f"{n + 1}→ verdict ✓ [10:00:00]"
+        assert len(app.explorer.model.run.trace) == n + 1

@@ -158,6 +158,9 @@ class Workspace(SourceRuns):
             else:
                 run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first,
                                  supersedable=True)
+                if run is not None and ref.path == first:  # as ``detail``: a first screen kept meanwhile was
+                    self.catch_up(ref.path)                # followed live past what the read parsed
+                    run = self.runs.get(ref.path, run)
             if run is not None and on_run is not None:
                 on_run(run)
             if progress is not None:
