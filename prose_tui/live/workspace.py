@@ -32,7 +32,7 @@ from prose_tui.backends.protocol import RunBackend
 from prose_tui.backends.registry import backend_for, backend_or_default, backends
 from prose_tui.live.changes import Applied, Part, RunChange
 from prose_tui.live.sources import RunSource, SourceRuns
-from prose_tui.model import Backend, Delta, Run, TraceLine
+from prose_tui.model import Backend, Delta, Run, RunFormat, TraceLine
 
 __all__ = ["Applied", "Part", "RunChange", "RunSource", "RunTable", "Workspace", "placeholder"]
 
@@ -158,9 +158,9 @@ class Workspace(SourceRuns):
             else:
                 run = self._read(ref.path, progress=progress, partial=partial, summary=ref.path != first,
                                  supersedable=True)
-                if run is not None and ref.path == first:  # as ``detail``: a first screen kept meanwhile was
-                    self.catch_up(ref.path)                # followed live past what the read parsed
-                    run = self.runs.get(ref.path, run)
+                if run is not None and ref.path == first and run.format is not RunFormat.SNAPSHOT:
+                    self.catch_up(ref.path)  # a log's first screen was followed past what the read parsed
+                    run = self.runs.get(ref.path, run)  # (a snapshot's would be read whole again)
             if run is not None and on_run is not None:
                 on_run(run)
             if progress is not None:
