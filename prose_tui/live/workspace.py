@@ -118,6 +118,9 @@ class Workspace(SourceRuns):
         # a summary under way, "summary superseded" when that summary gave up, "summary
         # read"/"full read" when one finished (tests and benchmarks count parses with it).
         self.on_read: Callable[[Path, str], None] | None = None
+        # ``on_full_read(run)``: a run just read in full from disk, on the reading thread, before it
+        # takes the place of the run kept at its path (a UI prepares showing it there, issue 33).
+        self.on_full_read: Callable[[Run], None] | None = None
         self.observed: dict[Path, datetime] = {}
         self.detailed: set[Path] = set()  # runs read in full; the others are summaries
         # A run with no parsed trace: its raw trace (``RunBackend.raw_trace``), read by the
@@ -340,6 +343,8 @@ class Workspace(SourceRuns):
                 # Read in full meanwhile (another thread): a summary must not replace it.
                 return self.runs.get(path, run)
         if not summary:
+            if self.on_full_read is not None:
+                self.on_full_read(run)
             # A full read swaps in under the run's lock: a live apply of the summary finishes first.
             with self.run_lock(path), self.lock:
                 self.detailed.add(path)

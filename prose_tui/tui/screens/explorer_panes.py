@@ -19,6 +19,7 @@ the rest from the model when they come (``rest_ready``).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import partial
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.model import Backend, Binding, Delta, Frame, Run, RunStatus, TraceLine, ValueWindow
-from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, when_text
+from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, PreparedRead, prepare_read, when_text
 from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
 from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.screens.history_keys import failure_markdown
@@ -49,7 +50,8 @@ from prose_tui.tui.widgets.repaint import set_border, show_text
 from prose_tui.tui.widgets.run_header import RunHeader, header_text
 from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.status_line import StatusLine
-from prose_tui.tui.widgets.timeline import Timeline, elapsed
+from prose_tui.tui.widgets.timeline import Steps, Timeline, elapsed
+from prose_tui.tui.widgets.trace_layout import TraceLayout
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 
@@ -99,6 +101,21 @@ class RestWidgets:
                    constructs=screen.query_one("#constructs", Static), tree=screen.query_one(BindingTree),
                    viewer=screen.query_one(ValueViewer), timeline=screen.query_one(Timeline),
                    time_summary=screen.query_one("#time-summary", Static))
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A run's full read with what painting it costs per line or event done already, on the
+    thread that read it (``Panes.prepare``): the model's part (``read``: its history and
+    statement times), its trace laid out for the trace's width then (``trace``) and its
+    history's steps (``steps``), each ``None`` where there is none."""
+
+    read: PreparedRead
+    trace: TraceLayout | None
+    steps: Steps | None
+
+
+PREPARED_KEPT = 2  # runs whose prepared full read waits to be shown (the newest)
 
 
 class PanesHost(Protocol):
@@ -156,6 +173,10 @@ class Panes:
         # taken from a live delta's value window: the UI thread reads no binding for it.
         self._value_lines: dict[tuple[Path, int, int, float | None], str] = {}
         self._lines_reading: set[tuple[Path, int, int, float | None]] = set()
+        # Full reads prepared by their readers (``prepare``), by run folder, until shown.
+        self._prepared: dict[Path, Prepared] = {}
+        self._prepared_lock = threading.Lock()
+        self._steps: Steps | None = None  # the shown history's steps, while the history pane is not composed
 
     @property
     def w(self) -> PaneWidgets:
@@ -200,7 +221,9 @@ class Panes:
             return
         self._stack(view)
         rest.tree.show(view)
-        rest.timeline.set_events(self.model.nav.events, self.model.nav.position, live=run.status is RunStatus.RUNNING)
+        events = self.model.nav.events
+        rest.timeline.set_events(events, self.model.nav.position, live=run.status is RunStatus.RUNNING,
+                                 steps=self._take_steps(events))
         self._time_summary()
 
     def start(self) -> None:
@@ -211,9 +234,47 @@ class Panes:
             self.w.frames[pane_id].border_title = title
         self.status()
 
+    def prepare(self, run: Run) -> None:
+        """(The thread that read ``run`` in full, before it is handed over: the workspace's
+        ``on_full_read``.) Work out what showing it costs per line or event (its history,
+        statement times, trace layout, timeline steps), so the UI thread only takes it when
+        the run is shown, whichever way it comes (the read's rows, a live delta): a
+        100,000-event log's full read took the UI thread 0.3-0.4 s in one go, and a live
+        change written then waited behind it (issue 33). Never raises: a run not prepared
+        is worked out on the UI thread, as before."""
+        try:
+            read = prepare_read(run)
+            widgets = self._widgets
+            width = widgets.trace.content_width if widgets is not None else 0
+            shown = read.program if read.program is not None else run.trace  # the lines the trace will show
+            trace = TraceLayout.of(shown, width) if shown else None
+            steps = Steps.of(read.history.history.events) if read.history is not None else None
+        except Exception:  # an optimisation only: the UI thread does it when this cannot
+            return
+        runs = self.workspace.runs
+        with self._prepared_lock:
+            prepared = self._prepared
+            for path in [p for p, kept in prepared.items() if p == run.path or runs.get(p) is not kept.read.run]:
+                del prepared[path]  # replaced by this read, or by another read since
+            prepared[run.path] = Prepared(read, trace, steps)
+            while len(prepared) > PREPARED_KEPT:
+                del prepared[next(iter(prepared))]
+
+    def _take_prepared(self, run: Run | None) -> Prepared | None:
+        """The prepared full read of ``run`` (that object), once; ``None`` when there is none."""
+        if run is None:
+            return None
+        with self._prepared_lock:
+            kept = self._prepared.get(run.path)
+            if kept is None or kept.read.run is not run:
+                return None
+            return self._prepared.pop(run.path)
+
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
-        self.paint(self.model.show(run, changed, value_shown=self._value_shown()))
+        prepared = self._take_prepared(run)
+        self.paint(self.model.show(run, changed, value_shown=self._value_shown(),
+                                   prepared=prepared.read if prepared is not None else None), prepared)
 
     def show_delta(self, delta: Delta) -> None:
         """Show one merged live delta of the run shown (its run list row is the feed's)."""
@@ -221,16 +282,24 @@ class Panes:
             binding = next((b for b in delta.run.bindings if b.path == path), None)
             if binding is not None and binding.value_offset == window.offset:
                 self._value_lines[_line_key(binding)] = line_of(window.text[:FIRST_LINE_BYTES])
-        change = self.model.apply(delta, value_shown=self._value_shown())
+        # A delta of a full read not shown yet (the first screen of a long log is): it shows
+        # that read, as its own rows would have, from what its reader prepared.
+        current = self.model.run
+        prepared = self._take_prepared(delta.run) if (
+            current is not None and delta.run is not current and delta.run.path == current.path) else None
+        change = self.model.apply(delta, value_shown=self._value_shown(),
+                                  prepared=prepared.read if prepared is not None else None)
         if change is not None:
-            self.paint(change)
+            self.paint(change, prepared)
 
     def _value_shown(self) -> Path | None:
         target = self.value_target
         return target.path if target is not None else None
 
-    def paint(self, change: ViewChange) -> None:
-        """Hand each widget its part of ``change`` (the model decided what to repaint)."""
+    def paint(self, change: ViewChange, prepared: Prepared | None = None) -> None:
+        """Hand each widget its part of ``change`` (the model decided what to repaint);
+        ``prepared``: what the run's reader worked out for it (``prepare``), taken where
+        it fits (the trace's layout, the timeline's steps)."""
         if change.header_only:
             self.head(change.run)  # a status tick: nothing on disk changed
             return
@@ -240,8 +309,9 @@ class Panes:
         touch = change.touch
         if touch is not None and touch.follow is not None and change.run is not None:
             trace.set_following(touch.follow)
-        self._paint_trace(change.trace)
+        self._paint_trace(change.trace, prepared.trace if prepared is not None else None)
         run, view = change.run, change.view
+        steps = prepared.steps if prepared is not None else None
         rest = self.rest
         if run is None or view is None:
             if rest is not None:
@@ -261,8 +331,11 @@ class Panes:
             live = run.status is RunStatus.RUNNING  # only a run that may grow turns pages with blank rows
             if change.events is not None and (timeline.events is not change.events or timeline.cursor != change.position
                                               or timeline.live != live):
-                timeline.set_events(change.events, change.position, live=live)
+                timeline.set_events(change.events, change.position, live=live,
+                                    steps=steps if steps is not None and steps.events is change.events else None)
             self._time_summary()
+        elif steps is not None:
+            self._steps = steps  # the history pane takes them once composed (rest_ready)
         self.head(run)
         if change.failure_cursor is not None:
             trace.move_cursor(change.failure_cursor)
@@ -277,12 +350,17 @@ class Panes:
             if heap.frozen != run.path or heap.holding:  # after the frame that shows it
                 self.screen.call_after_refresh(heap.run_shown, run.path)
 
-    def _paint_trace(self, repaint: TraceRepaint | None) -> None:
+    def _take_steps(self, events: list) -> Steps | None:
+        """The prepared steps of ``events`` (that list), once."""
+        steps, self._steps = self._steps, None
+        return steps if steps is not None and steps.events is events else None
+
+    def _paint_trace(self, repaint: TraceRepaint | None, layout: TraceLayout | None = None) -> None:
         if repaint is None:
             return
         trace = self.w.trace
         if repaint.new:
-            trace.set_lines(repaint.lines)
+            trace.set_lines(repaint.lines, layout)
         else:
             trace.lines_changed(repaint.rows)  # the same list grew or was re-stated in place
 

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import accumulate, compress, islice, repeat
-from operator import add, and_, contains, neg, sub
+from operator import add, and_, attrgetter, contains, neg, not_, sub
 
 from rich.cells import cell_len, chop_cells, get_character_cell_size
 
 from prose_tui.backends.common.text import visible_name
 from prose_tui.model import StatementState, TraceLine
 from prose_tui.model.statement import STEP_RE, TERMINATOR_RE
+from prose_tui.tui.highlight import highlight
 
 SEPARATION = 2  # cells between the code and an annotation standing on the same row
 RIGHT_MARGIN = 1  # cells kept free right of an annotation (off the scrollbar and border)
@@ -337,3 +339,131 @@ class RowIndex:
                 rest -= tree[nxt]
             step >>= 1
         return min(pos, n - 1)
+
+
+# -- a whole list laid out at once (a run's full read, on the thread that read it) ---------------
+
+# A statement's state as the id of its (singleton) member: ``Enum.__hash__`` is Python code, an id's is not.
+END_IDS = frozenset(map(id, (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)))
+LIVE_IDS = frozenset(map(id, (StatementState.EXECUTING, StatementState.RETRYING)))
+_NO_STATE = id(None)
+_TEXT, _STATE, _NOTE = attrgetter("text"), attrgetter("state"), attrgetter("note")
+UNMEASURED = -1
+
+
+def _code_cells(t: TraceLine) -> int:
+    text = t.text
+    if text.isascii() and text.isprintable():
+        return len(text.rstrip())
+    return cells(shown_code(t))
+
+
+def widest_code(lines: list[TraceLine]) -> int:
+    """Cells of the widest code among ``lines`` (what the trace scrolls across), O(lines).
+    A line of one-cell characters (nearly all) is measured by its length: a 100,000-event
+    log took 0.9 s of the UI thread measured through ``rich.cells``, 0.2-0.3 s so."""
+    return widest(lines, array("i"))
+
+
+def widest(lines: list[TraceLine], sizes: array) -> int:
+    """``widest_code``, filling ``sizes`` with each line's cells, or ``UNMEASURED`` for a line
+    of one-cell characters no longer than the widest (its cells are at most its length).
+
+    Lines holding a character of another width are measured; the others longest first,
+    until one is no longer than the widest measured. A 100,000-line event log whose lines
+    grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI thread
+    when a whole read replaced the first screen; a few lines now."""
+    texts = list(map(_TEXT, lines))
+    lengths = list(map(len, texts))
+    sizes.extend(repeat(UNMEASURED, len(lines)))
+    most = 0
+    for i in not_one_cell(texts):
+        size = sizes[i] = measured(lines[i])
+        most = max(most, size)
+    for i in sorted(range(len(lines)), key=lengths.__getitem__, reverse=True):
+        if lengths[i] <= most:
+            break  # this line and every one after it: one-cell, at most ``most`` cells
+        if sizes[i] == UNMEASURED:
+            size = sizes[i] = measured(lines[i])
+            most = max(most, size)
+    return most
+
+
+def measured(t: TraceLine) -> int:
+    """Cells of line ``t``'s code as shown (``widest_code``'s measure)."""
+    return one_cell_code_cells(t) if one_cell(t.text, learn=True) else _code_cells(t)
+
+
+def gutter_cells(count: int) -> int:
+    """Cells of the gutter (line number, state glyph) of a trace of ``count`` lines."""
+    return len(str(count)) + 3
+
+
+def settle_blocks(lines: list[TraceLine], blocks: list[int], block_open: dict[int, bool], start: int) -> dict[int, bool]:
+    """Whether a triple-quoted block is open after each line holding one (``blocks``: their
+    indexes, ascending), from index ``start`` on; ``block_open`` is what was known before
+    (kept for the lines before ``start``). Returns the new mapping."""
+    pos = bisect_left(blocks, start)
+    state = block_open.get(blocks[pos - 1], False) if pos > 0 else False
+    settled = {i: block_open[i] for i in blocks[:pos] if i in block_open}
+    for i in blocks[pos:]:
+        _, state = highlight(shown_code(lines[i]), state)
+        settled[i] = state
+    return settled
+
+
+@dataclass(slots=True)
+class TraceLayout:
+    """What ``TraceView`` keeps per line of a list it shows, worked out for the whole list at
+    once: rows per line at ``avail`` cells (``RowIndex``), each line's code cells (``sizes``,
+    ``UNMEASURED`` where not needed) and the widest (``widest``, ``widest_count`` lines that
+    wide), the lines holding triple quotes (``blocks``) and whether a block is open after
+    each (``block_open``), the indexes executing or retrying (``live``) or not ended
+    (``open``), whether any line has a state (``has_state``).
+
+    ``of`` makes one on any thread: a run's full read is laid out on the thread that read it,
+    for the width the trace had then (``content_width``), and the UI thread only takes it
+    (``TraceView.set_lines``): a 100,000-event log took it 0.1-0.25 s of the UI thread, a live
+    change waiting behind (issue 33). ``lines`` is the list as it was laid out (a copy: the
+    run's own list may grow or change in place meanwhile; the taker compares the two)."""
+
+    lines: list[TraceLine]
+    content_width: int
+    avail: int
+    rows: RowIndex
+    sizes: array
+    widest: int
+    widest_count: int
+    blocks: list[int]
+    block_open: dict[int, bool]
+    live: set[int]
+    open: set[int]
+    has_state: bool
+
+    @classmethod
+    def of(cls, lines: list[TraceLine], content_width: int) -> TraceLayout:
+        """``lines`` laid out for a trace ``content_width`` cells wide (0 or less: not sized
+        yet, every line one row), O(lines), largely in C."""
+        lines = list(lines)  # the list as it is now, whatever another thread does to it
+        count = len(lines)
+        avail = content_width - gutter_cells(count) if content_width > 0 else -1
+        indexes = range(count)
+        blocks = list(compress(indexes, map(contains, map(_TEXT, lines), repeat('"""'))))
+        sizes = array("i")
+        most = widest(lines, sizes)
+        states = list(map(id, map(_STATE, lines)))  # enum members are singletons
+        rows = RowIndex()
+        noted = list(compress(indexes, map(_NOTE, lines)))
+        if noted and avail > 0:
+            counts = array("i", repeat(1, count))
+            for i in noted:
+                counts[i] = rows_of(lines[i], avail)
+            rows.reset(counts)
+        else:
+            rows.reset_ones(count)
+        return cls(lines=lines, content_width=content_width, avail=avail, rows=rows, sizes=sizes, widest=most,
+                   widest_count=sizes.count(most), blocks=blocks,
+                   block_open=settle_blocks(lines, blocks, {}, 0),
+                   live=set(compress(indexes, map(LIVE_IDS.__contains__, states))),
+                   open=set(compress(indexes, map(not_, map(END_IDS.__contains__, states)))),
+                   has_state=not all(map(_NO_STATE.__eq__, states)))

@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable
 from itertools import compress, repeat
-from operator import attrgetter, contains, is_not, not_
+from operator import is_not
 from typing import NamedTuple
 
 from rich.segment import Segment
@@ -43,26 +43,26 @@ from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.widgets.trace_layout import (
+from prose_tui.tui.widgets.trace_layout import (  # noqa: F401  (widest_code, _code_cells: as before)
+    _NOTE,
     RIGHT_MARGIN,
+    UNMEASURED,
     RowIndex,
+    TraceLayout,
+    _code_cells,
     cells,
-    not_one_cell,
+    gutter_cells,
+    measured,
     note_rows,
-    one_cell,
-    one_cell_code_cells,
     rows_of,
+    settle_blocks,
     shown_code,
     shown_note,
+    widest_code,
 )
 from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
-# The same, as ids of the (singleton) members: ``Enum.__hash__`` is Python code, an id's is not.
-_END_IDS = frozenset(map(id, _END_STATES))
-_LIVE_IDS = frozenset(map(id, (StatementState.EXECUTING, StatementState.RETRYING)))
-_NO_STATE = id(None)
-_TEXT, _STATE, _NOTE = attrgetter("text"), attrgetter("state"), attrgetter("note")
 CACHE_LINES = 1024  # painted lines kept (a few screens)
 RESTATE_MOST = 4096  # a new list differing in more lines than this is laid out whole
 _NOTE_STYLE = {
@@ -72,52 +72,6 @@ _NOTE_STYLE = {
     StatementState.COMPLETE: "green",
     None: "dim",
 }
-
-
-def _code_cells(t: TraceLine) -> int:
-    text = t.text
-    if text.isascii() and text.isprintable():
-        return len(text.rstrip())
-    return cells(shown_code(t))
-
-
-def widest_code(lines: list[TraceLine]) -> int:
-    """Cells of the widest code among ``lines`` (what the trace scrolls across), O(lines).
-    A line of one-cell characters (nearly all) is measured by its length: a 100,000-event
-    log took 0.9 s of the UI thread measured through ``rich.cells``, 0.2-0.3 s so."""
-    return _widest(lines, array("i"))
-
-
-def _widest(lines: list[TraceLine], sizes: array) -> int:
-    """``widest_code``, filling ``sizes`` with each line's cells, or ``UNMEASURED`` for a line
-    of one-cell characters no longer than the widest (its cells are at most its length).
-
-    Lines holding a character of another width are measured; the others longest first,
-    until one is no longer than the widest measured. A 100,000-line event log whose lines
-    grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI thread
-    when a whole read replaced the first screen; a few lines now."""
-    texts = list(map(_TEXT, lines))
-    lengths = list(map(len, texts))
-    sizes.extend(repeat(UNMEASURED, len(lines)))
-    widest = 0
-    for i in not_one_cell(texts):
-        size = sizes[i] = _measured(lines[i])
-        widest = max(widest, size)
-    for i in sorted(range(len(lines)), key=lengths.__getitem__, reverse=True):
-        if lengths[i] <= widest:
-            break  # this line and every one after it: one-cell, at most ``widest`` cells
-        if sizes[i] == UNMEASURED:
-            size = sizes[i] = _measured(lines[i])
-            widest = max(widest, size)
-    return widest
-
-
-UNMEASURED = -1
-
-
-def _measured(t: TraceLine) -> int:
-    """Cells of line ``t``'s code as shown (``widest_code``'s measure)."""
-    return one_cell_code_cells(t) if one_cell(t.text, learn=True) else _code_cells(t)
 
 
 def changed_lines(old: list[TraceLine], new: list[TraceLine], most: int) -> list[int] | None:
@@ -131,6 +85,16 @@ def changed_lines(old: list[TraceLine], new: list[TraceLine], most: int) -> list
     if len(out) + abs(len(old) - len(new)) > most:
         return None
     return out + list(range(common, max(len(old), len(new))))
+
+
+def _since_laid(laid: list[TraceLine], lines: list[TraceLine], most: int) -> list[int] | None:
+    """``changed_lines(laid, lines, most)`` for a list laid out a moment ago: most often the
+    same lines, a few appended since, which one comparison in C tells (identity first: a
+    100,000-line list in well under a millisecond, against 5 for the pass per line)."""
+    n = len(laid)
+    if len(lines) >= n and len(lines) - n <= most and lines[:n] == laid:  # equal lines lay out the same
+        return list(range(n, len(lines)))
+    return changed_lines(laid, lines, most)
 
 
 class _Painted(NamedTuple):
@@ -203,6 +167,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._size_seen = Size(0, 0)  # the size on_resize (or a paint) last followed the cursor at
         self._rows = RowIndex()  # rows per line at the width ``_avail`` (cells right of the gutter)
         self._avail = -1
+        self._content_width = 0  # scrollable_content_region.width at the last layout (content_width)
         self._blocks: list[int] = []  # indexes of lines holding triple quotes (a string block may open or close)
         self._block_open: dict[int, bool] = {}  # such a line -> whether a block is open after it
         self._width = 0
@@ -224,35 +189,56 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self.turned_pages = False
 
     # -- data -------------------------------------------------------------------------------
-    def set_lines(self, lines: list[TraceLine]) -> None:
+    @property
+    def content_width(self) -> int:
+        """Cells across the trace's content (0 before it has a size) as of its last layout: a
+        reader thread lays a run's full read out for this width (``TraceLayout.of``)."""
+        return self._content_width
+
+    def set_lines(self, lines: list[TraceLine], layout: TraceLayout | None = None) -> None:
         """Show ``lines``; keeps the reader's place, or moves to the executing line when following.
 
         A list sharing most line objects with the one shown (the run as of the next history
         event: ``history.CursorMemo`` keeps the lines a step does not change) is laid out
         where it differs, as ``lines_changed`` does; the result is the same as a layout of
-        the whole list (a 100,000-line trace took 0.8 s of the UI thread per step)."""
+        the whole list (a 100,000-line trace took 0.8 s of the UI thread per step).
+
+        ``layout``: ``lines`` laid out already (``TraceLayout.of``, by the thread that read
+        the run), taken as it is: here only the lines that differ from the ones it laid out
+        (the run grew or changed in place since) are laid out, and the rows again only when
+        the trace's width changed meanwhile. A 100,000-event log's full read took the UI
+        thread 0.1-0.25 s here, a live change waiting behind it (issue 33). A layout is
+        taken once; one that no longer fits (most lines differ) is done again here."""
         old = self.lines
-        if old and lines and lines is not old and self._avail == self._avail_now():  # the same list: changed in place
-            changed = changed_lines(old, lines, min(RESTATE_MOST, len(lines) // 4))
+        if layout is None and old and lines and lines is not old and self._avail == self._avail_now():
+            changed = changed_lines(old, lines, min(RESTATE_MOST, len(lines) // 4))  # the same list: changed in place
             if changed is not None:
                 self._restate(old, lines, changed)
                 return
+        changed = _since_laid(layout.lines, lines, min(RESTATE_MOST, len(lines) // 4)) if layout is not None else None
+        if layout is None or changed is None:
+            layout = TraceLayout.of(lines, self.scrollable_content_region.width)
+            changed = []
+        laid = self._take(layout)
+        if changed:
+            self._restated(laid, lines, changed)
         self.lines = lines
-        self._cache.clear()
-        # A new list is read in C where it can be (map, compress): a whole read of 100,000
-        # events replaces the first screen's lines on the UI thread (issue 33).
-        indexes = range(len(lines))
-        self._blocks = list(compress(indexes, map(contains, map(_TEXT, lines), repeat('"""'))))
-        self._settle_blocks(0)
-        self._sizes = array("i")
-        self._width = _widest(lines, self._sizes)
-        self._width_count = self._sizes.count(self._width)
-        states = list(map(id, map(_STATE, lines)))  # enum members are singletons
-        self._live = set(compress(indexes, map(_LIVE_IDS.__contains__, states)))
-        self._open = set(compress(indexes, map(not_, map(_END_IDS.__contains__, states))))
-        self._has_state = not all(map(_NO_STATE.__eq__, states))
-        self._relayout()
+        if self._avail != self._avail_now():
+            self._relayout()  # the width changed since it was laid out: its rows again, here
+        self._gutter_was = self._gutter
         self._resized()
+
+    def _take(self, layout: TraceLayout) -> list[TraceLine]:
+        """Hold what ``layout`` worked out (its objects become the view's own: it is left
+        empty, so it cannot be taken twice); returns the lines it laid out."""
+        laid, layout.lines = layout.lines, []
+        self.lines = laid
+        self._cache.clear()
+        self._rows, self._avail, self._content_width = layout.rows, layout.avail, layout.content_width
+        self._sizes, self._width, self._width_count = layout.sizes, layout.widest, layout.widest_count
+        self._blocks, self._block_open = layout.blocks, layout.block_open
+        self._live, self._open, self._has_state = layout.live, layout.open, layout.has_state
+        return laid
 
     def _note_state(self, index: int, t: TraceLine) -> None:
         state = t.state
@@ -268,6 +254,13 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     def _restate(self, old: list[TraceLine], lines: list[TraceLine], changed: list[int]) -> None:
         """``set_lines(lines)`` where ``lines`` differs from ``old`` (shown) only at ``changed``."""
+        below = self._restated(old, lines, changed)
+        self._resized(changed=changed, below=below)
+
+    def _restated(self, old: list[TraceLine], lines: list[TraceLine], changed: list[int]) -> int | None:
+        """What the view keeps for ``old`` (laid out) made ``lines``'s, where the two differ
+        only at ``changed`` (ascending; past the shorter list too): sizes, the widest, rows,
+        states, string blocks. Returns the first index whose rows may look different."""
         width, count, sizes = self._width, self._width_count, self._sizes
         lost_state = False
         for i in changed:
@@ -279,7 +272,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         del sizes[len(lines):]
         for i in changed:
             if i < len(lines):
-                size = _measured(lines[i])
+                size = measured(lines[i])
                 if i < len(sizes):
                     sizes[i] = size
                 else:
@@ -292,7 +285,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             width = max(sizes, default=0)
             for i in compress(range(len(sizes)), map(UNMEASURED.__eq__, sizes)):
                 if len(lines[i].text) >= width:
-                    sizes[i] = _measured(lines[i])
+                    sizes[i] = measured(lines[i])
             width = max(sizes, default=0)
             count = sizes.count(width)
         if lost_state and self._has_state:  # a line that had a state went: any left?
@@ -301,7 +294,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         below = self._apply(set(changed), width_grows=False)
         if len(lines) < len(old):
             below = len(lines) if below is None else min(below, len(lines))  # rows left blank
-        self._resized(changed=changed, below=below)
+        return below
 
     def lines_changed(self, changed: set[int] | None) -> None:
         """``lines`` (the same list) changed in place: ``changed`` indexes were added or
@@ -367,7 +360,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         """Line ``index`` (re-stated or appended in place) measured: the widest code only
         grows here (the old line's size is counted out when it was the widest)."""
         sizes = self._sizes
-        size = _measured(t)
+        size = measured(t)
         if index < len(sizes):
             if sizes[index] == self._width and size != self._width:
                 self._width_count -= 1  # stays at least the width: a live change only adds
@@ -389,6 +382,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         """Rows per line for the current width (O(lines): on a new trace, width or gutter);
         a line without an annotation is one row, counted without a call per line."""
         self._avail = avail = self._avail_now()
+        self._content_width = self.scrollable_content_region.width
         lines = self.lines
         noted = list(compress(range(len(lines)), map(_NOTE, lines)))
         if noted:
@@ -463,12 +457,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     def _settle_blocks(self, start: int) -> None:
         """Whether a triple-quoted block is open after each line holding one, from ``start`` on."""
-        pos = bisect_left(self._blocks, start)
-        state = self._block_open.get(self._blocks[pos - 1], False) if pos > 0 else False
-        self._block_open = {i: self._block_open[i] for i in self._blocks[:pos] if i in self._block_open}
-        for i in self._blocks[pos:]:
-            _, state = highlight(shown_code(self.lines[i]), state)
-            self._block_open[i] = state
+        self._block_open = settle_blocks(self.lines, self._blocks, self._block_open, start)
 
     def _styled(self, index: int) -> Text:
         """Line ``index`` highlighted, with a string block carried in from above."""
@@ -478,7 +467,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     @property
     def _gutter(self) -> int:
-        return len(str(len(self.lines))) + 3
+        return gutter_cells(len(self.lines))
 
     def executing_index(self) -> int | None:
         """Index of the statement the run is at (``model.executing_line``)."""
