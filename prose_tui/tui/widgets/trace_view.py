@@ -218,7 +218,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         changed = _since_laid(layout.lines, lines, min(RESTATE_MOST, len(lines) // 4)) if layout is not None else None
         if layout is None or changed is None:
             layout = TraceLayout.of(lines, self.scrollable_content_region.width)
-            changed = []
+            # The live worker may have grown the run's list while it was laid out (a copy).
+            changed = _since_laid(layout.lines, lines, min(RESTATE_MOST, len(lines) // 4)) or []
         laid = self._take(layout)
         if changed:
             self._restated(laid, lines, changed)
@@ -677,7 +678,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         rows, painted, total, gutter = self._rows, self._painted, self._rows.total, self._gutter
-        empty = not self.lines
+        lines = self.lines  # the run's own list: the live worker grows it, or cuts a half-written line back
+        empty = not lines
 
         def key(y: int) -> tuple[object, ...]:
             """What row ``y`` on screen shows (``RowMemo``): the line's painting, the row
@@ -686,6 +688,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             if row >= total or empty:
                 return ("blank", width)
             index = rows.find(row)
+            if index >= len(lines):  # cut back a moment (a half-written line re-parsed): its delta follows
+                return ("blank", width)
             return (painted(index).serial, row - rows.start(index), scroll_x, width, gutter)
 
         return self._memo.render_lines(self, crop, key, super().render_lines)
@@ -698,6 +702,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         if row >= self._rows.total or not self.lines:
             return Strip.blank(width, self._looks()[0])
         index = self._rows.find(row)
+        if index >= len(self.lines):  # cut back a moment by the live worker (see _render_lines)
+            return Strip.blank(width, self._looks()[0])
         sub = row - self._rows.start(index)
         p = self._painted(index)
         avail = max(0, width - self._gutter)
