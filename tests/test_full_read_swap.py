@@ -256,3 +256,30 @@ async def test_an_event_appended_while_the_whole_log_was_read_stays_on_screen(tm
         assert appended and tail_has_it.is_set()
         assert trace.lines[-1].text == f"{n + 1}→ verdict ✓ [10:00:00]"
         assert len(app.explorer.model.run.trace) == n + 1
+
+
+async def test_a_whole_read_that_cannot_be_shown_is_said_and_the_app_goes_on(tmp_path, monkeypatch) -> None:
+    """A fault in showing the whole read (a bug, a run no view expected) is a warning on
+    screen; the explorer keeps the first screen and goes on, instead of ending with a
+    traceback and losing the user's place."""
+    from prose_tui.tui.screens import explorer_panes
+
+    _long_log(tmp_path)
+    show_run = explorer_panes.Panes.show_run
+    failed: list[bool] = []
+
+    def show_run_once_failing(self, run, *args, **kwargs):
+        if not failed and run.trace and run.trace[0].text.startswith("1→"):  # the whole read, not the tail
+            failed.append(True)
+            raise ValueError("a fault in showing the run")
+        return show_run(self, run, *args, **kwargs)
+
+    monkeypatch.setattr(explorer_panes.Panes, "show_run", show_run_once_failing)
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: any("a fault in showing the run" in m for m in app.notified),
+                         what="the fault said on screen")
+        assert app.is_running
+        assert app.explorer.query_one(TraceView).lines  # the first screen is still shown
+        await pilot.press("k")  # and the app still answers keys
+        assert app.is_running

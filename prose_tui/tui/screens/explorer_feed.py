@@ -261,6 +261,9 @@ class RunFeed:
                 callback(*args, **kwargs)
             except NoMatches:  # the screen's widgets are already gone: it is closing
                 pass
+            except Exception as exc:  # a run that could not be shown must not end the app: say so, go on
+                self.screen.notify(f"could not show what was read: {type(exc).__name__}: {exc}"[:300],
+                                   severity="warning", markup=False)
 
     def _first_page(self, runs: list[Run]) -> None:
         """A database's newest runs, shown before the whole list is read (its rows then
