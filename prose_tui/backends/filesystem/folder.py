@@ -489,7 +489,10 @@ def _id_time_as_logged(run: Run) -> datetime | None:
     zoned = next((t for t in stamps if t.tzinfo is not None), None)
     if zoned is not None and zoned.utcoffset():
         started = started.replace(tzinfo=zoned.tzinfo)
-    first = min((as_utc(t) for t in stamps), default=None)
+    if zoned is None or all(t.tzinfo is not None for t in stamps):
+        first = as_utc(min(stamps, default=None))  # one kind of time: the least is the least in UTC
+    else:  # naive and zoned stamps (naive ones taken as UTC) cannot be compared as they are
+        first = min((as_utc(t) for t in stamps), default=None)
     if first is not None and as_utc(started) > first:
         return first
     return started
