@@ -215,3 +215,32 @@ def test_the_snapshot_and_skill_readers_load_for_the_runs_that_need_them():
     (snap_format, snap_trace, snap_bindings, _), (skill_format, skill_trace, _, skill_receipts) = shown
     assert (snap_format, skill_format) == ("snapshot", "skill")
     assert snap_trace and snap_bindings and skill_trace and skill_receipts  # read in full, not left empty
+
+
+# -- the panes the compact layout hides: their widgets' modules come with them (issue 33) ---------
+
+LAZY_PANE_MODULES = ("prose_tui.tui.widgets.call_stack", "prose_tui.tui.widgets.node_table",
+                     "prose_tui.tui.widgets.binding_tree", "prose_tui.tui.widgets.value_viewer",
+                     "prose_tui.tui.widgets.line_view", "prose_tui.tui.widgets.timeline",
+                     "prose_tui.tui.widgets.search_bar", "textual.widgets._data_table")
+
+
+def test_starting_the_explorer_leaves_the_hidden_panes_widgets_for_later():
+    """The call stack, nodes, bindings tree, value viewer, timeline and search prompt (with
+    Textual's DataTable) are composed after the 80x24 first screen, or when their pane is
+    first shown: their modules are imported then, not with the explorer."""
+    loaded = _loaded_after("import prose_tui.cli.main, prose_tui.tui.app")
+    assert "prose_tui.tui.widgets.trace_view" in loaded  # the probe imported the explorer
+    assert sorted(m for m in LAZY_PANE_MODULES if m in loaded) == []
+
+
+def test_the_hidden_panes_widgets_load_once_composed_and_for_the_help():
+    """Settled at 80x24 (the lazy panes composed after the first screen), and the key help
+    (every pane's keys), in fresh interpreters: the widgets' modules are there then."""
+    loaded = _loaded_after(FIRST_SCREEN.format(tests=str(ROOT / "tests"), project=str(EVENTLOG)))
+    assert set(LAZY_PANE_MODULES) <= loaded
+    code = ("from prose_tui.tui.app import ProseTUI\n"
+            "titles = [title for title, _ in ProseTUI.binding_groups()]\n"
+            "assert any('Call stack' in t or 'Stack' in t for t in titles), titles\n")
+    assert set(LAZY_PANE_MODULES) - {"prose_tui.tui.widgets.search_bar", "prose_tui.tui.widgets.line_view"} \
+        <= _loaded_after(code)
