@@ -97,3 +97,30 @@ def test_a_tail_first_screen_agrees_with_the_whole_log_on_its_lines_and_status(t
     assert [e.line for e in first.events] == [e.line for e in whole.events[-len(first.events):]]
     assert any("still loading" in w for w in first.warnings)
     assert not any("still loading" in w for w in whole.warnings)
+
+
+def test_a_runs_start_is_never_after_its_first_stamped_event_whatever_its_stamps_zones():
+    """The start a run id encodes is capped at the first stamped event (issue 28), compared
+    in UTC: naive stamps (taken as UTC) alone, zoned ones at several offsets, and both mixed
+    (the earliest then found by UTC instant, not by wall-clock digits)."""
+    from datetime import datetime, timedelta, timezone
+
+    from prose_tui.backends.filesystem.folder import _id_time_as_logged
+    from prose_tui.model import Backend, Event, EventKind, Run
+
+    def start(*stamps: datetime) -> datetime | None:
+        run = Run(id="20260301-120000-abcdef", path=Path("/nowhere"), backend=Backend.FILESYSTEM)
+        run.events = [Event(seq=i, kind=EventKind.NOTE, text="", time=t) for i, t in enumerate(stamps)]
+        return _id_time_as_logged(run)
+
+    east = timezone(timedelta(hours=5))
+    west = timezone(timedelta(hours=-5))
+    assert start(datetime(2026, 3, 1, 12, 30), datetime(2026, 3, 1, 11, 59)) == datetime(2026, 3, 1, 11, 59,
+                                                                                       tzinfo=timezone.utc)
+    # The id is read in the log's zone (12:00+05:00 = 07:00 UTC), before every stamp: kept.
+    assert start(datetime(2026, 3, 1, 16, 59, tzinfo=east), datetime(2026, 3, 1, 7, 30, tzinfo=west)) \
+        == datetime(2026, 3, 1, 12, 0, tzinfo=east)
+    # Mixed: 11:00 naive (UTC) is the earliest instant (06:30 at -05:00 is 11:30 UTC), before
+    # the id read at -05:00 (17:00 UTC).
+    first = start(datetime(2026, 3, 1, 6, 30, tzinfo=west), datetime(2026, 3, 1, 11, 0))
+    assert first == datetime(2026, 3, 1, 11, 0, tzinfo=timezone.utc)

@@ -172,3 +172,75 @@ def test_a_backend_claims_no_path_its_declaration_leaves_out(tmp_path):
                 claimed += 1
                 assert registry.BUILTIN[target].may_claim(path), (backend.name, path)
     assert claimed >= len(made) - 1  # the paths were claimed: the check checked something
+
+
+# -- the filesystem backend's readers: the event log's at start, the rest on first use (issue 33) --
+
+SNAPSHOT_READERS = ("prose_tui.backends.filesystem.snapshot", "prose_tui.backends.filesystem.snapshot_sections",
+                    "prose_tui.backends.filesystem.snapshot_trace", "prose_tui.backends.common.markdown",
+                    "prose_tui.backends.common.annotations")
+SKILL_READERS = ("prose_tui.backends.filesystem.receipts", "prose_tui.backends.filesystem.skill_live",
+                 "prose_tui.backends.filesystem.skill_receipts", "prose_tui.backends.filesystem.world_model")
+
+
+def test_an_event_log_run_is_shown_without_the_snapshot_and_skill_readers():
+    """An event-log run on screen, settled (its trace, status and history): the filesystem
+    backend imported its event-log reader, not the snapshot parser with its Markdown reader
+    (seeds/filesystem.md generation 1), nor the 0.15 receipt ledger and world model
+    (openprose-0.15 state/filesystem.md): about a third of the backend's import, on the
+    reader's thread beside the first frame."""
+    loaded = _loaded_after("import prose_tui.cli.main\n"
+                           + FIRST_SCREEN.format(tests=str(ROOT / "tests"), project=str(EVENTLOG)))
+    assert "prose_tui.backends.filesystem.eventlog_tail" in loaded  # the run was read as an event log
+    assert sorted(m for m in SNAPSHOT_READERS + SKILL_READERS if m in loaded) == []
+
+
+def test_the_snapshot_and_skill_readers_load_for_the_runs_that_need_them():
+    """A snapshot run (its Index names its bindings) and a 0.15 skill run (receipts, world
+    model), each opened in a fresh interpreter that imported the explorer first, are read in
+    full: their readers come on first use."""
+    code = ("import prose_tui.cli.main, prose_tui.tui.app\nfrom pathlib import Path\n"
+            "from prose_tui.backends import open_run\nrun = open_run(Path({path!r}))\n"
+            "print(json.dumps([run.format.value, len(run.trace), len(run.bindings), len(run.receipts)]))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = ((ROOT / "tests" / "fixtures" / "project" / ".prose" / "runs" / "20260301-100000-a1b2c3", SNAPSHOT_READERS),
+            (ROOT / "tests" / "fixtures" / "skill" / "completed" / "runs" / "20260702-091500-a1b2c3", SKILL_READERS))
+    shown = []
+    for path, readers in runs:
+        probe = f"import json, sys\n{code.format(path=str(path))}print(json.dumps(sorted(sys.modules)))"
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
+                             check=True).stdout.splitlines()
+        assert set(readers) <= set(json.loads(out[-1])), path
+        shown.append(json.loads(out[-2]))
+    (snap_format, snap_trace, snap_bindings, _), (skill_format, skill_trace, _, skill_receipts) = shown
+    assert (snap_format, skill_format) == ("snapshot", "skill")
+    assert snap_trace and snap_bindings and skill_trace and skill_receipts  # read in full, not left empty
+
+
+# -- the panes the compact layout hides: their widgets' modules come with them (issue 33) ---------
+
+LAZY_PANE_MODULES = ("prose_tui.tui.widgets.call_stack", "prose_tui.tui.widgets.node_table",
+                     "prose_tui.tui.widgets.binding_tree", "prose_tui.tui.widgets.value_viewer",
+                     "prose_tui.tui.widgets.line_view", "prose_tui.tui.widgets.timeline",
+                     "prose_tui.tui.widgets.search_bar", "textual.widgets._data_table")
+
+
+def test_starting_the_explorer_leaves_the_hidden_panes_widgets_for_later():
+    """The call stack, nodes, bindings tree, value viewer, timeline and search prompt (with
+    Textual's DataTable) are composed after the 80x24 first screen, or when their pane is
+    first shown: their modules are imported then, not with the explorer."""
+    loaded = _loaded_after("import prose_tui.cli.main, prose_tui.tui.app")
+    assert "prose_tui.tui.widgets.trace_view" in loaded  # the probe imported the explorer
+    assert sorted(m for m in LAZY_PANE_MODULES if m in loaded) == []
+
+
+def test_the_hidden_panes_widgets_load_once_composed_and_for_the_help():
+    """Settled at 80x24 (the lazy panes composed after the first screen), and the key help
+    (every pane's keys), in fresh interpreters: the widgets' modules are there then."""
+    loaded = _loaded_after(FIRST_SCREEN.format(tests=str(ROOT / "tests"), project=str(EVENTLOG)))
+    assert set(LAZY_PANE_MODULES) <= loaded
+    code = ("from prose_tui.tui.app import ProseTUI\n"
+            "titles = [title for title, _ in ProseTUI.binding_groups()]\n"
+            "assert any('Call stack' in t or 'Stack' in t for t in titles), titles\n")
+    assert set(LAZY_PANE_MODULES) - {"prose_tui.tui.widgets.search_bar", "prose_tui.tui.widgets.line_view"} \
+        <= _loaded_after(code)

@@ -26,13 +26,8 @@ from prose_tui.tui.screens.explorer import ExplorerScreen
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.served import served_read_only
 from prose_tui.tui.sent_cells import SentCells
-from prose_tui.tui.widgets.binding_tree import BindingTree
-from prose_tui.tui.widgets.call_stack import CallStackView
-from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.run_list import RunList
-from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_view import TraceView
-from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 INTRO = (
     "prose-tui explores OpenProse runs. The run list shows every run below the path, newest first; "
@@ -185,6 +180,12 @@ class ProseTUI(HabitsApp):
     @classmethod
     def binding_groups(cls):
         """Key bindings grouped by where they work."""
+        from prose_tui.tui.widgets.binding_tree import BindingTree
+        from prose_tui.tui.widgets.call_stack import CallStackView
+        from prose_tui.tui.widgets.node_table import NodeTable
+        from prose_tui.tui.widgets.timeline import Timeline
+        from prose_tui.tui.widgets.value_viewer import ValueViewer
+
         history_keys = set(id(b) for b in HISTORY_BINDINGS)
         groups = [("Everywhere", list(cls.BINDINGS)), (HABITS_GROUP, list(HABIT_BINDINGS)),
                   (ExplorerScreen.HELP_GROUP, [b for b in ExplorerScreen.BINDINGS if id(b) not in history_keys]),

@@ -77,11 +77,12 @@ def selected_target(app: App) -> Target | None:
 def binding_namespaces(app_class: type[App]) -> list[tuple[str, list[Binding]]]:
     """The bindings Textual looks up together (the app, the explorer screen, each pane's
     widget, Mission Control), each with every binding its class inherits."""
-    from prose_tui.tui.screens.explorer import PANES, ExplorerScreen
+    from prose_tui.tui.screens.explorer import ExplorerScreen
+    from prose_tui.tui.screens.explorer_panes import pane_widget_classes
     from prose_tui.tui.screens.mission_control import MissionControlScreen
 
     out: list[tuple[str, list[Binding]]] = []
-    classes: list[type] = [app_class, ExplorerScreen, *(widget for _, _, widget in PANES), MissionControlScreen]
+    classes: list[type] = [app_class, ExplorerScreen, *pane_widget_classes(), MissionControlScreen]
     for cls in classes:
         bindings = [b for base in reversed(cls.__mro__) for b in base.__dict__.get("BINDINGS", [])
                     if isinstance(b, Binding)]

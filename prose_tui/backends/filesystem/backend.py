@@ -7,7 +7,7 @@ import threading
 from collections.abc import Collection
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from prose_tui.backends.common.status import DEFAULT_STALE_AFTER
 from prose_tui.backends.filesystem.folder import (
@@ -18,11 +18,15 @@ from prose_tui.backends.filesystem.folder import (
     load_run_tail_first,
     load_snapshot_first_screen,
 )
-from prose_tui.backends.filesystem.history import FilesystemHistory
-from prose_tui.backends.filesystem.live import apply_paths, run_status
 from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.backends.protocol import RunBackend, Value
 from prose_tui.model import Backend, Binding, Delta, Part, Run
+
+if TYPE_CHECKING:
+    from prose_tui.backends.filesystem.history import FilesystemHistory
+
+# Following a run (``.live``) and its history (``.history``) come after its first screen: they
+# are imported when first asked for, not with the backend the first screen waits for (issue 33).
 
 
 class FilesystemBackend(RunBackend):
@@ -106,6 +110,8 @@ class FilesystemBackend(RunBackend):
             tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
             summary = self._summaries.get(run.path) is run
         tails = {run.path: tail} if tail is not None else {}
+        from prose_tui.backends.filesystem.live import apply_paths
+
         delta = apply_paths(run, paths, tails, now=now or datetime.now(timezone.utc), stale_after=stale_after,
                             observed=observed, summary=summary)
         if summary and delta.run is not run:
@@ -123,6 +129,8 @@ class FilesystemBackend(RunBackend):
         scanning a tailed event log's trace."""
         with self._lock:
             tail = next((t for t in self._tails.get(run.path, []) if t.parser.log.trace is run.trace), None)
+        from prose_tui.backends.filesystem.live import run_status
+
         return run_status(run, tail, now=now, stale_after=stale_after, observed=observed)
 
     def _keep(self, run_dir: Path, tail: EventLogTail | None, replacing: EventLogTail | None = None) -> None:
@@ -148,7 +156,12 @@ class FilesystemBackend(RunBackend):
 
     def history_source(self) -> FilesystemHistory:
         """Event logs cut at a line, snapshot revisions parsed, skill nodes as of a cursor (:mod:`.history`)."""
+        global _HISTORY
+        if _HISTORY is None:
+            from prose_tui.backends.filesystem.history import FilesystemHistory
+
+            _HISTORY = FilesystemHistory()
         return _HISTORY
 
 
-_HISTORY = FilesystemHistory()
+_HISTORY: FilesystemHistory | None = None  # one for every run: it keeps no state

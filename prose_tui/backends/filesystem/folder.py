@@ -14,6 +14,7 @@ import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prose_tui.backends.common import agents as agent_files
 from prose_tui.backends.common.bindings import (
@@ -52,14 +53,13 @@ from prose_tui.backends.filesystem.skill import (
     split_front_matter,
 )
 from prose_tui.backends.filesystem.tail import FileTail
-from prose_tui.backends.filesystem.snapshot import (
-    SnapshotState,
-    looks_like_snapshot,
-    parse_time,
-)
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached, parse_snapshot_first_screen
-from prose_tui.backends.filesystem.world_model import error_nodes, read_error
 from prose_tui.model import Agent, Backend, Binding, Run, RunFormat, Section
+
+if TYPE_CHECKING:
+    from prose_tui.backends.filesystem.snapshot import SnapshotState
+
+# The snapshot parser (with its Markdown reader) and a failed node's error files are imported
+# where a run needs them: an event log's first screen waits for none of them (issue 33).
 
 PROGRAM_FILES = ("program.prose", "program.md", "root.prose.md")
 MAX_IMPORT_DEPTH = 32
@@ -309,6 +309,9 @@ def load_snapshot_first_screen(run_dir: Path, *, now: datetime | None = None, st
     except OSError:
         return None
     text = decode(data)
+    from prose_tui.backends.filesystem.snapshot import looks_like_snapshot
+    from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_first_screen
+
     if len(data) > MAX_STATE_BYTES or looks_encrypted(text[:4096]) or looks_like_event_log(text) \
             or not looks_like_snapshot(text):
         return None
@@ -355,6 +358,8 @@ def _skill_hook(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     if is_skill_run(run_dir):
         apply_skill(run, run_dir, summary=summary)
     elif run.format in (RunFormat.VM_LOG, RunFormat.CONTRACT) and _says_failed(run):
+        from prose_tui.backends.filesystem.world_model import error_nodes, read_error
+
         for node in error_nodes(run_dir):
             if (err := read_error(run_dir, node)) is not None and err.text.strip():
                 run.sections.append(Section(f"Error: {node} (workspace/{node}/__error.md)", err.text.strip()))
@@ -436,6 +441,8 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             _apply_event_log(run, text, state_file.name, log)
             run.header.update(front)
         else:
+            from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+
             snapshot = parse_snapshot_cached(text, run_dir)  # a rewrite re-parses only what changed
             _apply_snapshot(run, snapshot)
     elif (run_dir / "state.db").exists():
@@ -548,6 +555,8 @@ def reload_state(previous: Run, *, now: datetime | None = None, stale_after: flo
 
 
 def _apply_snapshot(run: Run, snap: SnapshotState) -> None:
+    from prose_tui.backends.filesystem.snapshot import parse_time
+
     run.format = RunFormat.SNAPSHOT
     run.header = snap.header
     if snap.header.get("run"):

@@ -14,9 +14,6 @@ import dataclasses
 from collections.abc import Hashable
 
 from prose_tui.backends.filesystem.eventlog import looks_like_event_log, parse_event_log
-from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics
-from prose_tui.backends.filesystem.snapshot import parse_time
-from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
 from prose_tui.backends.protocol import Revision
 from prose_tui.model import Frame, Node, Run, RunFormat, RunStatus, Section, StatementState, TraceLine
 
@@ -39,6 +36,10 @@ class FilesystemHistory:
 
     def revision(self, text: str, key: Hashable | None = None) -> Revision:
         """A snapshot ``state.md`` revision (``snapshot_sections.parse_snapshot_cached``)."""
+        # (the snapshot parser: imported for a snapshot run alone, issue 33)
+        from prose_tui.backends.filesystem.snapshot import parse_time
+        from prose_tui.backends.filesystem.snapshot_sections import parse_snapshot_cached
+
         snap = parse_snapshot_cached(text, key)
         return Revision(header=snap.header, trace=snap.trace, constructs=snap.constructs, call_stack=snap.call_stack,
                         sections=snap.sections, index=snap.binding_rows, started=parse_time(snap.header.get("started")),
@@ -114,6 +115,8 @@ def _program_section(section: Section, nodes: dict[str, Node]) -> Section:
 
 def _skill_metrics(out: Run) -> None:
     """A skill run's receipt totals in ``Run.metrics`` (the keys skill.py writes), as of then."""
+    from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics
+
     for key in [k for k in out.metrics if k == "receipts" or k.startswith(("receipts_", "tokens_"))]:
         del out.metrics[key]
     add_receipt_metrics(out)

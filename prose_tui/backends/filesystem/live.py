@@ -39,8 +39,6 @@ from prose_tui.backends.filesystem.folder import (
     reload_state,
 )
 from prose_tui.backends.filesystem.skill import settle_status
-from prose_tui.backends.filesystem.skill_live import apply_receipts, is_ledger_file
-from prose_tui.backends.filesystem.snapshot_trace import changed_lines
 from prose_tui.backends.filesystem.tail import Change
 from prose_tui.backends.protocol import classify_by_layout
 from prose_tui.model import VALUE_WINDOW, Binding, Delta, Run, RunFormat, ValueWindow
@@ -76,8 +74,12 @@ def _apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTa
     run_dir = run.path
     parts = dict(paths) if isinstance(paths, Mapping) else {p: classify_by_layout(run_dir, p) for p in paths}
     # A skill run's ledger files are appended to: tailed (skill_live.py), not read again.
-    ledgers = {p for p, part in parts.items() if part == "other" and run.format is RunFormat.SKILL
-               and is_ledger_file(run_dir, p)}
+    # (skill_live and snapshot_trace are imported for the runs that need them, issue 33.)
+    ledgers: set[Path] = set()
+    if run.format is RunFormat.SKILL:
+        from prose_tui.backends.filesystem.skill_live import is_ledger_file
+
+        ledgers = {p for p, part in parts.items() if part == "other" and is_ledger_file(run_dir, p)}
     kinds = {part for p, part in parts.items() if p not in ledgers}
     if "program" in kinds or ("other" in kinds and not summary) or run.format is RunFormat.ENCRYPTED:
         fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
@@ -92,6 +94,8 @@ def _apply_paths(run: Run, paths: Collection[Path], tails: dict[Path, EventLogTa
                                summary=summary, read=read)
         run = delta.run
     if ledgers and not summary and delta.run is run:  # (a state change read the run again, ledgers too)
+        from prose_tui.backends.filesystem.skill_live import apply_receipts
+
         events = apply_receipts(run, ledgers)
         if events is None:  # not a run whose ledger is followed: read it again
             fresh = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails,
@@ -167,6 +171,8 @@ def _state_changed(run: Run, paths: Collection[Path], tails: dict[Path, EventLog
         return kept_last_good(run, fresh.read_problem, paths)
     out = Delta(fresh, set(paths))
     if fresh.format is RunFormat.SNAPSHOT and run.format is RunFormat.SNAPSHOT:
+        from prose_tui.backends.filesystem.snapshot_trace import changed_lines
+
         out.trace_lines = changed_lines(run.trace, fresh.trace)
         if out.trace_lines is not None:
             # Same shape: the run's trace list is re-stated in place (as an event log's

@@ -19,19 +19,10 @@ events come from :mod:`.skill_receipts`, shared with the live tail of :mod:`.ski
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prose_tui.backends.common.contained import run_root
 from prose_tui.backends.common.text import visible
-from prose_tui.backends.filesystem.receipts import LedgerTail, read_ledgers
-from prose_tui.backends.filesystem.skill_live import SkillState, remember
-from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics, place_receipt_events, summarise_nodes
-from prose_tui.backends.filesystem.world_model import (
-    CompiledIntent,
-    error_nodes,
-    read_compiled_intent,
-    read_error,
-    world_model_bindings,
-)
 from prose_tui.model import (
     Binding,
     EventKind,
@@ -42,6 +33,9 @@ from prose_tui.model import (
     StatementState,
     TraceLine,
 )
+
+if TYPE_CHECKING:
+    from prose_tui.backends.filesystem.world_model import CompiledIntent
 
 __all__ = ["apply_skill", "is_skill_run", "settle_status", "split_front_matter"]
 
@@ -89,6 +83,18 @@ def apply_skill(run: Run, run_dir: Path, *, summary: bool = False) -> None:
     Sets ``format`` to SKILL. ``summary`` reads the receipts and the compiled intent (for
     the status and a row's facts), not the world model's files.
     """
+    # The receipt ledger, world model and their live tail are read for a skill run alone:
+    # imported here, not with the backend an event log's first screen waits for (issue 33).
+    from prose_tui.backends.filesystem.receipts import LedgerTail, read_ledgers
+    from prose_tui.backends.filesystem.skill_live import SkillState, remember
+    from prose_tui.backends.filesystem.skill_receipts import add_receipt_metrics, place_receipt_events, summarise_nodes
+    from prose_tui.backends.filesystem.world_model import (
+        error_nodes,
+        read_compiled_intent,
+        read_error,
+        world_model_bindings,
+    )
+
     run.format = RunFormat.SKILL
     if run.program is None and run.header.get("root"):
         run.program = run.header["root"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -51,20 +52,20 @@ from prose_tui.tui.screens.explorer_live import LiveProblem, RunsChanged
 from prose_tui.tui.screens.explorer_panes import LAZY_PANES, PANES, STACK, TRACE, VALUE, PaneWidgets, Panes
 from prose_tui.tui.screens.history_keys import HISTORY_BINDINGS
 from prose_tui.tui.targets import Target
-from prose_tui.tui.widgets.binding_tree import BindingTree
-from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import ContextStrip
 from prose_tui.tui.widgets.key_footer import KeyFooter
-from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.pane_bar import PaneBar
 from prose_tui.tui.widgets.repaint import repaint_regions_only
 from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.run_list import RunList, preferred_width
-from prose_tui.tui.widgets.search_bar import SearchBar
 from prose_tui.tui.widgets.status_line import StatusLine
-from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_view import TraceView
-from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+if TYPE_CHECKING:  # the lazy panes' widgets and the search prompt: imported when composed (issue 33)
+    from prose_tui.tui.widgets.binding_tree import BindingTree
+    from prose_tui.tui.widgets.call_stack import CallStackView
+    from prose_tui.tui.widgets.search_bar import SearchBar
+    from prose_tui.tui.widgets.timeline import Timeline
 
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 28
@@ -247,6 +248,8 @@ class ExplorerScreen(Screen[None]):
                     with pane(pane_id):
                         yield from rest.get(pane_id, ())
         if not compact:
+            from prose_tui.tui.widgets.search_bar import SearchBar
+
             self._search = SearchBar()
             yield self._search
         yield StatusLine(id="status")
@@ -254,7 +257,15 @@ class ExplorerScreen(Screen[None]):
 
     @staticmethod
     def _rest_widgets() -> dict[str, list[Widget]]:
-        """The widgets of each lazy pane (``LAZY_PANES``), by the pane's id."""
+        """The widgets of each lazy pane (``LAZY_PANES``), by the pane's id. Their modules
+        (and Textual's DataTable and Tree) are imported here, when the panes are composed: the
+        compact layout's first screen waits for none of them (issue 33)."""
+        from prose_tui.tui.widgets.binding_tree import BindingTree
+        from prose_tui.tui.widgets.call_stack import CallStackView
+        from prose_tui.tui.widgets.node_table import NodeTable
+        from prose_tui.tui.widgets.timeline import Timeline
+        from prose_tui.tui.widgets.value_viewer import ValueViewer
+
         return {"history-pane": [Static(id="time-summary"), Timeline(id="timeline")],
                 "stack-pane": [CallStackView(id="stack"), NodeTable(id="nodes"), Static(id="constructs")],
                 "data-pane": [BindingTree(id="tree")],
@@ -296,6 +307,8 @@ class ExplorerScreen(Screen[None]):
     def _mount_search(self) -> AwaitMount | None:
         """Mount the search prompt unless it is there or coming (``None`` then, once mounted)."""
         if self._search is None:
+            from prose_tui.tui.widgets.search_bar import SearchBar
+
             self._search = SearchBar()
             self._search_mount = self.mount(self._search, before=self.query_one(StatusLine))
         return self._search_mount
@@ -445,8 +458,8 @@ class ExplorerScreen(Screen[None]):
         are being composed."""
         if PANES[index][1] in LAZY_PANES and not self.rest_composed:
             return None
-        if index == STACK and self.query_one(NodeTable).display:
-            return self.query_one(NodeTable)
+        if index == STACK and (nodes := self.query_one("NodeTable")).display:
+            return nodes
         return self.query_one(PANES[index][2])
 
     def activate(self, index: int, *, focus: bool = True) -> None:
@@ -463,7 +476,7 @@ class ExplorerScreen(Screen[None]):
         a key typed before the first run is read keeps its pane and its focus, and a search
         prompt opened meanwhile its focus (the keys typed on are its query)."""
         if not self._pane_chosen:
-            self.activate(index, focus=not isinstance(self.focused, SearchBar))
+            self.activate(index, focus=self._search is None or self.focused is not self._search)
 
     def _choose(self, index: int) -> None:
         """The user picked pane ``index`` (a key, a click): it stays active across start-up reads."""
@@ -596,7 +609,7 @@ class ExplorerScreen(Screen[None]):
         self.panes.status()
 
     def on_binding_tree_target_chosen(self, event: BindingTree.TargetChosen) -> None:
-        if self.query_one(BindingTree).has_focus:
+        if self.query_one("BindingTree").has_focus:
             self.model.viewer_follows_writes = False  # the user picked it; stop switching to new writes
         self.panes.show_value(event.target)
         if event.opened:

@@ -62,6 +62,10 @@ FIRST_PAGE = 200  # a database's newest runs, shown before its whole list is rea
 FIRST_WAIT = 15.0  # seconds the scan waits for that page (a connection and a statement time out sooner)
 PAGE_ROWS = 500  # older trace lines loaded when the reader reaches the first one (SQLite)
 FIRST_WAIT_PAINT = 0.5  # seconds a run's full read waits for its first screen's paint (a frame or two)
+# Seconds the whole read behind a first screen then leaves the GIL to Textual's writer thread,
+# which sends the frame handed to it: read at once, a 20,000-event log's first screen reached
+# tmux 100-140 ms later (medians of 6-8 opens, load 2; issue 33).
+FIRST_WRITE_GRACE = 0.03
 SUMMARY_AFTER = 0.3  # seconds a chosen database run's first screen may take before its summary is shown
 TAIL_FIRST_LINES = 5_000  # trace lines of a summary on disk over which a run opens from its tail first
 
@@ -153,6 +157,7 @@ class RunFeed:
             painted = threading.Event()  # the whole read behind a first screen waits for its frame
             self._from_thread(self._partial, run, painted)
             painted.wait(FIRST_WAIT)
+            time.sleep(FIRST_WRITE_GRACE)  # and for Textual's writer thread to send that frame
             self._follow_first_screen()
 
         read: list[Run] = []

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 from textual.app import App
@@ -42,21 +42,36 @@ from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChang
 from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.screens.history_keys import failure_markdown
 from prose_tui.tui.targets import Target, binding_target, resolve_trace_binding
-from prose_tui.tui.widgets.binding_tree import BindingTree
-from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.context_strip import FIRST_LINE_BYTES, ContextStrip, first_line, line_of
-from prose_tui.tui.widgets.node_table import NodeTable
 from prose_tui.tui.widgets.repaint import set_border, show_text
 from prose_tui.tui.widgets.run_header import RunHeader, header_text
-from prose_tui.tui.widgets.run_list import RunList
 from prose_tui.tui.widgets.status_line import StatusLine
-from prose_tui.tui.widgets.timeline import Steps, Timeline, elapsed
 from prose_tui.tui.widgets.trace_layout import TraceLayout
 from prose_tui.tui.widgets.trace_view import TraceView
-from prose_tui.tui.widgets.value_viewer import ValueViewer
 
-PANES = [("Runs", "runs-pane", RunList), ("Trace", "trace-pane", TraceView), ("Stack", "stack-pane", CallStackView),
-         ("Data", "data-pane", BindingTree), ("Value", "value-pane", ValueViewer), ("History", "history-pane", Timeline)]
+if TYPE_CHECKING:
+    from prose_tui.tui.widgets.binding_tree import BindingTree
+    from prose_tui.tui.widgets.call_stack import CallStackView
+    from prose_tui.tui.widgets.node_table import NodeTable
+    from prose_tui.tui.widgets.timeline import Steps, Timeline
+    from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+# (name, container id, the type name of the widget keys go to: a selector, ``query_one(name)``).
+# The lazy panes' widget modules (and Textual's DataTable and Tree under them) are imported
+# when those panes are composed, not at start (issue 33); ``pane_widget_classes`` names them.
+PANES = [("Runs", "runs-pane", "RunList"), ("Trace", "trace-pane", "TraceView"), ("Stack", "stack-pane", "CallStackView"),
+         ("Data", "data-pane", "BindingTree"), ("Value", "value-pane", "ValueViewer"), ("History", "history-pane", "Timeline")]
+
+
+def pane_widget_classes() -> list[type[Widget]]:
+    """The class of each pane's widget (``PANES`` order), importing the lazy panes' modules."""
+    from prose_tui.tui.widgets.binding_tree import BindingTree
+    from prose_tui.tui.widgets.call_stack import CallStackView
+    from prose_tui.tui.widgets.run_list import RunList
+    from prose_tui.tui.widgets.timeline import Timeline
+    from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+    return [RunList, TraceView, CallStackView, BindingTree, ValueViewer, Timeline]
 TRACE, STACK, VALUE = 1, 2, 4
 # The panes whose widgets are composed when first shown (or behind the first screen): the
 # compact layout (80x24) shows the trace and the strip alone at start (issue 33).
@@ -97,6 +112,12 @@ class RestWidgets:
     @classmethod
     def of(cls, screen: Widget) -> RestWidgets:
         """The widgets of the lazy panes mounted in ``screen`` (``NoMatches`` before)."""
+        from prose_tui.tui.widgets.binding_tree import BindingTree
+        from prose_tui.tui.widgets.call_stack import CallStackView
+        from prose_tui.tui.widgets.node_table import NodeTable
+        from prose_tui.tui.widgets.timeline import Timeline
+        from prose_tui.tui.widgets.value_viewer import ValueViewer
+
         return cls(stack=screen.query_one(CallStackView), nodes=screen.query_one(NodeTable),
                    constructs=screen.query_one("#constructs", Static), tree=screen.query_one(BindingTree),
                    viewer=screen.query_one(ValueViewer), timeline=screen.query_one(Timeline),
@@ -248,6 +269,8 @@ class Panes:
             width = widgets.trace.content_width if widgets is not None else 0
             shown = read.program if read.program is not None else run.trace  # the lines the trace will show
             trace = TraceLayout.of(shown, width) if shown else None
+            from prose_tui.tui.widgets.timeline import Steps  # (the history pane's module: not at start)
+
             steps = Steps.of(read.history.history.events) if read.history is not None else None
         except Exception:  # an optimisation only: the UI thread does it when this cannot
             return
@@ -462,6 +485,8 @@ class Panes:
         rest = self.rest
         if rest is None:
             return
+        from prose_tui.tui.widgets.timeline import elapsed  # (loaded with the history pane)
+
         times = [t for t in self.model.statement_times() if t.seconds > 0]
         text = Text(no_wrap=True, overflow="ellipsis")
         if times:

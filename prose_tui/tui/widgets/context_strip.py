@@ -14,7 +14,7 @@ from prose_tui.backends.common.text import open_regular
 from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
 from prose_tui.tui.widgets.repaint import show_text
-from prose_tui.tui.widgets.value_viewer import human_size
+from prose_tui.tui.widgets.sizes import human_size
 
 
 FIRST_LINE_BYTES = 4096  # bytes of a value read for the strip's binding line

@@ -27,6 +27,7 @@ from prose_tui.tui.keys import keyed
 from prose_tui.tui.targets import Target, TargetRead, needs_reading, read_target
 from prose_tui.tui.widgets.line_view import Line, LineView
 from prose_tui.tui.widgets.repaint import show_text
+from prose_tui.tui.widgets.sizes import human_size
 
 WINDOW = VALUE_WINDOW  # the first window into a value (32 KiB): a few screens, quick to render
 MAX_WINDOW = 4 * 1024 * 1024  # the window doubles as the reader scrolls, up to this
@@ -45,15 +46,6 @@ def looks_like_markdown(text: str) -> bool:
     if len(lines) <= 1:
         return True
     return any(_MARKDOWN_LINE.match(line) for line in lines) or bool(_MARKDOWN_INLINE.search(text[:20000]))
-
-
-def human_size(n: float) -> str:
-    """``812 B``, ``1.4 KiB``, ``3.0 MiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 def _window_of(target: Target, prefetched: ValueWindow, window: int, tail: bool) -> bool:
