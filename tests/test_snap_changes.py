@@ -69,3 +69,36 @@ async def test_building_a_watched_runs_history_does_not_write_the_run_out_as_tex
         await wait_until(pilot, lambda: explorer.panes.history_pending, what="a history build to start")
         await settled(pilot)  # the history caught up (built in a worker, adopted)
         assert formatted == []
+
+
+async def test_a_rewrite_that_wrote_no_binding_does_not_order_the_runs_bindings(tmp_path, monkeypatch):
+    # Which binding the value pane follows is asked of every live change; a rewrite of
+    # state.md alone names no binding file, and ordering the run's bindings by its trace
+    # (500-2,000 statements: 1.5-4 ms of the UI thread) cannot pick one.
+    import threading
+
+    from prose_tui.model import write_order as order_module
+
+    run_dir, lines, statements, executing = _snapshot(tmp_path)
+    on_ui: list[bool] = []
+    real = order_module.write_order
+
+    def counting(run, *, first=False):
+        on_ui.append(threading.current_thread() is threading.main_thread())
+        return real(run, first=first)
+
+    monkeypatch.setattr(order_module, "write_order", counting)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
+        await settled(pilot)
+        trace = explorer.query_one(TraceView)
+        shown = explorer.panes.value_target
+        on_ui.clear()
+        nxt = statements[statements.index(executing) + 1]
+        _move_marker(run_dir, lines, executing, nxt, "marker_two")
+        await wait_until(pilot, lambda: any("marker_two" in line.text for line in trace.lines), what="the rewrite")
+        await pilot.pause()
+        assert explorer.panes.value_target == shown  # the value pane still shows what it showed
+        assert not any(on_ui), f"the bindings were ordered {on_ui.count(True)} times on the UI thread"
