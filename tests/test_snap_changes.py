@@ -102,3 +102,118 @@ async def test_a_rewrite_that_wrote_no_binding_does_not_order_the_runs_bindings(
         await pilot.pause()
         assert explorer.panes.value_target == shown  # the value pane still shows what it showed
         assert not any(on_ui), f"the bindings were ordered {on_ui.count(True)} times on the UI thread"
+
+
+async def test_a_written_binding_keeps_its_place_in_the_bindings_tree(tmp_path):
+    # A binding's file written while the run is watched was read again without its Index
+    # row's place (``Binding.listed``): it moved to the end of its group, and the tree was
+    # rebuilt, its screen laid out again (20-37 ms at 200x50), on the first append.
+    import subprocess
+
+    from prose_tui.tui.widgets.binding_tree import BindingTree
+
+    run_dir = huge_run(tmp_path, bindings=12, trace_lines=4, agents=0, segments=0)
+    state = run_dir / "state.md"
+    text = state.read_text(encoding="utf-8").splitlines()
+    rows = [i for i, ln in enumerate(text) if ln.startswith("| value_")]
+    text[rows[0]:rows[-1] + 1] = reversed(text[rows[0]:rows[-1] + 1])  # the Index lists them newest first
+    state.write_text("\n".join(text) + "\n", encoding="utf-8")
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
+        await settled(pilot)
+        tree = explorer.query_one(BindingTree)
+
+        def leaves() -> list[str]:
+            return [node.label.plain.split("  ")[0] for node in tree._groups["root"].children]
+
+        before, rebuilds = leaves(), tree.rebuilds
+        assert before[:3] == ["value_00011", "value_00010", "value_00009"]
+        target = run_dir / "bindings" / "value_00005.md"
+        subprocess.run([sys.executable, "-c", f"open({str(target)!r}, 'a').write('appended_marker\\n')"], check=True)
+        model = explorer.panes.model
+        await wait_until(pilot, lambda: any(b.path == target and b.bytes == target.stat().st_size
+                                            for b in model.run.bindings), what="the append read")
+        await pilot.pause()
+        assert leaves() == before
+        assert tree.rebuilds == rebuilds
+
+
+async def test_text_appended_to_the_value_shown_repaints_its_own_rows_not_the_pane(tmp_path):
+    # The value pane follows a binding as the VM appends to it: each append re-rendered and
+    # repainted every row of the pane (24 at 200x50), most of the frame that shows it.
+    import subprocess
+    from collections import Counter
+
+    from textual.geometry import Region
+
+    from prose_tui.tui.widgets.line_view import LineView
+    from prose_tui.tui.widgets.value_viewer import ValueViewer
+
+    run_dir = huge_run(tmp_path, bindings=20, trace_lines=40, agents=0, segments=0)
+    binding = run_dir / "bindings" / "value_00019.md"
+    binding.write_text("# value_00019\n\nkind: let\n\n---\n\nvalue_opened\nsecond line\n", encoding="utf-8")
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
+        await settled(pilot)
+        viewer = explorer.query_one(ValueViewer)
+        body = viewer.query_one(LineView)
+        await wait_until(pilot, lambda: "value_opened" in (viewer.text or ""), what="the binding shown")
+        asked: Counter[str] = Counter()
+        real = body.render_lines
+
+        def counting(crop: Region):
+            asked["rows"] += crop.height
+            return real(crop)
+
+        body.render_lines = counting  # type: ignore[method-assign]
+        for n in range(3):
+            subprocess.run([sys.executable, "-c", f"open({str(binding)!r}, 'a').write('more_{n} ')"], check=True)
+            await wait_until(pilot, lambda n=n: f"more_{n}" in (viewer.text or ""), what=f"append {n} shown")
+            await pilot.pause()
+            rows = body.rows_text()
+            assert f"more_{n}" in rows[2] and rows[:2] == ["value_opened", "second line"]
+        assert body.size.height > 10
+        assert 0 < asked["rows"] <= 3 * 2, f"{asked['rows']} rows painted for three appends to one line"
+
+
+async def test_lines_replaced_in_place_paint_what_lines_shown_afresh_paint():
+    # Kept rows, a line that now wraps onto more rows (the rows under it move), lines added
+    # and lines removed: the view's cells are those of a view given the new lines afresh.
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.geometry import Region
+
+    from prose_tui.tui.widgets.line_view import LineView
+
+    class _Two(App):
+        CSS = "LineView { height: 8; width: 24; }"
+
+        def compose(self) -> ComposeResult:
+            yield LineView(id="kept")
+            yield LineView(id="fresh")
+
+    def cells(view: LineView) -> list[str]:
+        return [strip.text for strip in view.render_lines(Region(0, 0, view.size.width, view.size.height))]
+
+    steps = [
+        ["alpha", "beta", "gamma"],
+        ["alpha", "beta", Text("gamma ▌more")],
+        ["alpha", "beta grows long enough to wrap onto two rows", "gamma", "delta"],
+        ["alpha", "beta", "gamma", "delta", "epsilon"],
+        ["alpha", "beta"],
+        ["alpha", "beta"],
+    ]
+    app = _Two()
+    async with app.run_test(size=(60, 20)) as pilot:
+        kept, fresh = app.query_one("#kept", LineView), app.query_one("#fresh", LineView)
+        for lines in steps:
+            kept.set_lines(list(lines))
+            fresh.set_renderable("")  # nothing kept from before
+            await pilot.pause()
+            fresh.set_lines(list(lines))
+            await pilot.pause()
+            assert cells(kept) == cells(fresh), lines
