@@ -217,3 +217,43 @@ async def test_lines_replaced_in_place_paint_what_lines_shown_afresh_paint():
             fresh.set_lines(list(lines))
             await pilot.pause()
             assert cells(kept) == cells(fresh), lines
+
+
+async def test_a_rewrite_that_rebuilds_the_bindings_tree_does_not_lay_the_screen_out(tmp_path, monkeypatch):
+    # The Index now lists two bindings the other way round: the tree is built again (its
+    # shape changed) with as many lines as before. Textual's Tree asked for a layout of the whole
+    # screen after any change of its nodes (20-37 ms at 200x50) though its size is the pane's.
+    from textual.screen import Screen
+
+    from prose_tui.tui.widgets.binding_tree import BindingTree
+
+    run_dir, lines, statements, executing = _snapshot(tmp_path)
+    layouts: list[str] = []
+    real = Screen._refresh_layout
+
+    def counting(self, *args, **kwargs):
+        layouts.append(type(self).__name__)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
+        await settled(pilot)
+        tree = explorer.query_one(BindingTree)
+        trace = explorer.query_one(TraceView)
+        rebuilds, count = tree.rebuilds, tree.last_line
+        row = next(i for i, ln in enumerate(lines) if ln.startswith("| value_00003 |"))
+        lines[row], lines[row + 1] = lines[row + 1], lines[row]  # the Index lists two the other way round
+        nxt = statements[statements.index(executing) + 1]
+        layouts.clear()
+        _move_marker(run_dir, lines, executing, nxt, "marker_three")
+        await wait_until(pilot, lambda: any("marker_three" in line.text for line in trace.lines), what="the rewrite")
+        await wait_until(pilot, lambda: tree.rebuilds > rebuilds, what="the tree built again")
+        await pilot.pause()
+        await pilot.pause()
+        assert tree.last_line == count
+        shown = [strip.text for strip in tree.render_lines(tree.region.reset_offset)]
+        assert any("value_00003" in text for text in shown) and any("value_00004" in text for text in shown)
+        assert layouts == []
