@@ -256,6 +256,12 @@ class Watcher:
                             batch = {Path(p) for _c, p in raw}
                             batch = {p for p in batch if interesting(p)}
                             if batch:
+                                if doorbell is not None:
+                                    # The rest of this write (an atomic replace's rename after its
+                                    # temporary file) came with the batch: not a ring of its own,
+                                    # whose look (RING_TIMEOUT_MS of steps, each taking the GIL)
+                                    # ran beside the change's paint.
+                                    doorbell.drain()
                                 self.handed_over(time.monotonic())
                                 self._dispatch(batch)
                         if stop.is_set():  # after the batch in hand went out: a restart loses nothing
