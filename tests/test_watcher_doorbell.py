@@ -133,16 +133,16 @@ def test_a_new_watch_opens_its_doorbell_once_it_is_quiet(tmp_path):
     """Opening a doorbell costs the watcher thread a walk (and, the first time, an import):
     a watch just subscribed (a run just opened) looks on the quick step, and sleeps on a
     doorbell from ``bell_after_s`` after the subscription, between two changes."""
-    from prose_tui.live.watcher import BELL_GAP_S, BURST_S
+    from prose_tui.live.watcher import BELL_AFTER_S, BELL_GAP_S
 
     watcher = Watcher()
     t = 100.0
     watcher._changed_at = watcher._subscribed_at = t  # a subscription
-    assert not watcher.quiet_for_bell(t + BURST_S - 0.01)
-    assert watcher.quiet_for_bell(t + BURST_S)
-    watcher.handed_over(t + BURST_S + 1)  # a change: not in the middle of its burst
-    assert not watcher.quiet_for_bell(t + BURST_S + 1 + BELL_GAP_S / 2)
-    assert watcher.quiet_for_bell(t + BURST_S + 1 + BELL_GAP_S)
+    assert not watcher.quiet_for_bell(t + BELL_AFTER_S - 0.01)
+    assert watcher.quiet_for_bell(t + BELL_AFTER_S)
+    watcher.handed_over(t + BELL_AFTER_S + 1)  # a change: not in the middle of its burst
+    assert not watcher.quiet_for_bell(t + BELL_AFTER_S + 1 + BELL_GAP_S / 2)
+    assert watcher.quiet_for_bell(t + BELL_AFTER_S + 1 + BELL_GAP_S)
     for i in range(10):  # a stream: no doorbell while it lasts
         watcher.handed_over(t + i * 0.1)
     assert not watcher.quiet_for_bell(t + 0.95)
@@ -150,7 +150,7 @@ def test_a_new_watch_opens_its_doorbell_once_it_is_quiet(tmp_path):
     watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
     try:
         assert ready.wait(10)
-        assert watcher.bell_open.wait(BURST_S + 30), "the doorbell opened after the quiet"
+        assert watcher.bell_open.wait(BELL_AFTER_S + 30), "the doorbell opened after the quiet"
     finally:
         watcher.close()
     assert not watcher.bell_open.is_set()

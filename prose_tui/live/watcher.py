@@ -73,12 +73,14 @@ STREAM_GAP_S = 1.0
 # A ring the engine has nothing for (a change it does not report) ends after RING_TIMEOUT_MS.
 RING_STEP_MS = 2
 RING_TIMEOUT_MS = 20
-# A watch opens its doorbell BURST_S (bell_after_s) after it was subscribed (the run's open is
-# done by then), at a moment BELL_GAP_S after the last change (not within a burst), and not
-# while changes stream in. It waited for BURST_S without any change before: a run changing
-# every second or faster (a VM at work, bench_e2e's cases) then never got one, and each of its
-# changes was handed over on the 5 ms step (5-11 ms after the write) instead of 2-4 ms after
-# the kernel's event.
+# A watch opens its doorbell BELL_AFTER_S (bell_after_s) after it was subscribed (the first
+# screen of the run just opened is up by then; the walk of its folders and the first import of
+# inotify_simple cost the watcher thread 10-20 ms here), at a moment BELL_GAP_S after the last
+# change (not within a burst), and not while changes stream in. It waited for BURST_S without
+# any change before: a run changing every second or faster (a VM at work, bench_e2e's cases)
+# then never got one, and each of its changes was handed over on the 5 ms step (5-11 ms after
+# the write) instead of 2-4 ms after the kernel's event.
+BELL_AFTER_S = 1.5
 BELL_GAP_S = 0.05
 
 Callback = Callable[[set[Path]], None]
@@ -105,7 +107,7 @@ class Watcher:
     """Watch the union of every subscription's roots in one thread (started on first use)."""
 
     def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25,
-                 recursive: bool = True, doorbell: bool = True, bell_after_s: float = BURST_S) -> None:
+                 recursive: bool = True, doorbell: bool = True, bell_after_s: float = BELL_AFTER_S) -> None:
         self.recursive = recursive
         self.use_doorbell = doorbell  # sleep on inotify between changes where the system has it
         self.bell_after_s = bell_after_s  # seconds after a subscription before a watch opens its doorbell
