@@ -104,8 +104,8 @@ class LineView(ScrollView, can_focus=False):
                 break
         set_virtual_size(self, Size(width, rows), repaint=False)
         top, height = round(self.scroll_offset.y), self.scrollable_content_region.height
-        if below is not None:
-            spans.append((below, top + height))
+        if below is not None:  # rows past both ends were blank and stay blank
+            spans.append((below, max(rows, old_starts[-1] if old_starts is not None else len(old))))
         dirty = [Region(0, first - top, width, last - first) for first, last in
                  ((max(a, top), min(b, top + height)) for a, b in spans) if first < last]
         if dirty:
