@@ -257,3 +257,49 @@ async def test_a_rewrite_that_rebuilds_the_bindings_tree_does_not_lay_the_screen
         shown = [strip.text for strip in tree.render_lines(tree.region.reset_offset)]
         assert any("value_00003" in text for text in shown) and any("value_00004" in text for text in shown)
         assert layouts == []
+
+
+async def test_a_rewrite_repaints_the_header_rows_that_changed(tmp_path):
+    # Each rewrite moves the executing marker: the header's reason line changes ("line N is
+    # EXECUTING"), its badge line and the rest do not. Every row of the header was painted
+    # again; the rows painted now are the changed ones, and they read as a fresh header's.
+    from collections import Counter
+
+    from textual.geometry import Region
+
+    from prose_tui.tui.widgets.run_header import RunHeader
+
+    run_dir, lines, statements, executing = _snapshot(tmp_path)
+    app = make_app(tmp_path, watch=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
+        await settled(pilot)
+        trace = explorer.query_one(TraceView)
+        header = explorer.query_one(RunHeader)
+        at = statements.index(executing)
+        _move_marker(run_dir, lines, statements[at], statements[at + 1], "marker_first")  # running now
+        await wait_until(pilot, lambda: any("marker_first" in line.text for line in trace.lines), what="a rewrite")
+        await settled(pilot)
+        asked: Counter[str] = Counter()
+        real = header.render_lines
+
+        def counting(crop: Region):
+            asked["rows"] += crop.height
+            return real(crop)
+
+        header.render_lines = counting  # type: ignore[method-assign]
+        before = header.shown.plain
+        _move_marker(run_dir, lines, statements[at + 1], statements[at + 2], "marker_next")
+        await wait_until(pilot, lambda: any("marker_next" in line.text for line in trace.lines), what="the rewrite")
+        await wait_until(pilot, lambda: header.shown.plain != before, what="the header's new reason")
+        await pilot.pause()
+        await pilot.pause()
+        changed = sum(a != b for a, b in zip(before.split("\n"), header.shown.plain.split("\n")))
+        assert header.size.height >= 3 and 0 < changed < header.size.height
+        assert 0 < asked["rows"] <= changed
+        width, height = header.size
+        painted = [strip.text for strip in real(Region(0, 0, width, height))]
+        header._render_content()  # the text rendered afresh
+        header._styles_cache.clear()
+        assert [strip.text for strip in real(Region(0, 0, width, height))] == painted
