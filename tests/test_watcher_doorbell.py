@@ -133,14 +133,17 @@ def test_a_run_nested_past_the_recursion_limit_is_watched_whole(tmp_path):
 def test_a_new_watch_opens_its_doorbell_once_it_is_quiet(tmp_path):
     """Opening a doorbell costs the watcher thread a walk (and, the first time, an import):
     a watch just subscribed (a run just opened) looks on the quick step, and sleeps on a
-    doorbell once nothing changed for ``bell_after_s``."""
-    from prose_tui.live.watcher import BURST_S
+    doorbell from ``bell_after_s`` after the subscription, between two changes."""
+    from prose_tui.live.watcher import BELL_AFTER_S, BELL_GAP_S
 
     watcher = Watcher()
     t = 100.0
-    watcher._changed_at = t  # a subscription or a change
-    assert not watcher.quiet_for_bell(t + BURST_S - 0.01)
-    assert watcher.quiet_for_bell(t + BURST_S)
+    watcher._changed_at = watcher._subscribed_at = t  # a subscription
+    assert not watcher.quiet_for_bell(t + BELL_AFTER_S - 0.01)
+    assert watcher.quiet_for_bell(t + BELL_AFTER_S)
+    watcher.handed_over(t + BELL_AFTER_S + 1)  # a change: not in the middle of its burst
+    assert not watcher.quiet_for_bell(t + BELL_AFTER_S + 1 + BELL_GAP_S / 2)
+    assert watcher.quiet_for_bell(t + BELL_AFTER_S + 1 + BELL_GAP_S)
     for i in range(10):  # a stream: no doorbell while it lasts
         watcher.handed_over(t + i * 0.1)
     assert not watcher.quiet_for_bell(t + 0.95)
@@ -148,7 +151,31 @@ def test_a_new_watch_opens_its_doorbell_once_it_is_quiet(tmp_path):
     watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
     try:
         assert ready.wait(WAIT)
-        assert watcher.bell_open.wait(BURST_S + WAIT), "the doorbell opened after the quiet"
+        assert watcher.bell_open.wait(BELL_AFTER_S + WAIT), "the doorbell opened after the quiet"
     finally:
         watcher.close()
     assert not watcher.bell_open.is_set()
+
+
+def test_a_run_that_keeps_changing_gets_its_doorbell(tmp_path):
+    """A VM writing every fraction of a second (a statement, its binding, the next one) is
+    never quiet for ``bell_after_s``: its watch opens the doorbell between two changes all
+    the same, and hands each change over after the kernel's event rather than on the step
+    (it kept looking every 5 ms, 5-11 ms after each write, for as long as the run went on)."""
+    watcher = Watcher(bell_after_s=0.5)
+    seen = threading.Event()
+    ready = threading.Event()
+    watcher.subscribe([tmp_path], lambda batch: seen.set(), on_ready=ready.set)
+    try:
+        assert ready.wait(10)
+        for i in range(150):  # a change every 0.2 s or so, for up to 30 s
+            (tmp_path / "state.md").write_text(f"change {i}\n", encoding="utf-8")
+            assert seen.wait(10), "the change was handed over"
+            seen.clear()
+            if watcher.bell_open.wait(0.2):
+                break
+        assert watcher.bell_open.is_set(), "the doorbell opened while the run kept changing"
+        (tmp_path / "state.md").write_text("after\n", encoding="utf-8")
+        assert seen.wait(10), "a change is handed over with the doorbell open"
+    finally:
+        watcher.close()

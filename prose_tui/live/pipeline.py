@@ -42,6 +42,10 @@ TICK = 1.0  # seconds between status re-inferences
 # the UI got it: both are Python on one GIL, and a run's first record takes in every file
 # (500 bindings: 17-35 ms), which slowed the paint of the first change after opening.
 PAINT_WAIT = 0.05
+# And this long after the paint: the frame is handed to Textual's output thread, which needs
+# the GIL to write it to the terminal; a record started at once (3-25 ms of Python: a path
+# resolved, the pack written) held it, and the frame reached the screen up to 12 ms later.
+OUTPUT_WAIT = 0.005
 _STOP = object()
 
 
@@ -335,8 +339,8 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
             return
         if run.read_problem is not None:
             return  # the state file could not be read: nothing new to record (the run shows its last read)
-        if after_paint is not None:
-            after_paint(PAINT_WAIT)
+        if after_paint is not None and after_paint(PAINT_WAIT):
+            time.sleep(OUTPUT_WAIT)  # painted: its frame written out before the record's Python
         try:
             # The change's own classification and state.md bytes: nothing is classified or read twice.
             read = (delta.state_data, delta.state_stat) if delta.state_data is not None and delta.state_stat else None

@@ -74,6 +74,15 @@ STREAM_GAP_S = 1.0
 # A ring the engine has nothing for (a change it does not report) ends after RING_TIMEOUT_MS.
 RING_STEP_MS = 2
 RING_TIMEOUT_MS = 20
+# A watch opens its doorbell BELL_AFTER_S (bell_after_s) after it was subscribed (the first
+# screen of the run just opened is up by then; the walk of its folders and the first import of
+# inotify_simple cost the watcher thread 10-20 ms here), at a moment BELL_GAP_S after the last
+# change (not within a burst), and not while changes stream in. It waited for BURST_S without
+# any change before: a run changing every second or faster (a VM at work, bench_e2e's cases)
+# then never got one, and each of its changes was handed over on the 5 ms step (5-11 ms after
+# the write) instead of 2-4 ms after the kernel's event.
+BELL_AFTER_S = 1.5
+BELL_GAP_S = 0.05
 
 Callback = Callable[[set[Path]], None]
 Look = set[tuple[int, str]] | Literal["signal", "stop", "timeout"]  # what the engine's watch returns
@@ -99,10 +108,10 @@ class Watcher:
     """Watch the union of every subscription's roots in one thread (started on first use)."""
 
     def __init__(self, *, debounce_ms: int = DEBOUNCE_MS, step_ms: int = STEP_MS, poll_s: float = 0.25,
-                 recursive: bool = True, doorbell: bool = True, bell_after_s: float = BURST_S) -> None:
+                 recursive: bool = True, doorbell: bool = True, bell_after_s: float = BELL_AFTER_S) -> None:
         self.recursive = recursive
         self.use_doorbell = doorbell  # sleep on inotify between changes where the system has it
-        self.bell_after_s = bell_after_s  # quiet seconds before a watch opens its doorbell
+        self.bell_after_s = bell_after_s  # seconds after a subscription before a watch opens its doorbell
         self.doorbell_off: str | None = None  # why the last watch went without one, when it did
         self.bell_open = threading.Event()  # the current watch sleeps on a doorbell (tests wait on it)
         self._doorbell: Doorbell | None = None
@@ -113,6 +122,7 @@ class Watcher:
         self.steady_step_ms = max(step_ms, STEADY_STEP_MS)
         self.idle_step_ms = max(step_ms, IDLE_STEP_MS)
         self._changed_at = -ACTIVE_S  # monotonic time (s) of the last change or subscription
+        self._subscribed_at = -ACTIVE_S  # monotonic time (s) of the last subscription
         self._handed: deque[float] = deque(maxlen=STREAM_BATCHES)  # when the last batches were handed over
         self._streaming = False  # a stream was seen and has not paused for STREAM_GAP_S since
         self.poll_s = poll_s
@@ -138,7 +148,7 @@ class Watcher:
         with self._lock:
             self._subs.append(sub)
             self._closed.clear()
-            self._changed_at = time.monotonic()  # just opened: its first changes quickly
+            self._changed_at = self._subscribed_at = time.monotonic()  # just opened: its first changes quickly
             if self._thread is None:  # the thread clears this, under the lock, as it ends
                 self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
                 self._thread.start()
@@ -249,6 +259,12 @@ class Watcher:
                             batch = {Path(p) for _c, p in raw}
                             batch = {p for p in batch if interesting(p)}
                             if batch:
+                                if doorbell is not None:
+                                    # The rest of this write (an atomic replace's rename after its
+                                    # temporary file) came with the batch: not a ring of its own,
+                                    # whose look (RING_TIMEOUT_MS of steps, each taking the GIL)
+                                    # ran beside the change's paint.
+                                    doorbell.drain()
                                 self.handed_over(time.monotonic())
                                 self._dispatch(batch)
                         if stop.is_set():  # after the batch in hand went out: a restart loses nothing
@@ -267,13 +283,18 @@ class Watcher:
                     doorbell.close()
 
     def quiet_for_bell(self, now: float) -> bool:
-        """Whether a watch may open its doorbell at monotonic time ``now`` (seconds): no
-        change or subscription for ``bell_after_s`` and no stream. Opening it costs the
-        watcher thread a walk of the folders, and the first one in a process the import of
-        ``inotify_simple`` (ctypes): 120 ms beside an open still reading a run, during which
-        nothing is looked at. So it is opened once the watch is quiet, and a new watch (a run
-        just opened) looks on the quick step meanwhile."""
-        return now - self._changed_at >= self.bell_after_s and not self.streaming(now)
+        """Whether a watch may open its doorbell at monotonic time ``now`` (seconds):
+        ``bell_after_s`` after the last subscription, ``BELL_GAP_S`` after the last change,
+        and no stream. Opening it costs the watcher thread a walk of the folders, and the
+        first one in a process the import of ``inotify_simple`` (ctypes): 120 ms beside an
+        open still reading a run, during which nothing is looked at. So a new watch (a run
+        just opened) looks on the quick step meanwhile; a run that keeps changing after that
+        gets its doorbell between two changes."""
+        return self._bell_due() <= now and not self.streaming(now)
+
+    def _bell_due(self) -> float:
+        """The monotonic time (seconds) from which the doorbell may open, streams aside."""
+        return max(self._subscribed_at + self.bell_after_s, self._changed_at + BELL_GAP_S)
 
     def _open_bell(self, folders: list[Path]) -> Doorbell | None:
         doorbell, self.doorbell_off = open_doorbell(folders, recursive=self.recursive)
@@ -294,7 +315,7 @@ class Watcher:
         if doorbell is None or self.streaming(now):
             timeout = self.poll_s
             if self._bell_wanted:  # back when the doorbell may open
-                timeout = min(timeout, max(0.001, self._changed_at + self.bell_after_s - now))
+                timeout = min(timeout, max(0.001, self._bell_due() - now))
             raw = notify.watch(self.debounce_ms, self.step(now), max(1, int(timeout * 1000)), stop)
             if doorbell is not None:
                 doorbell.drain()  # what the stepped look took: not a ring later; new folders watched

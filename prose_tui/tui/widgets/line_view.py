@@ -23,7 +23,7 @@ from itertools import accumulate
 from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -62,10 +62,55 @@ class LineView(ScrollView, can_focus=False):
 
     def set_lines(self, lines: Sequence[Line], *, scroll: str = "keep") -> None:
         """Show ``lines`` (one row or more each, wrapped at the width), rendered when painted;
-        ``scroll`` as for ``set_renderable``."""
+        ``scroll`` as for ``set_renderable``. Lines shown before at the same width, kept in
+        place, keep their rendering and their rows on screen: only the rows of lines that
+        changed are painted again (and every row below one whose height changed)."""
+        old = self._lines
         self._lines = lines
         self._renderable = ""
+        if old is not None and scroll == "keep" and self._restated(old):
+            return
         self._shown(scroll)
+
+    def _restated(self, old: Sequence[Line]) -> bool:
+        """``_lines`` replaced ``old`` at the width they were counted at: the rendered lines
+        that did not change are kept, and the rows of those that did are repainted (a live
+        value's appended text repaints its last line's rows, not the pane). False (nothing
+        done) when the view was not laid out at its width yet."""
+        width = self.scrollable_content_region.width or self.size.width
+        if width <= 0 or width != self._width or not self.is_mounted:
+            return False
+        new = self._lines
+        assert new is not None
+        kept = min(len(old), len(new))
+        changed = [i for i in range(kept) if old[i] is not new[i] and old[i] != new[i]]
+        old_starts = self._starts
+        for i in changed:
+            self._line_cache.pop(i, None)
+        for i in [i for i in self._line_cache if i >= len(new)]:
+            del self._line_cache[i]
+        self._near_end_sent = False
+        self._starts = self._count_rows(new, width)
+        rows = self._starts[-1] if self._starts is not None else len(new)
+
+        def span(starts: list[int] | None, i: int) -> tuple[int, int]:
+            return (starts[i], starts[i + 1]) if starts is not None else (i, i + 1)
+
+        spans = [span(self._starts, i) for i in changed]
+        below = None if len(new) == len(old) else span(self._starts, kept)[0] if kept < len(new) else rows
+        for i, (first, last) in zip(changed, spans):
+            if span(old_starts, i) != (first, last):  # another height: the rows under it moved
+                below = first if below is None else min(below, first)
+                break
+        set_virtual_size(self, Size(width, rows), repaint=False)
+        top, height = round(self.scroll_offset.y), self.scrollable_content_region.height
+        if below is not None:  # rows past both ends were blank and stay blank
+            spans.append((below, max(rows, old_starts[-1] if old_starts is not None else len(old))))
+        dirty = [Region(0, first - top, width, last - first) for first, last in
+                 ((max(a, top), min(b, top + height)) for a, b in spans) if first < last]
+        if dirty:
+            self.refresh(*dirty)
+        return True
 
     @property
     def row_count(self) -> int:
