@@ -220,3 +220,35 @@ def palette_hit(app, text: str) -> bool:
     """The command palette lists a hit whose prompt holds ``text`` (hits come from a worker)."""
     lists = app.screen.query("CommandList")
     return bool(lists) and lists.first().option_count > 0 and text in str(lists.first().get_option_at_index(0).prompt)
+
+
+def count_rows(widgets, asked=None):
+    """Count in ``asked`` (a ``Counter``, made when not given; returned) the rows each of
+    ``widgets`` is asked to paint: its ``render_lines`` calls' heights."""
+    from collections import Counter
+
+    asked = Counter() if asked is None else asked
+    for widget in widgets:
+        real = widget.render_lines
+
+        def render_lines(crop, _real=real, _widget=widget):
+            asked[_widget] += crop.height
+            return _real(crop)
+
+        widget.render_lines = render_lines
+    return asked
+
+
+def count_layouts(monkeypatch) -> list[str]:
+    """The names of the screens laid out whole from now on (``Screen._refresh_layout``)."""
+    from textual.screen import Screen
+
+    layouts: list[str] = []
+    real = Screen._refresh_layout
+
+    def counting(self, *args, **kwargs):
+        layouts.append(type(self).__name__)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    return layouts

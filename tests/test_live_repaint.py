@@ -28,7 +28,7 @@ from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_layout import _ONE_CELL, not_one_cell, one_cell
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
-from tests.app_helpers import make_app, settled, wait_until
+from tests.app_helpers import count_rows, make_app, settled, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -41,18 +41,6 @@ def _append(writer: EventLogWriter, n: int = 1) -> None:
     """Append ``n`` events from another process (the VM's side)."""
     subprocess.run([sys.executable, "-c", WRITER, str(writer.state), str(writer.count), str(n), "1000"], check=True)
     writer.count += n
-
-
-def _count_rows(widgets: list[Widget], asked: Counter[Widget]) -> None:
-    """Count in ``asked`` the rows each of ``widgets`` is asked to paint (its ``render_lines``)."""
-    for widget in widgets:
-        real = widget.render_lines
-
-        def render_lines(crop: Region, _real=real, _widget=widget):
-            asked[_widget] += crop.height
-            return _real(crop)
-
-        widget.render_lines = render_lines  # type: ignore[method-assign]
 
 
 def _within(widget: Widget, outer: type[Widget]) -> bool:
@@ -74,7 +62,7 @@ async def test_an_appended_event_repaints_the_new_rows_and_widgets_it_did_not_ch
         await pilot.pause()
         assert timeline.display and timeline.size.height > 2, "the history pane is on screen at 200x50"
         asked: Counter[Widget] = Counter()
-        _count_rows([explorer, *explorer.walk_children()], asked)
+        count_rows([explorer, *explorer.walk_children()], asked)
         quiet = 0  # appends that turned no page (a page turn repaints the pane, as a scroll must)
         for n in (302, 303, 304):
             asked.clear()

@@ -4,8 +4,7 @@ binding or agent segment in place, ending as a fresh tree would be."""
 
 from __future__ import annotations
 
-from app_helpers import make_app, settled, wait_until
-from textual.screen import Screen
+from app_helpers import count_layouts, make_app, settled, wait_until
 
 from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -27,14 +26,7 @@ async def test_the_first_live_change_after_opening_a_run_lays_nothing_out(tmp_pa
     # two rows; its first live change makes it "running" with a one-row reason. The header
     # keeps its rows (a blank one) instead of laying the whole screen out.
     state = _event_log(tmp_path, 20)
-    layouts: list[str] = []
-    real = Screen._refresh_layout
-
-    def counting(self, *args, **kwargs):
-        layouts.append(type(self).__name__)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    layouts = count_layouts(monkeypatch)
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=(200, 50)) as pilot:
         explorer = app.explorer

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from app_helpers import make_app, settled, wait_until
+from app_helpers import count_layouts, count_rows, make_app, settled, wait_until
 
 from prose_tui.model import Run
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -144,9 +144,6 @@ async def test_text_appended_to_the_value_shown_repaints_its_own_rows_not_the_pa
     # The value pane follows a binding as the VM appends to it: each append re-rendered and
     # repainted every row of the pane (24 at 200x50), most of the frame that shows it.
     import subprocess
-    from collections import Counter
-
-    from textual.geometry import Region
 
     from prose_tui.tui.widgets.line_view import LineView
     from prose_tui.tui.widgets.value_viewer import ValueViewer
@@ -162,14 +159,7 @@ async def test_text_appended_to_the_value_shown_repaints_its_own_rows_not_the_pa
         viewer = explorer.query_one(ValueViewer)
         body = viewer.query_one(LineView)
         await wait_until(pilot, lambda: "value_opened" in (viewer.text or ""), what="the binding shown")
-        asked: Counter[str] = Counter()
-        real = body.render_lines
-
-        def counting(crop: Region):
-            asked["rows"] += crop.height
-            return real(crop)
-
-        body.render_lines = counting  # type: ignore[method-assign]
+        asked = count_rows([body])
         for n in range(3):
             subprocess.run([sys.executable, "-c", f"open({str(binding)!r}, 'a').write('more_{n} ')"], check=True)
             await wait_until(pilot, lambda n=n: f"more_{n}" in (viewer.text or ""), what=f"append {n} shown")
@@ -177,7 +167,7 @@ async def test_text_appended_to_the_value_shown_repaints_its_own_rows_not_the_pa
             rows = body.rows_text()
             assert f"more_{n}" in rows[2] and rows[:2] == ["value_opened", "second line"]
         assert body.size.height > 10
-        assert 0 < asked["rows"] <= 3 * 2, f"{asked['rows']} rows painted for three appends to one line"
+        assert 0 < asked[body] <= 3 * 2, f"{asked[body]} rows painted for three appends to one line"
 
 
 async def test_lines_replaced_in_place_paint_what_lines_shown_afresh_paint():
@@ -223,19 +213,10 @@ async def test_a_rewrite_that_rebuilds_the_bindings_tree_does_not_lay_the_screen
     # The Index now lists two bindings the other way round: the tree is built again (its
     # shape changed) with as many lines as before. Textual's Tree asked for a layout of the whole
     # screen after any change of its nodes (20-37 ms at 200x50) though its size is the pane's.
-    from textual.screen import Screen
-
     from prose_tui.tui.widgets.binding_tree import BindingTree
 
     run_dir, lines, statements, executing = _snapshot(tmp_path)
-    layouts: list[str] = []
-    real = Screen._refresh_layout
-
-    def counting(self, *args, **kwargs):
-        layouts.append(type(self).__name__)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    layouts = count_layouts(monkeypatch)
     app = make_app(tmp_path, watch=True)
     async with app.run_test(size=(200, 50)) as pilot:
         explorer = app.explorer
@@ -263,8 +244,6 @@ async def test_a_rewrite_repaints_the_header_rows_that_changed(tmp_path):
     # Each rewrite moves the executing marker: the header's reason line changes ("line N is
     # EXECUTING"), its badge line and the rest do not. Every row of the header was painted
     # again; the rows painted now are the changed ones, and they read as a fresh header's.
-    from collections import Counter
-
     from textual.geometry import Region
 
     from prose_tui.tui.widgets.run_header import RunHeader
@@ -281,14 +260,8 @@ async def test_a_rewrite_repaints_the_header_rows_that_changed(tmp_path):
         _move_marker(run_dir, lines, statements[at], statements[at + 1], "marker_first")  # running now
         await wait_until(pilot, lambda: any("marker_first" in line.text for line in trace.lines), what="a rewrite")
         await settled(pilot)
-        asked: Counter[str] = Counter()
-        real = header.render_lines
-
-        def counting(crop: Region):
-            asked["rows"] += crop.height
-            return real(crop)
-
-        header.render_lines = counting  # type: ignore[method-assign]
+        real = header.render_lines  # the header's own paint, for the check below
+        asked = count_rows([header])
         before = header.shown.plain
         _move_marker(run_dir, lines, statements[at + 1], statements[at + 2], "marker_next")
         await wait_until(pilot, lambda: any("marker_next" in line.text for line in trace.lines), what="the rewrite")
@@ -297,7 +270,7 @@ async def test_a_rewrite_repaints_the_header_rows_that_changed(tmp_path):
         await pilot.pause()
         changed = sum(a != b for a, b in zip(before.split("\n"), header.shown.plain.split("\n")))
         assert header.size.height >= 3 and 0 < changed < header.size.height
-        assert 0 < asked["rows"] <= changed
+        assert 0 < asked[header] <= changed
         width, height = header.size
         painted = [strip.text for strip in real(Region(0, 0, width, height))]
         header._render_content()  # the text rendered afresh
