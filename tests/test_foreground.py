@@ -112,3 +112,27 @@ async def test_a_key_holds_background_reads_until_its_frame_is_out(tmp_path, gat
         await pilot.press("k")
         assert held  # the key marked in flight
         await wait_until(pilot, gate.is_set, what="the key's frame out: background reads go on")
+
+
+def test_the_preparation_of_a_whole_read_is_a_background_read_too(tmp_path, gate) -> None:
+    """What the reader works out over every event before handing the run over (the history,
+    the trace's layout: ``Workspace.on_full_read``) gives way to a change in flight as the
+    parse does."""
+    run_dir = _event_log(tmp_path)
+    ws = Workspace(tmp_path, clock=lambda: FIXED_NOW)
+    ws.discover()
+    prepared = threading.Event()
+
+    def prepare(run) -> None:
+        foreground.change_in_flight(hold=BOUND)  # a change written as the parse ended
+        foreground.wait_turn()  # between two pieces of the preparation
+        prepared.set()
+
+    ws.on_full_read = prepare
+    read = threading.Thread(target=ws.detail, args=(run_dir,), daemon=True)
+    read.start()
+    assert gate.parked.wait(BOUND), "the preparation never gave way to the change in flight"
+    assert not prepared.is_set()
+    foreground.change_shown()
+    read.join(BOUND)
+    assert prepared.is_set() and run_dir in ws.detailed

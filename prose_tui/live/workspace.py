@@ -344,7 +344,8 @@ class Workspace(SourceRuns):
                 return self.runs.get(path, run)
         if not summary:
             if self.on_full_read is not None:
-                self.on_full_read(run)
+                with background_read():  # its work over every event gives way to live changes too
+                    self.on_full_read(run)
             # A full read swaps in under the run's lock: a live apply of the summary finishes first.
             with self.run_lock(path), self.lock:
                 self.detailed.add(path)

@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from typing import Literal
 
+from prose_tui.backends.common.foreground import wait_turn
 from prose_tui.backends.registry import backend_or_default
 from prose_tui.history import FailureContext, History, Journal, failure_context, failure_events
 from prose_tui.history.stream import PreparedHistory, extends_cheaply, keep_prepared, prepare_history
@@ -131,11 +131,13 @@ def prepare_read(run: Run) -> PreparedRead:
     any thread (the run's reader, before the run is handed over): it reads no model state.
     100,000 events: about 0.15 s, which the UI thread spent while a live change waited."""
     history = prepare_history(run)
+    wait_turn()  # in a background read (the reader's): a live change goes first (foreground.py)
     clock = None
     if history is not None:
         events = history.history.events
         clock = StatementClock()
         clock.advance(events, len(events))
+        wait_turn()
     annotator = None
     if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) and run.program_text and run.trace:
         # Mapped over a copy of the log: shown, it follows the run's own list (grown or changed

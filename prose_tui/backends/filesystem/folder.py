@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prose_tui.backends.common import agents as agent_files
+from prose_tui.backends.common.foreground import wait_turn
 from prose_tui.backends.common.bindings import (
     MAX_BINDING_DEPTH,
     is_binding_name,
@@ -180,9 +181,11 @@ def load_run(
         run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
         _skill_status(run)
         return run
+    wait_turn()  # a background read gives way to a live change between its phases (foreground.py)
     run.bindings = _merge_bindings(scan_bindings(run_dir, root), snapshot, run_dir)
     if run.events:
         _link_event_bindings(run)
+        wait_turn()
     if run.format in (RunFormat.EVENT_LOG, RunFormat.CONTRACT) and run.program_path is not None:
         run.program_text = program_text(run.program_path, root)
     run.agents = _agents(run_dir, snapshot, run.program_path, home, root)
@@ -192,6 +195,7 @@ def load_run(
     run.imports = _imports(run_dir, now, stale_after, home, _depth, _seen | {run_dir.resolve()}, run.warnings, root)
     _skill_hook(run, run_dir)
     note_outside(run)
+    wait_turn()
     run.status, run.status_reason = infer_status(run, now=now, stale_after=stale_after, observed=observed)
     _skill_status(run)
     return run

@@ -32,6 +32,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
+from prose_tui.backends.common.foreground import wait_turn
 from prose_tui.backends.common.status import age
 from prose_tui.history import FailureContext, History
 from prose_tui.live.workspace import Workspace
@@ -268,9 +269,11 @@ class Panes:
             widgets = self._widgets
             width = widgets.trace.content_width if widgets is not None else 0
             shown = read.program if read.program is not None else run.trace  # the lines the trace will show
+            wait_turn()  # a live change written meanwhile goes first (backends.common.foreground)
             trace = TraceLayout.of(shown, width) if shown else None
             from prose_tui.tui.widgets.timeline import Steps  # (the history pane's module: not at start)
 
+            wait_turn()
             steps = Steps.of(read.history.history.events) if read.history is not None else None
         except Exception:  # an optimisation only: the UI thread does it when this cannot
             return
