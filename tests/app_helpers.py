@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from contextlib import asynccontextmanager
 import os
 import shutil
 from datetime import datetime, timezone
@@ -252,3 +253,15 @@ def count_layouts(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(Screen, "_refresh_layout", counting)
     return layouts
+
+
+@asynccontextmanager
+async def watched(path: Path, *, size: tuple[int, int] = (200, 50)):
+    """The explorer on ``path``, watching, in ``run_test`` at ``size``: ``(app, pilot)`` once
+    its watches are in place and what it read is shown (``settled``)."""
+    app = make_app(path, watch=True)
+    async with app.run_test(size=size) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
+        await settled(pilot)
+        yield app, pilot

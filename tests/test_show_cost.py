@@ -4,7 +4,7 @@ binding or agent segment in place, ending as a fresh tree would be."""
 
 from __future__ import annotations
 
-from app_helpers import count_layouts, make_app, settled, wait_until
+from app_helpers import count_layouts, settled, wait_until, watched
 
 from prose_tui.tui.widgets.run_header import RunHeader
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -27,11 +27,8 @@ async def test_the_first_live_change_after_opening_a_run_lays_nothing_out(tmp_pa
     # keeps its rows (a blank one) instead of laying the whole screen out.
     state = _event_log(tmp_path, 20)
     layouts = count_layouts(monkeypatch)
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         header = explorer.query_one(RunHeader)
         assert "interrupted" in header.shown.plain
         rows = header.size.height

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from app_helpers import count_layouts, count_rows, make_app, settled, wait_until
+from app_helpers import count_layouts, count_rows, settled, wait_until, watched
 
 from prose_tui.model import Run
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -56,11 +56,8 @@ async def test_building_a_watched_runs_history_does_not_write_the_run_out_as_tex
         return real(self)
 
     monkeypatch.setattr(Run, "__repr__", counting)
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         trace = explorer.query_one(TraceView)
         formatted.clear()
         nxt = statements[statements.index(executing) + 1]
@@ -88,11 +85,8 @@ async def test_a_rewrite_that_wrote_no_binding_does_not_order_the_runs_bindings(
         return real(run, first=first)
 
     monkeypatch.setattr(order_module, "write_order", counting)
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         trace = explorer.query_one(TraceView)
         shown = explorer.panes.value_target
         on_ui.clear()
@@ -118,11 +112,8 @@ async def test_a_written_binding_keeps_its_place_in_the_bindings_tree(tmp_path):
     rows = [i for i, ln in enumerate(text) if ln.startswith("| value_")]
     text[rows[0]:rows[-1] + 1] = reversed(text[rows[0]:rows[-1] + 1])  # the Index lists them newest first
     state.write_text("\n".join(text) + "\n", encoding="utf-8")
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         tree = explorer.query_one(BindingTree)
 
         def leaves() -> list[str]:
@@ -151,11 +142,8 @@ async def test_text_appended_to_the_value_shown_repaints_its_own_rows_not_the_pa
     run_dir = huge_run(tmp_path, bindings=20, trace_lines=40, agents=0, segments=0)
     binding = run_dir / "bindings" / "value_00019.md"
     binding.write_text("# value_00019\n\nkind: let\n\n---\n\nvalue_opened\nsecond line\n", encoding="utf-8")
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         viewer = explorer.query_one(ValueViewer)
         body = viewer.query_one(LineView)
         await wait_until(pilot, lambda: "value_opened" in (viewer.text or ""), what="the binding shown")
@@ -217,11 +205,8 @@ async def test_a_rewrite_that_rebuilds_the_bindings_tree_does_not_lay_the_screen
 
     run_dir, lines, statements, executing = _snapshot(tmp_path)
     layouts = count_layouts(monkeypatch)
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         tree = explorer.query_one(BindingTree)
         trace = explorer.query_one(TraceView)
         rebuilds, count = tree.rebuilds, tree.last_line
@@ -249,11 +234,8 @@ async def test_a_rewrite_repaints_the_header_rows_that_changed(tmp_path):
     from prose_tui.tui.widgets.run_header import RunHeader
 
     run_dir, lines, statements, executing = _snapshot(tmp_path)
-    app = make_app(tmp_path, watch=True)
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with watched(tmp_path) as (app, pilot):
         explorer = app.explorer
-        await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
-        await settled(pilot)
         trace = explorer.query_one(TraceView)
         header = explorer.query_one(RunHeader)
         at = statements.index(executing)
