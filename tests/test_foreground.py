@@ -136,3 +136,71 @@ def test_the_preparation_of_a_whole_read_is_a_background_read_too(tmp_path, gate
     foreground.change_shown()
     read.join(BOUND)
     assert prepared.is_set() and run_dir in ws.detailed
+
+
+def test_work_in_slices_waits_its_turn_before_each_slice(gate) -> None:
+    """O(n) work done a C call per slice (``in_turns``) covers every item once, in order,
+    and in a background read gives way to a change in flight between two slices."""
+    assert list(foreground.in_turns(10, size=4)) == [(0, 4), (4, 8), (8, 10)]
+    assert list(foreground.in_turns(0)) == []
+    done: list[tuple[int, int]] = []
+
+    def work() -> None:
+        with foreground.background_read():
+            done.extend(foreground.in_turns(10, size=4))
+
+    foreground.change_in_flight(hold=BOUND)
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    assert gate.parked.wait(BOUND), "the slices never gave way to the change in flight"
+    assert done == []
+    foreground.change_shown()
+    worker.join(BOUND)
+    assert done == [(0, 4), (4, 8), (8, 10)]
+
+
+def test_a_background_read_shares_the_interpreter_in_short_turns() -> None:
+    """While a background read runs, a thread woken for a live change gets the interpreter
+    within ``BACKGROUND_SWITCH_S``, not Python's 5 ms; the interval is restored after the
+    last background read ends (reads may nest)."""
+    import sys
+
+    before = sys.getswitchinterval()
+    with foreground.background_read():
+        assert sys.getswitchinterval() == pytest.approx(min(before, foreground.BACKGROUND_SWITCH_S))
+        with foreground.background_read():
+            assert sys.getswitchinterval() == pytest.approx(min(before, foreground.BACKGROUND_SWITCH_S))
+        assert sys.getswitchinterval() == pytest.approx(min(before, foreground.BACKGROUND_SWITCH_S))
+    assert sys.getswitchinterval() == before
+
+
+def test_a_long_log_s_history_is_built_in_turns(tmp_path, gate, monkeypatch) -> None:
+    """The history the reader builds for a long log (``prepare_history``: a map over every
+    event, 10-25 ms per C call at 100,000 events) gives way to a change in flight between
+    slices, and is the history built in one go."""
+    from prose_tui.history import stream
+
+    run_dir = _event_log(tmp_path)
+    ws = Workspace(tmp_path, clock=lambda: FIXED_NOW)
+    ws.discover()
+    ws.detail(run_dir)
+    run = ws.runs[run_dir]
+    whole = stream.prepare_history(run)
+    monkeypatch.setattr(stream, "in_turns", lambda total: foreground.in_turns(total, 256))
+    built: list[stream.PreparedHistory | None] = []
+
+    def build() -> None:
+        with foreground.background_read():
+            built.append(stream.prepare_history(run))
+
+    foreground.change_in_flight(hold=BOUND)
+    worker = threading.Thread(target=build, daemon=True)
+    worker.start()
+    assert gate.parked.wait(BOUND), "building the history never gave way to the change in flight"
+    assert not built
+    foreground.change_shown()
+    worker.join(BOUND)
+    assert whole is not None and built and built[0] is not None
+    history, one_go = built[0].history, whole.history
+    assert history.events == one_go.events and history.refs == one_go.refs
+    assert [r.trace_line for r in history.refs] == [t.line for t in run.trace]

@@ -58,6 +58,11 @@ class LineRefs(MutableSequence[EventRef]):
     def __init__(self, lines: Iterable[int | None] = ()) -> None:
         self._lines = array("i", (_NONE if t is None else t for t in lines))
 
+    def extend_lines(self, lines: Iterable[int | None]) -> None:
+        """Append a ref per trace line in ``lines`` (``None``: no line); what ``LineRefs(lines)``
+        holds, built a slice at a time by a caller that gives way between slices."""
+        self._lines.extend(_NONE if t is None else t for t in lines)
+
     def __len__(self) -> int:
         return len(self._lines)
 

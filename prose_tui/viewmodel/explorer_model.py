@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 
-from prose_tui.backends.common.foreground import wait_turn
+from prose_tui.backends.common.foreground import in_turns, wait_turn
 from prose_tui.backends.registry import backend_or_default
 from prose_tui.history import FailureContext, History, Journal, failure_context, failure_events
 from prose_tui.history.stream import PreparedHistory, extends_cheaply, keep_prepared, prepare_history
@@ -136,6 +136,8 @@ def prepare_read(run: Run) -> PreparedRead:
     if history is not None:
         events = history.history.events
         clock = StatementClock()
+        for _start, end in in_turns(len(events)):  # a slice at a time: a live change goes first
+            clock.count(events, end)
         clock.advance(events, len(events))
         wait_turn()
     annotator = None

@@ -50,6 +50,17 @@ class StatementClock:
         return len(events) >= self.done and events[self.done - 1] is self.last
 
     def advance(self, events: list[Event], end: int) -> list[StatementTime]:
+        """Count ``events[:end]`` (from where the last call stopped: ``continues`` says whether
+        it may) and return the statements' times, slowest first."""
+        self.count(events, end)
+        if self.sorted is None:
+            out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
+            self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
+        return self.sorted
+
+    def count(self, events: list[Event], end: int) -> None:
+        """``advance`` without the sorted list: a caller counting a long history in slices
+        (``explorer_model.prepare_read``) sorts once, at the end."""
         end = min(end, len(events))
         if end > self.done:
             totals, pending = self.totals, self.pending
@@ -67,7 +78,3 @@ class StatementClock:
             self.done = end
             self.last = events[end - 1]
             self.sorted = None
-        if self.sorted is None:
-            out = [StatementTime(name, seconds, int(n)) for name, (seconds, n) in self.totals.items()]
-            self.sorted = sorted(out, key=lambda s: (-s.seconds, s.name))
-        return self.sorted

@@ -14,26 +14,46 @@ pieces of work (``EventLogTail.feed_bytes``: every ``FEED_LINES`` lines) and sle
 while a change is in flight, for at most ``HOLD`` seconds from its mark: a change nobody
 marks shown (it altered nothing on screen) holds no read for longer.
 
+Work in one C call (a sort, a ``list(map(...))`` over 100,000 events) holds the interpreter
+until it returns, however long: a background read does O(events) work in slices of
+``SLICE`` items (:func:`in_turns`), each a few milliseconds, with its turn waited before each.
+Work in Python is shared out by the interpreter every switch interval: while a background
+read runs, that interval is ``BACKGROUND_SWITCH_S`` instead of Python's 5 ms, so a thread
+that wakes for a live change (the watcher, the live worker, Textual's writer) waits that
+long for the interpreter, not 5 ms at each of its steps.
+
 One process, one screen: the state is process-wide. Textual-free; every function may be
 called from any thread.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["HOLD", "background_read", "change_in_flight", "change_shown", "wait_turn"]
+__all__ = ["BACKGROUND_SWITCH_S", "HOLD", "SLICE", "background_read", "change_in_flight", "change_shown", "in_turns",
+           "wait_turn"]
 
 HOLD = 0.15  # seconds a change in flight holds background reads at most (its paint: 20-40 ms)
+# Items of O(n) work in one C call between two turns (``in_turns``): 1-3 ms here for the
+# history's and the trace's per-event maps at 100,000 events (docs/performance.md).
+SLICE = 4096
+# The interpreter's switch interval (seconds) while any background read runs (Python's
+# default: 0.005). A thread waking for a live change got the interpreter up to 5 ms after it
+# asked, at each of its wake-ups; with 1 ms the parse itself runs about as fast.
+BACKGROUND_SWITCH_S = 0.001
 
 _clear = threading.Event()  # set: no change in flight
 _clear.set()
 _until = 0.0  # monotonic time the current hold ends at the latest
 _BACKGROUND: ContextVar[bool] = ContextVar("prose_tui_background_read", default=False)
+_readers_lock = threading.Lock()
+_readers = 0  # background reads under way (any thread)
+_switch_before = 0.005  # the switch interval before the first of them began
 
 
 def change_in_flight(hold: float = HOLD) -> None:
@@ -52,12 +72,24 @@ def change_shown() -> None:
 @contextmanager
 def background_read() -> Iterator[None]:
     """Run the block as a background read: its :func:`wait_turn` calls give way to live
-    changes. Per thread (a context variable); reads outside it never wait."""
+    changes. Per thread (a context variable); reads outside it never wait. While any
+    background read runs, the interpreter's switch interval is ``BACKGROUND_SWITCH_S``
+    (restored when the last one ends)."""
+    global _readers, _switch_before
     token = _BACKGROUND.set(True)
+    with _readers_lock:
+        if _readers == 0:
+            _switch_before = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_before, BACKGROUND_SWITCH_S))
+        _readers += 1
     try:
         yield
     finally:
         _BACKGROUND.reset(token)
+        with _readers_lock:
+            _readers -= 1
+            if _readers == 0:
+                sys.setswitchinterval(_switch_before)
 
 
 def wait_turn() -> None:
@@ -68,3 +100,13 @@ def wait_turn() -> None:
     left = _until - time.monotonic()
     if left > 0:
         _clear.wait(left)
+
+
+def in_turns(total: int, size: int = SLICE) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` pairs that cover ``range(total)`` in slices of ``size`` items, in
+    order; before each, :func:`wait_turn`. For O(n) work done a slice per C call, so a
+    background read holds the interpreter a few milliseconds at a time. ``total <= 0``
+    gives nothing."""
+    for start in range(0, total, size):
+        wait_turn()
+        yield start, min(total, start + size)

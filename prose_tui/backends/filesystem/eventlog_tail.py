@@ -40,7 +40,10 @@ from prose_tui.model import Event, EventKind, StatementState, TraceLine
 _BRACE_START_RE = re.compile(r"\s*\{")
 _WORDS = 4096  # distinct names, steps, statuses and notes one parser shares (``EventLogParser._line``)
 _RECENT = 16  # recent line numbers and event times one parser shares (``EventLogParser._line``)
-FEED_CHUNK = 1 << 20  # bytes of whole lines decoded and parsed at a time (``EventLogTail.feed_bytes``)
+# Bytes of whole lines decoded and parsed at a time (``EventLogTail.feed_bytes``): decoding
+# (and the pictures of control characters) is one C call per chunk, which holds the
+# interpreter: 1 MiB took 12-16 ms here while a live change waited; 256 KiB, 3-4 ms.
+FEED_CHUNK = 1 << 18
 # Lines parsed between two looks for a live change in flight (``foreground.wait_turn``): some
 # 2-5 ms of parsing, so a change written during a whole read waits that long for the read.
 FEED_LINES = 256
