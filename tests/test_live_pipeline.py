@@ -267,7 +267,7 @@ class _QuietWatcher:
     def __init__(self) -> None:
         self.stream_seen = False
 
-    def subscribe(self, roots, callback, *, files=False, on_ready=None):
+    def subscribe(self, roots, callback, *, files=False, on_ready=None, bell_now=False):
         return object()
 
     def update(self, sub, roots) -> None:

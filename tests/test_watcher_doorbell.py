@@ -179,3 +179,55 @@ def test_a_run_that_keeps_changing_gets_its_doorbell(tmp_path):
         assert seen.wait(10), "a change is handed over with the doorbell open"
     finally:
         watcher.close()
+
+
+def test_a_watch_whose_run_is_on_screen_opens_its_doorbell_at_once(tmp_path):
+    """A long log's tail on screen, its whole read about to take the interpreter for seconds:
+    the watch opens its doorbell at once (``bell_now``), and says it tried (``bell_tried``),
+    rather than ``bell_after_s`` later, beside that read (where its start took 100-150 ms
+    and a change written meanwhile waited for it)."""
+    watcher = Watcher(bell_after_s=QUIET_S)
+    try:
+        watcher.subscribe([tmp_path], lambda batch: None, bell_now=True)
+        assert watcher.bell_tried.wait(WAIT), "the watch tried its doorbell at once"
+        assert watcher.bell_open.is_set()
+    finally:
+        watcher.close()
+
+
+def test_a_watch_told_its_run_is_shown_opens_its_doorbell_then(tmp_path):
+    """A run read whole before it is shown is watched first and shown after: once its frame
+    is out (``bell_soon``), the doorbell opens, not ``bell_after_s`` after the watch began."""
+    watcher = Watcher(bell_after_s=QUIET_S)
+    ready = threading.Event()
+    try:
+        watcher.subscribe([tmp_path], lambda batch: None, on_ready=ready.set)
+        assert ready.wait(WAIT)
+        assert not watcher.bell_tried.is_set()
+        watcher.bell_soon()
+        assert watcher.bell_open.wait(WAIT), "the doorbell opened once the run was shown"
+    finally:
+        watcher.close()
+
+
+def test_only_the_kernel_s_ring_marks_a_change_in_flight(tmp_path, monkeypatch):
+    """Background reads give way from a ring on (``foreground.change_in_flight``); a wake-up
+    by ``interrupt`` (the doorbell just opened, a subscription) is no change, and held the
+    whole read of a long log 0.15 s for nothing."""
+    from watchfiles._rust_notify import RustNotify
+
+    from prose_tui.live import watcher as watcher_module
+
+    marks: list[float] = []
+    monkeypatch.setattr(watcher_module, "change_in_flight", lambda hold=0.0: marks.append(hold))
+    watcher = Watcher()
+    stop = threading.Event()
+    with RustNotify([str(tmp_path)], False, False, 300, True, False) as notify, \
+            Doorbell([tmp_path], recursive=True) as doorbell:
+        doorbell.interrupt()
+        assert watcher._look(notify, doorbell, stop) == "timeout"
+        assert marks == []
+        (tmp_path / "state.md").write_text("a change\n", encoding="utf-8")
+        seen = watcher._look(notify, doorbell, stop)
+        assert isinstance(seen, set) and seen
+        assert len(marks) == 1

@@ -85,12 +85,14 @@ class LivePipeline:
         self._unread_key: tuple[int, int, int] | None = None  # what ``_unread`` was found for
 
     # -- life ------------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start watching (idempotent)."""
+    def start(self, *, bell_now: bool = False) -> None:
+        """Start watching (idempotent). ``bell_now``: the run is on screen already, so the
+        watcher opens its doorbell at once (``Watcher.subscribe``)."""
         if self._thread is not None:
             return
         self._roots = self.follow_roots()
-        self._sub = self.watcher.subscribe(self._roots, self.submit, on_ready=self._watches_installed)
+        self._sub = self.watcher.subscribe(self._roots, self.submit, on_ready=self._watches_installed,
+                                           bell_now=bell_now)
         self._thread = threading.Thread(target=self._work, name="prose-tui-live", daemon=True)
         self._thread.start()
 
@@ -103,6 +105,21 @@ class LivePipeline:
             if self._thread is not threading.current_thread():
                 self._thread.join(timeout=5)
             self._thread = None
+
+    def listen_now(self) -> None:
+        """The run is on screen: the watcher may open its doorbell at once (``Watcher.bell_soon``)."""
+        self.watcher.bell_soon()
+
+    def wait_listening(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` seconds) until the watches are installed and the watcher
+        has tried its doorbell: from then on a change is heard from the kernel's event. True
+        when so. A reader about to keep the interpreter busy for seconds (a long log's whole
+        read behind its first screen) waits for it: done beside that read, the watcher's
+        start (its imports, its walk of the folders) took 100-150 ms, and a change written
+        meanwhile waited for it."""
+        if not self.installed.wait(timeout):
+            return False
+        return self.watcher.bell_tried.wait(timeout)
 
     @property
     def watching(self) -> list[Path]:

@@ -83,6 +83,7 @@ RING_TIMEOUT_MS = 20
 # the write) instead of 2-4 ms after the kernel's event.
 BELL_AFTER_S = 1.5
 BELL_GAP_S = 0.05
+BELL_CHECK_S = 0.05  # until its doorbell opens, a watch looks at least this often (s) whether it may
 
 Callback = Callable[[set[Path]], None]
 Look = set[tuple[int, str]] | Literal["signal", "stop", "timeout"]  # what the engine's watch returns
@@ -114,6 +115,9 @@ class Watcher:
         self.bell_after_s = bell_after_s  # seconds after a subscription before a watch opens its doorbell
         self.doorbell_off: str | None = None  # why the last watch went without one, when it did
         self.bell_open = threading.Event()  # the current watch sleeps on a doorbell (tests wait on it)
+        # The current watch is installed and has tried its doorbell (or has none to try): a
+        # change is heard from the kernel's event on, not on the engine's step.
+        self.bell_tried = threading.Event()
         self._doorbell: Doorbell | None = None
         self._bell_wanted = False  # the current watch has not tried its doorbell yet
         self._flat: Watcher | None = None  # files are followed in their folder, not below it
@@ -134,21 +138,25 @@ class Watcher:
         self.error: str | None = None  # why watching stopped, when it did
 
     def subscribe(self, roots: list[Path], callback: Callback, *, files: bool = False,
-                  on_ready: Callable[[], None] | None = None) -> Subscription:
+                  on_ready: Callable[[], None] | None = None, bell_now: bool = False) -> Subscription:
         """Follow ``roots`` (folders, recursively; or files with ``files``: their folder is
-        watched without its subfolders, by a second engine of this watcher)."""
+        watched without its subfolders, by a second engine of this watcher). ``bell_now``:
+        the subscriber's first screen is up already, so the doorbell opens at once rather
+        than ``bell_after_s`` later (``bell_tried`` is set once it was tried)."""
         if files and self.recursive:
             with self._lock:
                 if self._flat is None:
                     self._flat = Watcher(debounce_ms=self.debounce_ms, step_ms=self.step_ms, poll_s=self.poll_s,
                                          recursive=False, doorbell=self.use_doorbell, bell_after_s=self.bell_after_s)
-            return self._flat.subscribe(roots, callback, files=True, on_ready=on_ready)
+            return self._flat.subscribe(roots, callback, files=True, on_ready=on_ready, bell_now=bell_now)
         sub = Subscription(frozenset(Path(r) for r in roots), callback, files, on_ready)
         sub.present = {r for r in sub.roots if r.exists()}  # only roots appearing later are news
         with self._lock:
             self._subs.append(sub)
             self._closed.clear()
             self._changed_at = self._subscribed_at = time.monotonic()  # just opened: its first changes quickly
+            if bell_now:
+                self._subscribed_at -= self.bell_after_s  # as ``bell_soon``
             if self._thread is None:  # the thread clears this, under the lock, as it ends
                 self._thread = threading.Thread(target=self._run, name="prose-tui-watcher", daemon=True)
                 self._thread.start()
@@ -188,6 +196,12 @@ class Watcher:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+
+    def bell_soon(self) -> None:
+        """A subscriber's run is on screen now: the current watch may open its doorbell at
+        once (within ``BELL_CHECK_S``), not ``bell_after_s`` after the subscription."""
+        with self._lock:
+            self._subscribed_at = min(self._subscribed_at, time.monotonic() - self.bell_after_s)
 
     def _wake(self) -> None:
         """Restart the watch (subscriptions changed, or closing): stop the engine's look and
@@ -236,6 +250,7 @@ class Watcher:
             stop = self._restart
             doorbell: Doorbell | None = None
             self._bell_wanted = self.use_doorbell
+            self.bell_tried.clear()
             # Imported on this thread when watching starts: watchfiles (with anyio and
             # multiprocessing) is a seventh of Textual's import, not needed for a first screen.
             from watchfiles._rust_notify import RustNotify
@@ -248,10 +263,13 @@ class Watcher:
                                 sub.on_ready()
                             except Exception as exc:  # pragma: no cover - a subscriber's bug
                                 self.error = f"a subscriber failed: {type(exc).__name__}: {exc}"
+                    if not self._bell_wanted:
+                        self.bell_tried.set()
                     while True:
                         if self._bell_wanted and self.quiet_for_bell(time.monotonic()):
                             self._bell_wanted = False  # one try per watch
                             doorbell = self._open_bell(folders)
+                            self.bell_tried.set()
                         raw = self._look(notify, doorbell, stop)
                         if raw in ("stop", "signal"):
                             break
@@ -314,16 +332,18 @@ class Watcher:
         now = time.monotonic()
         if doorbell is None or self.streaming(now):
             timeout = self.poll_s
-            if self._bell_wanted:  # back when the doorbell may open
-                timeout = min(timeout, max(0.001, self._bell_due() - now))
+            if self._bell_wanted:  # back when the doorbell may open (``bell_soon`` may bring that closer)
+                timeout = min(timeout, BELL_CHECK_S, max(0.001, self._bell_due() - now))
             raw = notify.watch(self.debounce_ms, self.step(now), max(1, int(timeout * 1000)), stop)
             if doorbell is not None:
                 doorbell.drain()  # what the stepped look took: not a ring later; new folders watched
             return raw
+        rings = doorbell.rings
         if doorbell.wait(self.poll_s):
             if stop.is_set():
                 return "stop"
-            change_in_flight()  # background reads give way from the ring on (foreground.py)
+            if doorbell.rings != rings:  # the kernel's (not ``interrupt``'s: a subscription, a bell just opened)
+                change_in_flight()  # background reads give way from the ring on (foreground.py)
             return notify.watch(self.debounce_ms, RING_STEP_MS, RING_TIMEOUT_MS, stop)
         return notify.watch(self.debounce_ms, 1, 1, stop)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,6 +67,7 @@ FIRST_WAIT_PAINT = 0.5  # seconds a run's full read waits for its first screen's
 # which sends the frame handed to it: read at once, a 20,000-event log's first screen reached
 # tmux 100-140 ms later (medians of 6-8 opens, load 2; issue 33).
 FIRST_WRITE_GRACE = 0.03
+FIRST_LISTEN_WAIT = 1.0  # seconds the whole read behind a first screen waits for the watcher to listen
 SUMMARY_AFTER = 0.3  # seconds a chosen database run's first screen may take before its summary is shown
 TAIL_FIRST_LINES = 5_000  # trace lines of a summary on disk over which a run opens from its tail first
 
@@ -190,9 +192,12 @@ class RunFeed:
         """A first screen (a long log's tail, ``Workspace.first_screen``) is on screen: watch
         now (any thread), so it is followed live while the rest is read and the VM's next
         events show at once, not after the whole log is parsed (seconds at 100,000 events).
+        The rest is read once the watcher listens (``FIRST_LISTEN_WAIT`` at most): its start
+        beside the whole read took 100-150 ms, and a change written then waited for it.
         A database's runs are polled once every run is read, as before."""
         if self.live is not None and not self.workspace.sources:
-            self.live.watch()
+            self.live.watch(shown=True)
+            self.live.wait_listening(FIRST_LISTEN_WAIT)
 
     def mounted(self) -> None:
         """The screen is mounted (its first frame not painted yet): a database's first page
@@ -356,11 +361,16 @@ class RunFeed:
         behind a first screen) then takes no GIL from the paint of that frame. Textual's
         ``call_after_refresh`` could come before it: starting the watch then held the first
         screen's frame 40-50 ms of CPU."""
+        self._after_paint(painted.set)
+
+    def _after_paint(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the next frame is out (``_when_painted``), on whichever
+        thread sends it: it must be thread-safe."""
         after_frame = self.screen.after_frame
         if after_frame is not None:
-            after_frame(painted.set)
+            after_frame(callback)
         else:
-            self.screen.call_after_refresh(painted.set)
+            self.screen.call_after_refresh(callback)
 
     def _scanned(self, runs: list[Run]) -> None:
         self._scan_reading = None  # the read is over: what it did not hand over, "open" reads
@@ -396,6 +406,10 @@ class RunFeed:
         self._activated = True
         if self.live is not None:
             self.live.start()
+            # The watcher's doorbell opens once this frame (the run on screen) is out, not
+            # 1.5 s after the watch began: a change in between was heard on the engine's
+            # 5 ms step, 10-15 ms after the write instead of 2-5 (issue 33).
+            self._after_paint(self.live.listen_now)
             if self.workspace.sources:
                 self.poller.start()
         if not runs:

@@ -114,14 +114,20 @@ class LiveFeed:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def watch(self) -> None:
+    def watch(self, *, shown: bool = False) -> None:
         """Start the live pipeline once, from any thread. The first read's worker calls it
         as soon as every run is read, before the UI has shown the last rows: a change the VM
         writes the moment the run appears on screen is then already being watched for
         (started from the UI after that frame, the watch began 10-40 ms later and the
-        change waited for its resync). Does nothing once the screen stopped watching."""
+        change waited for its resync). ``shown``: the run's first screen is up already (a
+        long log's tail), so the watcher opens its doorbell at once. Does nothing once the
+        screen stopped watching."""
         with self._lock:
-            if self.pipeline is not None or self._stopped:
+            if self._stopped:
+                return
+            if self.pipeline is not None:
+                if shown:
+                    self.pipeline.listen_now()
                 return
             screen = self.screen
 
@@ -153,7 +159,20 @@ class LiveFeed:
             # before that would not be seen (a test waiting for it changed files unwatched).
             pipeline = LivePipeline(self.workspace, sinks, on_runs=runs, on_error=problem, on_installed=installed)
             self.inbox, self.pipeline = inbox, pipeline
-            pipeline.start()
+            pipeline.start(bell_now=shown)
+
+    def listen_now(self) -> None:
+        """The run is on screen: the watcher may open its doorbell at once (any thread;
+        ``LivePipeline.listen_now``). Nothing when no pipeline was started."""
+        pipeline = self.pipeline
+        if pipeline is not None:
+            pipeline.listen_now()
+
+    def wait_listening(self, timeout: float) -> bool:
+        """``LivePipeline.wait_listening`` of the pipeline started (any thread); False when
+        none is."""
+        pipeline = self.pipeline
+        return pipeline is not None and pipeline.wait_listening(timeout)
 
     def start(self) -> None:
         """After a read of the run list (UI thread): watching started (``watch``) or, after
