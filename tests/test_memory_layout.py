@@ -116,3 +116,36 @@ def test_a_log_parsed_a_chunk_at_a_time_is_the_log_parsed_whole(tmp_path, monkey
     assert [(t.line, t.text, t.state, t.note, t.step) for t in got.trace] == \
         [(t.line, t.text, t.state, t.note, t.step) for t in want.trace]
     assert got.trace[-1].text == "7→ writer" and got.trace[-1].state == "executing"
+
+
+def test_a_long_log_s_whole_text_is_never_decoded_in_one_call(tmp_path, monkeypatch):
+    """A plain event log read in full is decoded by its tail a chunk at a time: no call
+    decodes the whole file (at 100,000 events one such call held the interpreter 35 ms while
+    a live change waited, and kept a second copy of the log as text), and the run is the one
+    a whole-text parse gives."""
+    from prose_tui.backends.common import text as text_module
+    from prose_tui.backends.filesystem import eventlog_tail, folder
+    from prose_tui.backends.filesystem.folder import load_run
+
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-100000-abcdef"
+    run_dir.mkdir(parents=True)
+    monkeypatch.setattr(eventlog_tail, "FEED_CHUNK", 1 << 16)
+    log = _loop_log(3_000)
+    (run_dir / "state.md").write_text(log, encoding="utf-8")
+    size = len(log.encode("utf-8"))
+    assert size > 2 * eventlog_tail.FEED_CHUNK
+    decoded: list[int] = []
+
+    def counting(data: bytes) -> str:
+        decoded.append(len(data))
+        return text_module.decode(data)
+
+    monkeypatch.setattr(folder, "decode", counting)
+    monkeypatch.setattr(eventlog_tail, "decode", counting)
+    tailed = load_run(run_dir, tails={})
+    assert decoded and max(decoded) <= eventlog_tail.FEED_CHUNK < size
+    whole = load_run(run_dir)  # no tail kept: parsed from the whole text
+    assert [(e.seq, e.kind, e.text, e.line, e.time) for e in tailed.events] == \
+        [(e.seq, e.kind, e.text, e.line, e.time) for e in whole.events]
+    assert [(t.line, t.text, t.state) for t in tailed.trace] == [(t.line, t.text, t.state) for t in whole.trace]
+    assert tailed.format is whole.format and tailed.status is whole.status and len(tailed.trace) == 9_000

@@ -85,7 +85,7 @@ _TITLE_RE = re.compile(r"^#+\s+(?P<title>[^:\s][^:]*)$")
 _EVENT_KEYWORDS = {"loop", "block", "retry", "gate", "if"}
 _EVENT_CHARS = set(MARKS) | set("∥‖→")
 _NOT_BINDINGS = {"if", "gate", "else", "loop", "block", "retry"}
-_SNIFF_LINES = 40
+SNIFF_LINES = 40  # the first lines ``looks_like_event_log`` judges a file by (non-empty among them)
 _SNIFF_CHARS = 64 * 1024  # the head a sniff splits into lines first (more when its lines are longer)
 _BRACE_START_RE = re.compile(r"\s*\{")
 
@@ -162,8 +162,8 @@ def looks_like_event_log(text: str) -> bool:
         all_lines = text.splitlines()
         all_lines = all_lines[_sops_prefix_end(all_lines):]
     else:
-        all_lines = _first_lines(text, _SNIFF_LINES)
-    lines = [ln.strip() for ln in all_lines[:_SNIFF_LINES]]
+        all_lines = _first_lines(text, SNIFF_LINES)
+    lines = [ln.strip() for ln in all_lines[:SNIFF_LINES]]
     lines = [ln for ln in lines if ln]
     if not lines:
         return False

@@ -41,6 +41,7 @@ from prose_tui.backends.common.status import (
 )
 from prose_tui.backends.common.text import decode, open_regular, visible_name
 from prose_tui.backends.filesystem.eventlog import (
+    SNIFF_LINES,
     EventLog,
     looks_like_event_log,
     parse_event_log,
@@ -415,18 +416,26 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
                 elif cut:
                     data = data[:MAX_STATE_BYTES]
             run.state_mtime = st.st_mtime
-            text = decode(data)
+            # A plain event log is parsed by its tail a chunk at a time: its whole text is
+            # never decoded in one call (a 100,000-event log: 35 ms holding the interpreter,
+            # and a copy of the file as text). Anything else is decoded whole, as it is parsed.
+            tailed = tails is not None and not cut and _tailed_log(state_file.name, data)
+            text = "" if tailed else decode(data)
             if read is not None and not cut:
                 read[state_file] = (data, st)
             run.read_at = now or datetime.now(timezone.utc)
         except OSError as exc:  # permission denied, gone between the look and the open, I/O error
-            text, cut, data, st = "", False, b"", None
+            text, cut, data, st, tailed = "", False, b"", None, False
             run.read_problem = exc.strerror or str(exc)
             run.warnings.append(f"cannot read {state_file.name}: {run.read_problem}")
         if cut:
             run.warnings.append(f"{state_file.name} is over {MAX_STATE_BYTES // 2**20} MiB; only its start was read")
         if st is None:
             pass  # not read: nothing to parse (infer_status says "unreadable")
+        elif tailed and tails is not None:  # a plain event log (``_tailed_log``)
+            log = _tail_log(run_dir, state_file, data, st, tails)
+            tails[run_dir].warnings_at, tails[run_dir].shown_warnings = len(run.warnings), len(log.warnings)
+            _apply_event_log(run, "", state_file.name, log)
         elif looks_encrypted(text[:4096]) and not _plain_events_after_encryption(text):
             run.encrypted = True
             run.format = RunFormat.ENCRYPTED
@@ -437,11 +446,8 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
             # a plain log is tailed.
             if tails is not None and not front and not cut and st is not None and EventLogParser.supports(text):
                 text = ""  # the tail decodes ``data`` a chunk at a time: no whole copy held while parsing
-                tail = EventLogTail.start(state_file, state_file.name)
-                tail.feed_bytes(data, st, changes=False)
-                tails[run_dir] = tail
-                log = tail.parser.finish()
-                tail.warnings_at, tail.shown_warnings = len(run.warnings), len(log.warnings)
+                log = _tail_log(run_dir, state_file, data, st, tails)
+                tails[run_dir].warnings_at, tails[run_dir].shown_warnings = len(run.warnings), len(log.warnings)
             _apply_event_log(run, text, state_file.name, log)
             run.header.update(front)
         else:
@@ -473,6 +479,28 @@ def _program_and_times(run: Run, run_dir: Path, root: Path, now: datetime | None
         if started is None or (mtime - started).total_seconds() < COPY_GAP:
             run.updated = mtime
     distrust_future_time(run, now)
+
+
+def _tailed_log(name: str, data: bytes) -> bool:
+    """Whether a whole state file ``data`` is a plain event log that its tail parses a
+    chunk at a time (``EventLogTail``), judged from its first ``_SNIFF_BYTES`` as the whole
+    text would be: an event log (``vm.log.md``, or first lines that sniff as one), with no
+    front matter, not starting with a ``{`` block, not SOPS-encrypted. ``False`` when its
+    first lines do not fit in those bytes (then the whole text decides)."""
+    head = decode(data[:_SNIFF_BYTES])
+    if len(data) > _SNIFF_BYTES and head.count("\n") < SNIFF_LINES:
+        return False
+    if head.startswith(("---\n", "---\r\n")) or not EventLogParser.supports(head) or looks_encrypted(head[:4096]):
+        return False
+    return name == "vm.log.md" or looks_like_event_log(head)
+
+
+def _tail_log(run_dir: Path, state_file: Path, data: bytes, st: os.stat_result, tails: dict) -> EventLog:
+    """Parse the event log ``data`` (read at ``st``) with a new tail kept in ``tails``."""
+    tail = EventLogTail.start(state_file, state_file.name)
+    tail.feed_bytes(data, st, changes=False)
+    tails[run_dir] = tail
+    return tail.parser.finish()
 
 
 def _is_event_log_start(name: str, data: bytes) -> bool:
