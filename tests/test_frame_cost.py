@@ -83,6 +83,9 @@ async def test_a_following_trace_turns_a_page_past_the_bottom_and_paints_only_ne
             if trace.scroll_offset.y != top:  # a page turned (issue 33): the line a quarter down
                 turns += 1
                 assert trace.scroll_offset.y > top
+                # rows shown before come back from the memo; the blank rows below the trace's
+                # end are painted once between them (each painted was 20 of 29 rows at 200x50)
+                assert trace._memo.painted - painted <= 4, "a page turn paints each new look once"
             else:
                 assert trace._memo.painted - painted <= 5, "an append in view paints the rows that changed"
             first = trace.row_of(i) - trace.scroll_offset.y
@@ -111,6 +114,25 @@ async def test_the_timeline_keeps_rows_whose_event_stayed_and_shows_what_a_full_
             shown = _cells(timeline)
             assert "step_" + str(i) in "".join(t for row in shown for t, _ in row)
             assert shown == await _repainted_whole(pilot, timeline), f"event {i}: the rows differ from a full repaint"
+
+
+async def test_a_timeline_that_outgrows_its_pane_shows_no_horizontal_scrollbar():
+    """The event that makes the timeline taller than its pane brings its vertical scrollbar
+    and no horizontal one (its rows are cut to the pane): a horizontal scrollbar shown, even
+    of no height, laid the whole screen out once more on a run's first live change."""
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        timeline = app.query_one(Timeline)
+        events = [_event(i) for i in range(3)]
+        timeline.set_events(events, len(events) - 1)
+        await pilot.pause()
+        for i in range(3, 12):
+            events.append(_event(i))
+            timeline.set_events(events, len(events) - 1)
+            await pilot.pause()
+            assert not timeline.show_horizontal_scrollbar, f"event {i}: a horizontal scrollbar"
+        assert timeline.show_vertical_scrollbar
+        assert "step_11" in "".join(t for row in _cells(timeline) for t, _ in row)
 
 
 async def test_a_timeline_row_gets_its_duration_when_the_next_event_comes_with_the_cursor_elsewhere():

@@ -191,6 +191,8 @@ class RowMemo:
             self._context = context
         rows = self._rows
         keys = []
+        first_of: dict[object, int] = {}  # a key no row had: the first row showing it here
+        alike: list[tuple[int, int]] = []  # (row, the row above it showing the same)
         for y in wanted:
             key = key_of(y)
             keys.append((y, key))
@@ -201,8 +203,18 @@ class RowMemo:
                 cache[y] = strip
                 dirty.discard(y)
                 self.reused += 1
+            elif key in first_of:  # (the blank rows a page turn shows below a trace's end)
+                alike.append((y, first_of[key]))
+                self.reused += 1
             else:
+                first_of[key] = y
                 self.painted += 1
+        for y, like in alike:  # painted once, put back for the rest
+            if like not in cache or like in dirty:
+                render(Region(crop.x, like, crop.width, 1))
+            if like in cache:
+                cache[y] = cache[like]
+                dirty.discard(y)
         strips = render(crop)
         for y, key in keys:
             if key is not None and y in cache:

@@ -113,7 +113,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
     ])
     HELP_GROUP = "History"
     DEFAULT_CSS = """
-    Timeline { background: $surface; scrollbar-size-horizontal: 0; }
+    Timeline { background: $surface; overflow-x: hidden; scrollbar-size-horizontal: 0; }
     Timeline > .timeline--cursor { background: $accent 30%; }
     """
     COMPONENT_CLASSES = {"timeline--cursor"}
