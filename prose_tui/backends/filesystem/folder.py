@@ -47,6 +47,7 @@ from prose_tui.backends.filesystem.eventlog import (
     parse_event_log,
     take_header_line,
 )
+from prose_tui.backends.filesystem import eventlog_tail
 from prose_tui.backends.filesystem.eventlog_tail import EventLogParser, EventLogTail
 from prose_tui.backends.filesystem.skill import (
     apply_skill,
@@ -416,10 +417,11 @@ def _read_state(run_dir: Path, tails: dict | None = None, now: datetime | None =
                 elif cut:
                     data = data[:MAX_STATE_BYTES]
             run.state_mtime = st.st_mtime
-            # A plain event log is parsed by its tail a chunk at a time: its whole text is
-            # never decoded in one call (a 100,000-event log: 35 ms holding the interpreter,
-            # and a copy of the file as text). Anything else is decoded whole, as it is parsed.
-            tailed = tails is not None and not cut and _tailed_log(state_file.name, data)
+            # A plain event log longer than a chunk is parsed by its tail a chunk at a time:
+            # its whole text is never decoded in one call (a 100,000-event log: 35 ms holding
+            # the interpreter, and a copy of the file as text). Anything else is decoded whole.
+            tailed = (tails is not None and not cut and len(data) > eventlog_tail.FEED_CHUNK
+                      and _tailed_log(state_file.name, data))
             text = "" if tailed else decode(data)
             if read is not None and not cut:
                 read[state_file] = (data, st)
