@@ -5,13 +5,13 @@
 
 Two drivers over the same cases:
 
-* ``tmux``: the real CLI (``prose-tui PATH``) in a tmux session at 200x50; the benchmark
+* ``tmux``: the real CLI (``prose-tui PATH``) in a tmux session at 200x50 (``--size``); the benchmark
   writes the file, then polls ``tmux capture-pane -p`` until the written marker is on the
   screen. By default the captures go through one control-mode client (``tmux -C``), a
   capture every millisecond at 0.1 ms each; ``--probe spawn`` runs a ``tmux capture-pane``
   process per capture, back to back (4 ms each, p95 6 here: a busy core beside the app,
   and up to one capture's time in the figure), as the first passes measured.
-* ``headless``: Textual ``run_test`` at 200x50; done at the first frame handed to the
+* ``headless``: Textual ``run_test`` at the same size; done at the first frame handed to the
   display after the widget holds the marker (as ``bench_live.py``).
 
 ``--first N``: the first change written the moment the run is on screen (no settling: the
@@ -409,13 +409,22 @@ def main() -> int:
                              "change in each of N fresh opens per case")
     parser.add_argument("--probe", choices=["control", "spawn"], default="control",
                         help="tmux: capture through one control-mode client (default) or a tmux process each time")
+    parser.add_argument("--size", default="200x50", metavar="WxH",
+                        help="terminal (tmux) and headless screen size; 80x24 is the SSH user's")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="headless: cProfile the UI thread over the rounds into PREFIX.CASE.prof")
     args = parser.parse_args()
     globals()["SETTLE"] = args.settle
     globals()["PERIOD"] = args.period
     globals()["PROBE"] = args.probe
+    width, _, height = args.size.partition("x")
+    globals()["SIZE"] = (int(width), int(height))
     cases = [c for c in CASES if not args.only or c in args.only.split(",")]
+    from prose_tui.tui.screens.explorer import COMPACT_HEIGHT, COMPACT_WIDTH
+
+    if (SIZE[0] < COMPACT_WIDTH or SIZE[1] < COMPACT_HEIGHT) and "binding" in cases:
+        cases.remove("binding")  # the value pane is not on the compact screen
+        print(f"(binding: left out at {args.size}: the compact screen shows no value pane)\n")
     drivers = ["headless", "tmux"] if args.driver == "both" else [args.driver]
     if "tmux" in drivers and shutil.which("tmux") is None:
         print("tmux is not installed (apt-get install tmux)", file=sys.stderr)
