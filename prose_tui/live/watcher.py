@@ -80,7 +80,11 @@ RING_TIMEOUT_MS = 20
 # change (not within a burst), and not while changes stream in. It waited for BURST_S without
 # any change before: a run changing every second or faster (a VM at work, bench_e2e's cases)
 # then never got one, and each of its changes was handed over on the 5 ms step (5-11 ms after
-# the write) instead of 2-4 ms after the kernel's event.
+# the write) instead of 2-4 ms after the kernel's event. A subscriber whose run is on screen
+# says so (``bell_now``, ``bell_soon``: the explorer, once the frame showing the run is out),
+# and the doorbell opens then, within BELL_CHECK_S: a change in the 1.5 s before was handed over
+# on the step, 10-15 ms after the write, and one written as the doorbell opened beside a long
+# log's whole read waited 100-150 ms for it.
 BELL_AFTER_S = 1.5
 BELL_GAP_S = 0.05
 BELL_CHECK_S = 0.05  # until its doorbell opens, a watch looks at least this often (s) whether it may
