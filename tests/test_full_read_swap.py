@@ -29,6 +29,7 @@ from prose_tui.tui.widgets.timeline import Timeline
 from prose_tui.tui.widgets.trace_layout import TraceLayout
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.viewmodel.explorer_model import trace_as_shown
+from prose_tui.viewmodel import steps as steps_module
 from prose_tui.viewmodel.program_trace import ProgramAnnotator
 from prose_tui.viewmodel.statement_clock import StatementClock
 from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
@@ -77,7 +78,8 @@ async def test_the_whole_log_is_prepared_by_its_reader_not_the_ui_thread(tmp_pat
     record(trace_layout, "not_one_cell", lambda texts: len(texts))
     if hasattr(trace_view, "not_one_cell"):
         record(trace_view, "not_one_cell", lambda texts: len(texts))
-    record(timeline_module, "gaps_from", lambda events, start: len(events) - start)
+    record(steps_module, "gaps_from", lambda events, start: len(events) - start)  # Steps.of
+    record(timeline_module, "gaps_from", lambda events, start: len(events) - start)  # the widget's own
     record(StatementClock, "advance", lambda clock, events, end: min(end, len(events)) - clock.done)
 
     app = make_app(tmp_path, watch=True)
