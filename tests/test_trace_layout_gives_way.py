@@ -29,9 +29,9 @@ S = StatementState
 LONG = 100_000
 
 
-def _log_lines(first: int, last: int, *, timed: bool = True) -> list[TraceLine]:
+def _log_lines(first: int, last: int, *, timed: bool = True, name: str = "step") -> list[TraceLine]:
     """An event log's lines as its parser gives them (FORMATS.md, compact event log)."""
-    return [TraceLine(line=i, text=f"{i}→ step_{i} ✓" + (f" [09:{i // 60 % 60:02d}:{i % 60:02d}]" if timed else ""),
+    return [TraceLine(line=i, text=f"{i}→ {name}_{i} ✓" + (f" [09:{i // 60 % 60:02d}:{i % 60:02d}]" if timed else ""),
                       state=S.COMPLETE) for i in range(first, last + 1)]
 
 
@@ -54,7 +54,8 @@ def _fields(layout: TraceLayout) -> dict:
 
 
 def test_a_background_layout_of_100000_lines_gives_way_every_slice(monkeypatch) -> None:
-    lines = _program_lines(LONG)
+    # A program's lines, then an event log's (wider than any of them, the state mark left out).
+    lines = [*_program_lines(LONG // 2), *_log_lines(10_001, 10_000 + LONG // 2, name="a_step_named_to_be_wider_than_any_program_line")]
     gone_over: dict[str, int] = {}  # lines each kind of work went over since the last wait_turn
     most: dict[str, int] = {}
     waits = 0
@@ -82,7 +83,8 @@ def test_a_background_layout_of_100000_lines_gives_way_every_slice(monkeypatch) 
             monkeypatch.setattr(trace_layout, name, counted(name, getattr(trace_layout, name), lambda texts, *_: len(texts)))
     with background_read():
         layout = TraceLayout.of(lines, 120)
-    assert layout.rows.total > LONG and layout.widest > 0 and layout.blocks  # the work was done
+    assert layout.rows.total > LONG and layout.widest == len("60000→ a_step_named_to_be_wider_than_any_program_line_60000 [09:00:00]")
+    assert layout.blocks  # the work was done
     assert waits >= 8 * LONG // 8192, f"{waits} looks for a live change over {LONG:,} lines"  # each pass, in slices
     assert {"_TEXT", "_STATE", "_NOTE", "not_one_cell", "_bounds", "rows_of", "highlight"} <= most.keys()
     assert trace_layout.SLICE <= 8192 and trace_layout.EACH <= 512  # about 1-2 ms of work each

@@ -464,35 +464,54 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
     count = len(lines)
     sizes.extend(array("i", [UNMEASURED]) * count)
     odd: list[int] = []
-    bounds: list[int] = []
+    lengths: list[int] = []  # a one-cell text's length: the most cells its shown code takes
     for start, stop in slices(count):
         piece = texts[start:stop]
         odd.extend(map(add, not_one_cell(piece), repeat(start)))
-        bounds.extend(_bounds(piece, states[start:stop]))
+        lengths.extend(map(len, piece))
     most = 0
     for i in each(odd):
         size = sizes[i] = measured(lines[i])
         most = max(most, size)
-        bounds[i] = UNMEASURED  # measured: out of the walk below
-    # The one-cell lines, widest bound first, until a bound is no more than the widest:
-    # the widest bound's line first (often the widest line: then no other is measured).
-    top, at = UNMEASURED, -1
-    for start, stop in slices(count):
-        here = max(bounds[start:stop])
-        if here > top:
-            top, at = here, bounds.index(here, start, stop)
-    if top > most:
+        lengths[i] = UNMEASURED  # measured: out of the walks below
+    # The longest one-cell line first: often the widest, and then none is longer.
+    at = _first_most(lengths)
+    if at >= 0 and lengths[at] > most:
         size = sizes[at] = measured(lines[at])
         most = max(most, size)
-        bounds[at] = UNMEASURED
+        lengths[at] = UNMEASURED
+    # The lines longer than that (an event log's: each as long as the widest with its state
+    # mark), widest bound first, until a bound is no more than the widest measured.
+    longer: list[int] = []
+    for start, stop in slices(count):
+        longer.extend(compress(range(start, stop), map(gt, lengths[start:stop], repeat(most))))
+    bounds: list[int] = []  # of ``longer[k]``
+    for start, stop in slices(len(longer)):
+        piece = longer[start:stop]
+        bounds.extend(_bounds(list(map(texts.__getitem__, piece)), list(map(states.__getitem__, piece))))
+    top = _first_most(bounds)
+    if top >= 0 and bounds[top] > most:
+        size = sizes[longer[top]] = measured(lines[longer[top]])
+        most = max(most, size)
+        bounds[top] = UNMEASURED
     wider = [sorted(compress(range(start, stop), map(gt, bounds[start:stop], repeat(most))),
-                    key=bounds.__getitem__, reverse=True) for start, stop in slices(count)]
-    for i in each(merge(*wider, key=bounds.__getitem__, reverse=True)):
-        if bounds[i] <= most:
+                    key=bounds.__getitem__, reverse=True) for start, stop in slices(len(bounds))]
+    for k in each(merge(*wider, key=bounds.__getitem__, reverse=True)):
+        if bounds[k] <= most:
             break  # this line and every one after it: one-cell, at most ``most`` cells
-        size = sizes[i] = measured(lines[i])
+        size = sizes[longer[k]] = measured(lines[longer[k]])
         most = max(most, size)
     return most
+
+
+def _first_most(values: list[int]) -> int:
+    """The index of the first of the greatest of ``values`` (by ``slices``), -1 for none."""
+    most, at = UNMEASURED, -1
+    for start, stop in slices(len(values)):
+        here = max(values[start:stop])
+        if here > most:
+            most, at = here, values.index(here, start, stop)
+    return at
 
 
 def measured(t: TraceLine) -> int:
