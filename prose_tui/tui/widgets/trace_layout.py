@@ -487,8 +487,8 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
         longer.extend(compress(range(start, stop), map(gt, lengths[start:stop], repeat(most))))
     bounds: list[int] = []  # of ``longer[k]``
     for start, stop in slices(len(longer)):
-        piece = longer[start:stop]
-        bounds.extend(_bounds(list(map(texts.__getitem__, piece)), list(map(states.__getitem__, piece))))
+        picked = longer[start:stop]
+        bounds.extend(_bounds(list(map(texts.__getitem__, picked)), list(map(states.__getitem__, picked))))
     top = _first_most(bounds)
     if top >= 0 and bounds[top] > most:
         size = sizes[longer[top]] = measured(lines[longer[top]])
