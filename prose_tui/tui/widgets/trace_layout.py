@@ -388,10 +388,26 @@ class RowIndex:
 
 # -- a whole list laid out at once (a run's full read, on the thread that read it) ---------------
 
-# A statement's state as the id of its (singleton) member: ``Enum.__hash__`` is Python code, an id's is not.
-END_IDS = frozenset(map(id, (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)))
-LIVE_IDS = frozenset(map(id, (StatementState.EXECUTING, StatementState.RETRYING)))
-_NO_STATE = id(None)
+# A statement's state as a small number (0: none), found by the id of its (singleton) member:
+# ``Enum.__hash__`` is Python code, an id's is not; and a small number is no new object (a
+# list of 100,000 ids took 2-3 ms to free, in one go).
+_STATE_CODE = {id(state): code for code, state in enumerate((None, *StatementState))}
+_NO_STATE = 0
+END_CODES = frozenset(_STATE_CODE[id(s)] for s in (None, StatementState.COMPLETE, StatementState.SKIPPED,
+                                                     StatementState.FAILED))
+LIVE_CODES = frozenset(_STATE_CODE[id(s)] for s in (StatementState.EXECUTING, StatementState.RETRYING))
+
+
+def _state_codes(lines: list[TraceLine]) -> Iterator[int]:
+    """The code (``_STATE_CODE``) of each line's state."""
+    return map(_STATE_CODE.__getitem__, map(id, map(_STATE, lines)))
+
+
+def _release(values: list) -> None:
+    """Empty ``values`` a slice at a time (a whole list of 100,000 numbers: 2-3 ms to free)."""
+    while values:
+        wait_turn()
+        del values[-SLICE:]
 _TEXT, _STATE, _NOTE = attrgetter("text"), attrgetter("state"), attrgetter("note")
 UNMEASURED = -1
 
@@ -424,24 +440,24 @@ def widest(lines: list[TraceLine], sizes: array) -> int:
     for start, stop in slices(len(lines)):
         piece = lines[start:stop]
         texts.extend(map(_TEXT, piece))
-        states.extend(map(id, map(_STATE, piece)))
+        states.extend(_state_codes(piece))
     return _widest(lines, texts, states, sizes)
 
 
 # The least a state mark the shown code drops takes: a blank and the mark.
 _MARK_DROP = 1 + min(map(len, _LOG_MARKS.values()))
-# By the id of a line's state (``id``: ``Enum.__hash__`` is Python code): its mark with a
-# blank before and after, and with a blank before (at the end of a text); a line break for a
-# state without a mark (no one-cell text holds one).
+# By the code of a line's state (``_STATE_CODE``): its mark with a blank before and after,
+# and with a blank before (at the end of a text); a line break for a state without a mark
+# (no one-cell text holds one).
 _NO_MARK = "\n"
-_MARK_INSIDE = {id(state): f" {mark} " for state, mark in _LOG_MARKS.items()}
-_MARK_AT_END = {id(state): f" {mark}" for state, mark in _LOG_MARKS.items()}
+_MARK_INSIDE = {_STATE_CODE[id(state)]: f" {mark} " for state, mark in _LOG_MARKS.items()}
+_MARK_AT_END = {_STATE_CODE[id(state)]: f" {mark}" for state, mark in _LOG_MARKS.items()}
 _HEAD = itemgetter(0)
 
 
 def _bounds(texts: list[str], states: list[int]) -> list[int]:
     """The most cells each text's shown code can take when every character of it takes one
-    (``one_cell_code_cells``), ``states`` the ids of the lines' states: its length less
+    (``one_cell_code_cells``), ``states`` the codes of the lines' states: its length less
     trailing blanks, less a blank and the state mark where the shown code drops it for sure
     (a step line, ``4→ ...``, with the mark as a word of its own: an event log's ``4→ draft ✓
     [10:02:11]``, 24 cells, not 26). In C but for one subtraction per such line (about
@@ -460,7 +476,7 @@ def _bounds(texts: list[str], states: list[int]) -> list[int]:
 
 
 def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: array) -> int:
-    """``widest`` given the lines' texts and the ids of their states."""
+    """``widest`` given the lines' texts and the codes of their states (``_STATE_CODE``)."""
     count = len(lines)
     sizes.extend(array("i", [UNMEASURED]) * count)
     odd: list[int] = []
@@ -501,6 +517,7 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
             break  # this line and every one after it: one-cell, at most ``most`` cells
         size = sizes[longer[k]] = measured(lines[longer[k]])
         most = max(most, size)
+    _release(longer)
     return most
 
 
@@ -575,14 +592,14 @@ class TraceLayout:
         count = len(lines)
         avail = content_width - gutter_cells(count) if content_width > 0 else -1
         texts: list[str] = []
-        states: list[int] = []  # ids: enum members are singletons
+        states: list[int] = []  # codes (``_STATE_CODE``)
         blocks: list[int] = []
         noted: list[int] = []
         for start, stop in slices(count):
             piece, indexes = lines[start:stop], range(start, stop)
             texts.extend(map(_TEXT, piece))
             blocks.extend(compress(indexes, map(contains, texts[start:stop], repeat('"""'))))
-            states.extend(map(id, map(_STATE, piece)))
+            states.extend(_state_codes(piece))
             noted.extend(compress(indexes, map(_NOTE, piece)))
         sizes = array("i")
         most = _widest(lines, texts, states, sizes)
@@ -592,6 +609,7 @@ class TraceLayout:
             for i in each(noted):
                 counts[i] = rows_of(lines[i], avail)
             rows.reset(counts)
+            _release(noted)
         else:
             rows.reset_ones(count)
         live: set[int] = set()
@@ -599,10 +617,10 @@ class TraceLayout:
         has_state = False
         widest_count = 0
         for start, stop in slices(count):
-            ids, indexes = states[start:stop], range(start, stop)
-            live.update(compress(indexes, map(LIVE_IDS.__contains__, ids)))
-            unended.update(compress(indexes, map(not_, map(END_IDS.__contains__, ids))))
-            has_state = has_state or not all(map(_NO_STATE.__eq__, ids))
+            codes, indexes = states[start:stop], range(start, stop)
+            live.update(compress(indexes, map(LIVE_CODES.__contains__, codes)))
+            unended.update(compress(indexes, map(not_, map(END_CODES.__contains__, codes))))
+            has_state = has_state or not all(map(_NO_STATE.__eq__, codes))
             widest_count += sizes[start:stop].count(most)
         return cls(lines=lines, content_width=content_width, avail=avail, rows=rows, sizes=sizes, widest=most,
                    widest_count=widest_count, blocks=blocks, block_open=settle_blocks(lines, blocks, {}, 0),
