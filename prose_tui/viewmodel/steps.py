@@ -89,8 +89,10 @@ def gaps_from(events: list[Event], start: int) -> list[float]:
         # worked out in C (map), each the same timedelta the loop below takes.
         # (Two naive times read as UTC are as far apart as they are naive.)
         for first, stop in _slices(0, count):
-            steps = map(timedelta.total_seconds, map(sub, times[first + 1:stop + 1], times[first:stop]))
-            out.extend(s if s >= 0 else math.nan for s in steps)
+            steps = list(map(timedelta.total_seconds, map(sub, times[first + 1:stop + 1], times[first:stop])))
+            if steps and min(steps) < 0:  # a time earlier than the one before (rare): no duration
+                steps = [s if s >= 0 else math.nan for s in steps]
+            out.extend(steps)
         out.append(math.nan)  # the last event: no next one yet
         return out
     aware: list[datetime | None] = []
