@@ -52,7 +52,7 @@ def _longest_stretch_ms(work: Callable[[], object], rounds: int) -> tuple[float,
         stamps.append(time.perf_counter())
         real()
 
-    trace_layout.wait_turn = steps.wait_turn = stamped  # type: ignore[assignment]
+    trace_layout.wait_turn = steps.wait_turn = stamped
     worst, calls, kept = [], 0, []
     try:
         for _ in range(rounds):
@@ -64,7 +64,7 @@ def _longest_stretch_ms(work: Callable[[], object], rounds: int) -> tuple[float,
             worst.append(max(b - a for a, b in zip(stamps, stamps[1:])) * 1e3)
             calls = len(stamps) - 2
     finally:
-        trace_layout.wait_turn = steps.wait_turn = real  # type: ignore[assignment]
+        trace_layout.wait_turn = steps.wait_turn = real
     return min(worst), statistics.median(worst), calls
 
 
@@ -91,16 +91,16 @@ def main() -> None:
     measured = 0
     real_measured = trace_layout.measured
 
-    def counted(line):  # type: ignore[no-untyped-def]
+    def counted(line):
         nonlocal measured
         measured += 1
         return real_measured(line)
 
-    trace_layout.measured = counted  # type: ignore[assignment]
+    trace_layout.measured = counted
     start = time.perf_counter()
     most = trace_layout.widest(first, array("i"))
     spent = (time.perf_counter() - start) * 1e3
-    trace_layout.measured = real_measured  # type: ignore[assignment]
+    trace_layout.measured = real_measured
     print(f"widest over {len(first):,} first-screen lines: {most} cells, {measured} lines measured, {spent:.1f} ms")
     print("load average", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
