@@ -428,10 +428,11 @@ def widest_code(lines: list[TraceLine]) -> int:
 
 def widest(lines: list[TraceLine], sizes: array) -> int:
     """``widest_code``, filling ``sizes`` with each line's cells, or ``UNMEASURED`` for a line
-    of one-cell characters that cannot be wider than the widest (its bound, ``_bounds``).
+    of one-cell characters that cannot be wider than the widest (by its length, or by a
+    tighter bound, ``_bounds``, when its length is more than the widest).
 
-    Lines holding a character of another width are measured; the others widest bound first,
-    until one's bound is no more than the widest measured. A 100,000-line event log whose
+    Lines holding a character of another width are measured, then the longest line; the
+    others widest bound first, until one's bound is no more than the widest measured. A 100,000-line event log whose
     lines grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI
     thread when a whole read replaced the first screen; a line or two now (a bound is exact
     for a line without trailing blanks, its state mark left out)."""
@@ -460,8 +461,8 @@ def _bounds(texts: list[str], states: list[int]) -> list[int]:
     (``one_cell_code_cells``), ``states`` the codes of the lines' states: its length less
     trailing blanks, less a blank and the state mark where the shown code drops it for sure
     (a step line, ``4→ ...``, with the mark as a word of its own: an event log's ``4→ draft ✓
-    [10:02:11]``, 24 cells, not 26). In C but for one subtraction per such line (about
-    0.6 µs a line against 2-4 to measure it); meaningless for other texts (measured)."""
+    [10:02:11]``, 19 cells, not 21). In C but for one subtraction per such line (under 1 µs
+    a line against 2-4 to measure it); meaningless for other texts (they are measured)."""
     stripped = list(map(str.rstrip, texts))
     bounds = list(map(len, stripped))
     inside = map(contains, stripped, map(_MARK_INSIDE.get, states, repeat(_NO_MARK)))
