@@ -46,11 +46,12 @@ _LOG_MARKS = {StatementState.COMPLETE: "✓", StatementState.FAILED: "✗", Stat
 _MARK_AFTER = {mark: re.compile(rf"\s+{re.escape(mark)}(?=\s|$)") for mark in _LOG_MARKS.values()}
 
 # Lines a pass over a whole list hands to C at once, and lines worked out one by one in Python
-# (2-4 µs each; a highlighted line some 50), between two looks for a live change in flight
-# (``foreground.wait_turn``): 4,096 lines are about 1 ms of the costliest pass
-# (``not_one_cell``), where a 100,000-line list held the interpreter 0.15-0.2 s in one go.
-SLICE = 4096
-EACH = 256
+# (2-4 µs each, a line of wide characters some 15, a highlighted one some 50), between two
+# looks for a live change in flight (``foreground.wait_turn``): well under 2 ms each (2,048
+# lines of the costliest pass, ``not_one_cell`` on lines of wide characters: about 1.5 ms),
+# where a 100,000-line list held the interpreter 0.1-0.17 s in one go.
+SLICE = 2048
+EACH = 64
 EACH_HIGHLIGHTED = 32
 
 _T = TypeVar("_T")
