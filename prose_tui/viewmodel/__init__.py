@@ -11,7 +11,8 @@ draw from that record. Modules, one job each:
 * ``navigator``: the history cursor (live, or frozen at one event);
 * ``moment``: the moment under a frozen cursor (where the trace cursor and value pane go);
 * ``program_trace``: an event-log run's program annotated from its log, failure marks;
-* ``statement_clock``: where the time went, per statement.
+* ``statement_clock``: where the time went, per statement;
+* ``steps``: how long each step took (the history pane's durations).
 
 An import-linter contract keeps this package free of Textual (``.importlinter``).
 """

@@ -39,6 +39,7 @@ from prose_tui.live.workspace import Workspace
 from prose_tui.backends.common.contained import OUTSIDE_RUN
 from prose_tui.model import Backend, Binding, Delta, Frame, Run, RunStatus, TraceLine, ValueWindow
 from prose_tui.viewmodel.explorer_model import ExplorerModel, LivePlace, PreparedRead, prepare_read, when_text
+from prose_tui.viewmodel.steps import Steps
 from prose_tui.viewmodel.view_change import TraceRepaint, ValueChange, ViewChange
 from prose_tui.tui.heap import HeapKeeper
 from prose_tui.tui.screens.history_keys import failure_markdown
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from prose_tui.tui.widgets.binding_tree import BindingTree
     from prose_tui.tui.widgets.call_stack import CallStackView
     from prose_tui.tui.widgets.node_table import NodeTable
-    from prose_tui.tui.widgets.timeline import Steps, Timeline
+    from prose_tui.tui.widgets.timeline import Timeline
     from prose_tui.tui.widgets.value_viewer import ValueViewer
 
 # (name, container id, the type name of the widget keys go to: a selector, ``query_one(name)``).
@@ -271,8 +272,6 @@ class Panes:
             shown = read.program if read.program is not None else run.trace  # the lines the trace will show
             wait_turn()  # a live change written meanwhile goes first (backends.common.foreground)
             trace = TraceLayout.of(shown, width) if shown else None
-            from prose_tui.tui.widgets.timeline import Steps  # (the history pane's module: not at start)
-
             wait_turn()
             steps = Steps.of(read.history.history.events) if read.history is not None else None
         except Exception:  # an optimisation only: the UI thread does it when this cannot

@@ -20,10 +20,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import OrderedDict
-from datetime import datetime, timedelta, timezone
-from dataclasses import dataclass
-from itertools import compress, islice, repeat
-from operator import attrgetter, gt, sub
+from datetime import datetime, timezone
 
 from rich.segment import Segment
 from rich.style import Style
@@ -39,21 +36,15 @@ from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
+from prose_tui.viewmodel.steps import Steps, gaps_from
 
 BAR_WIDTH = 8
 CACHE_ROWS = 1024
 REWRITTEN = 64  # a live list may have its last few events replaced (a line completed)
 
 
-_TIME, _TZINFO = attrgetter("time"), attrgetter("tzinfo")
-
-
 def _utc(time: datetime) -> datetime:
     return time.astimezone(timezone.utc) if time.tzinfo else time
-
-
-def _aware(time: datetime) -> datetime:
-    return time if time.tzinfo else time.replace(tzinfo=timezone.utc)
 
 
 def stamp(time: datetime | None, today: datetime, dated: str, *, approximate: bool = False) -> str:
@@ -436,47 +427,3 @@ def _same_gap(a: float, b: float) -> bool:
 
 def _loaded(gap: float) -> float | None:
     return None if math.isnan(gap) else gap
-
-
-@dataclass(slots=True)
-class Steps:
-    """How long each of ``events``' steps took (``gaps``: seconds to the next event, NaN
-    where unknown, as ``gaps_from``) and the longest (``longest``, 0 for none), worked out
-    by ``of`` on any thread: a run's full read on the thread that read it, so the UI thread
-    only takes them (``Timeline.set_events``). ``events`` is the list they were worked out
-    for (it may grow or have its last events replaced until taken; the taker catches up)."""
-
-    events: list[Event]
-    gaps: array
-    longest: float
-
-    @classmethod
-    def of(cls, events: list[Event]) -> Steps:
-        gaps = array("d", gaps_from(events, 0))
-        return cls(events, gaps, max(compress(gaps, map(gt, gaps, repeat(0.0))), default=0.0))
-
-
-def gaps_from(events: list[Event], start: int) -> list[float]:
-    """How long each step took, for every event from ``start`` on: seconds from the event
-    to the next, NaN where either has no time, the next came earlier (out-of-order times
-    say nothing about durations) or there is no next yet. Naive times are UTC (a log's bare
-    clock times beside its Z stamps), as on screen. One pass that makes each time aware once
-    (100,000 events: 0.3 s of the UI thread event by event, 0.15-0.2 s so); when every
-    event has a time, all naive or all aware, the steps are taken in C (about 0.05 s)."""
-    times = list(map(_TIME, events[start:] if start else events))  # a slice: islice walks the start too
-    if times and all(map(isinstance, times, repeat(datetime))):
-        # Every event has a time (a log's usual case), all naive or all aware: the steps
-        # worked out in C (map), each the same timedelta the loop below takes.
-        # (Two naive times read as UTC are as far apart as they are naive.)
-        naive = list(map(_TZINFO, times)).count(None)
-        if naive in (0, len(times)):
-            steps = map(timedelta.total_seconds, map(sub, islice(times, 1, None), times))
-            return [*(s if s >= 0 else math.nan for s in steps), math.nan]
-    aware = [_aware(t) if isinstance(t, datetime) else None for t in times]
-    out: list[float] = []
-    for here, there in zip(aware, aware[1:]):
-        seconds = (there - here).total_seconds() if here is not None and there is not None else math.nan
-        out.append(seconds if seconds >= 0 else math.nan)
-    if aware:
-        out.append(math.nan)  # the last event: no next one yet
-    return out

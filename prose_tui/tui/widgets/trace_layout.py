@@ -7,6 +7,11 @@ tree: row of a line, line at a row, a re-stated or appended line, all O(log n), 
 per line (an ``array('i')``), so a 100,000-line trace costs 400 KB here whatever the width.
 
 Widths are terminal cells (``rich.cells``): wide characters count two.
+
+``TraceLayout.of`` lays out a whole list on the thread that read it (a background read): its
+passes over every line go a slice of ``SLICE`` lines at a time (one-by-one work in Python:
+``EACH`` lines), and between two the read gives way to a live change on its way to the
+screen (``foreground.wait_turn``, issue 33; a no-op on the UI thread).
 """
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from heapq import merge
 from itertools import accumulate, compress, islice, repeat
-from operator import add, and_, attrgetter, contains, neg, not_, sub
+from operator import add, and_, attrgetter, contains, gt, neg, not_, sub
+from typing import TypeVar
 
 from rich.cells import cell_len, chop_cells, get_character_cell_size
 
+from prose_tui.backends.common.foreground import wait_turn
 from prose_tui.backends.common.text import visible_name
 from prose_tui.model import StatementState, TraceLine
 from prose_tui.model.statement import STEP_RE, TERMINATOR_RE
@@ -36,6 +44,35 @@ NOTE_INDENT = 2  # continuation rows start this far right of the code's own inde
 _LOG_MARKS = {StatementState.COMPLETE: "✓", StatementState.FAILED: "✗", StatementState.SKIPPED: "⊘"}
 # A state mark as a word of its own, with the blanks before it (what the gutter shows instead).
 _MARK_AFTER = {mark: re.compile(rf"\s+{re.escape(mark)}(?=\s|$)") for mark in _LOG_MARKS.values()}
+
+# Lines a pass over a whole list hands to C at once, and lines worked out one by one in Python
+# (2-4 µs each, a line of wide characters some 15, a highlighted one some 50), between two
+# looks for a live change in flight (``foreground.wait_turn``): well under 2 ms each (2,048
+# lines of the costliest pass, ``not_one_cell`` on lines of wide characters: about 1.5 ms),
+# where a 100,000-line list held the interpreter 0.1-0.17 s in one go.
+SLICE = 2048
+EACH = 64
+EACH_HIGHLIGHTED = 32
+
+_T = TypeVar("_T")
+
+
+def slices(count: int, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of each slice of ``range(count)`` of ``size`` items (``SLICE``), in
+    order; before each, a background read gives way to a live change in flight (``wait_turn``)."""
+    size = size or SLICE
+    for start in range(0, count, size):
+        wait_turn()
+        yield start, min(count, start + size)
+
+
+def each(items: Iterable[_T], size: int | None = None) -> Iterator[_T]:
+    """``items``, with ``wait_turn`` before every ``size``-th (``EACH``; a loop of Python per item)."""
+    size = size or EACH
+    for count, item in enumerate(items):
+        if count % size == size - 1:
+            wait_turn()
+        yield item
 
 
 # Characters known to take one cell each: printable ASCII, and every printable character a
@@ -268,22 +305,31 @@ class RowIndex:
         return len(self._tree) - 1
 
     def reset(self, counts: Iterable[int]) -> None:
-        """Rows per line for every line, in order (O(n), in C: node ``i`` holds the rows of
-        lines ``i - lowbit(i)`` to ``i - 1``, a difference of two prefix sums)."""
-        prefix = [0, *accumulate(counts)]
+        """Rows per line for every line, in order (O(n), in C, by ``slices``: node ``i`` holds
+        the rows of lines ``i - lowbit(i)`` to ``i - 1``, a difference of two prefix sums)."""
+        prefix = [0]
+        counted = iter(counts)
+        while True:
+            wait_turn()
+            piece = list(islice(counted, SLICE))
+            if not piece:
+                break
+            prefix.extend(islice(accumulate(piece, initial=prefix[-1]), 1, None))
         n = len(prefix) - 1
-        nodes = range(1, n + 1)
-        starts = map(sub, nodes, map(and_, nodes, map(neg, nodes)))  # i - lowbit(i)
         tree = array("i", [0])
-        tree.extend(map(sub, islice(prefix, 1, None), map(prefix.__getitem__, starts)))
+        for start, stop in slices(n):
+            nodes = range(start + 1, stop + 1)
+            starts = map(sub, nodes, map(and_, nodes, map(neg, nodes)))  # i - lowbit(i)
+            tree.extend(map(sub, prefix[start + 1:stop + 1], map(prefix.__getitem__, starts)))
         self._tree = tree
         self.total = prefix[n]
 
     def reset_ones(self, n: int) -> None:
         """``reset`` with one row for each of ``n`` lines: node ``i`` holds ``lowbit(i)``."""
-        nodes = range(1, n + 1)
         tree = array("i", [0])
-        tree.extend(map(and_, nodes, map(neg, nodes)))
+        for start, stop in slices(n):
+            nodes = range(start + 1, stop + 1)
+            tree.extend(map(and_, nodes, map(neg, nodes)))
         self._tree = tree
         self.total = n
 
@@ -343,10 +389,26 @@ class RowIndex:
 
 # -- a whole list laid out at once (a run's full read, on the thread that read it) ---------------
 
-# A statement's state as the id of its (singleton) member: ``Enum.__hash__`` is Python code, an id's is not.
-END_IDS = frozenset(map(id, (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)))
-LIVE_IDS = frozenset(map(id, (StatementState.EXECUTING, StatementState.RETRYING)))
-_NO_STATE = id(None)
+# A statement's state as a small number (0: none), found by the id of its (singleton) member:
+# ``Enum.__hash__`` is Python code, an id's is not; and a small number is no new object (a
+# list of 100,000 ids took 2-3 ms to free, in one go).
+_STATE_CODE = {id(state): code for code, state in enumerate((None, *StatementState))}
+_NO_STATE = 0
+END_CODES = frozenset(_STATE_CODE[id(s)] for s in (None, StatementState.COMPLETE, StatementState.SKIPPED,
+                                                     StatementState.FAILED))
+LIVE_CODES = frozenset(_STATE_CODE[id(s)] for s in (StatementState.EXECUTING, StatementState.RETRYING))
+
+
+def _state_codes(lines: list[TraceLine]) -> Iterator[int]:
+    """The code (``_STATE_CODE``) of each line's state."""
+    return map(_STATE_CODE.__getitem__, map(id, map(_STATE, lines)))
+
+
+def _release(values: list) -> None:
+    """Empty ``values`` a slice at a time (a whole list of 100,000 numbers: 2-3 ms to free)."""
+    while values:
+        wait_turn()
+        del values[-SLICE:]
 _TEXT, _STATE, _NOTE = attrgetter("text"), attrgetter("state"), attrgetter("note")
 UNMEASURED = -1
 
@@ -367,26 +429,104 @@ def widest_code(lines: list[TraceLine]) -> int:
 
 def widest(lines: list[TraceLine], sizes: array) -> int:
     """``widest_code``, filling ``sizes`` with each line's cells, or ``UNMEASURED`` for a line
-    of one-cell characters no longer than the widest (its cells are at most its length).
+    of one-cell characters that cannot be wider than the widest (by its length, or by a
+    tighter bound, ``_bounds``, when its length is more than the widest).
 
-    Lines holding a character of another width are measured; the others longest first,
-    until one is no longer than the widest measured. A 100,000-line event log whose lines
-    grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI thread
-    when a whole read replaced the first screen; a few lines now."""
-    texts = list(map(_TEXT, lines))
-    lengths = list(map(len, texts))
-    sizes.extend(repeat(UNMEASURED, len(lines)))
+    Lines holding a character of another width are measured, then the longest line; the
+    others widest bound first, until one's bound is no more than the widest measured. A 100,000-line event log whose
+    lines grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI
+    thread when a whole read replaced the first screen; a line or two now (a bound is exact
+    for a line without trailing blanks, its state mark left out)."""
+    texts: list[str] = []
+    states: list[int] = []
+    for start, stop in slices(len(lines)):
+        piece = lines[start:stop]
+        texts.extend(map(_TEXT, piece))
+        states.extend(_state_codes(piece))
+    return _widest(lines, texts, states, sizes)
+
+
+# The least a state mark the shown code drops takes: a blank and the mark.
+_MARK_DROP = 1 + min(map(len, _LOG_MARKS.values()))
+# By the code of a line's state (``_STATE_CODE``), whether a one-cell text (blanks stripped
+# from its end) is a step line for sure (decimal digits, then the arrow: ``STEP_RE``, whose
+# ``.*$`` then matches, as a one-cell text holds no line break) holding the state's mark as
+# a word of its own (a blank before it, a blank or the end after it): then its shown code
+# drops at least ``_MARK_DROP`` cells (``_MARK_AFTER``). One match in C: about 0.2 µs.
+_MARK_DROPPED = {_STATE_CODE[id(state)]: re.compile(rf"[0-9]+→.* {re.escape(mark)}(?: |\Z)").match
+                 for state, mark in _LOG_MARKS.items()}
+
+
+def _bounds(texts: list[str], states: list[int]) -> list[int]:
+    """The most cells each text's shown code can take when every character of it takes one
+    (``one_cell_code_cells``), ``states`` the codes of the lines' states: its length less
+    trailing blanks, less a blank and the state mark where the shown code drops it for sure
+    (``_MARK_DROPPED``: an event log's ``4→ draft ✓ [10:02:11]``, 19 cells, not 21). In C but
+    for one subtraction per such line (about 0.5 µs a line against 2-4 to measure it);
+    meaningless for other texts (they are measured)."""
+    stripped = list(map(str.rstrip, texts))
+    bounds = list(map(len, stripped))
+    for code, dropped in _MARK_DROPPED.items():
+        picked = list(compress(range(len(texts)), map(code.__eq__, states)))
+        for i in compress(picked, map(dropped, map(stripped.__getitem__, picked))):
+            bounds[i] -= _MARK_DROP
+    return bounds
+
+
+def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: array) -> int:
+    """``widest`` given the lines' texts and the codes of their states (``_STATE_CODE``)."""
+    count = len(lines)
+    sizes.extend(array("i", [UNMEASURED]) * count)
+    odd: list[int] = []
+    lengths: list[int] = []  # a one-cell text's length: the most cells its shown code takes
+    for start, stop in slices(count):
+        piece = texts[start:stop]
+        odd.extend(map(add, not_one_cell(piece), repeat(start)))
+        lengths.extend(map(len, piece))
     most = 0
-    for i in not_one_cell(texts):
+    for i in each(odd):
         size = sizes[i] = measured(lines[i])
         most = max(most, size)
-    for i in sorted(range(len(lines)), key=lengths.__getitem__, reverse=True):
-        if lengths[i] <= most:
+        lengths[i] = UNMEASURED  # measured: out of the walks below
+    # The longest one-cell line first: often the widest, and then none is longer.
+    at = _first_most(lengths)
+    if at >= 0 and lengths[at] > most:
+        size = sizes[at] = measured(lines[at])
+        most = max(most, size)
+        lengths[at] = UNMEASURED
+    # The lines longer than that (an event log's: each as long as the widest with its state
+    # mark), widest bound first, until a bound is no more than the widest measured.
+    longer: list[int] = []
+    for start, stop in slices(count):
+        longer.extend(compress(range(start, stop), map(gt, lengths[start:stop], repeat(most))))
+    bounds: list[int] = []  # of ``longer[k]``
+    for start, stop in slices(len(longer)):
+        picked = longer[start:stop]
+        bounds.extend(_bounds(list(map(texts.__getitem__, picked)), list(map(states.__getitem__, picked))))
+    top = _first_most(bounds)
+    if top >= 0 and bounds[top] > most:
+        size = sizes[longer[top]] = measured(lines[longer[top]])
+        most = max(most, size)
+        bounds[top] = UNMEASURED
+    wider = [sorted(compress(range(start, stop), map(gt, bounds[start:stop], repeat(most))),
+                    key=bounds.__getitem__, reverse=True) for start, stop in slices(len(bounds))]
+    for k in each(merge(*wider, key=bounds.__getitem__, reverse=True)):
+        if bounds[k] <= most:
             break  # this line and every one after it: one-cell, at most ``most`` cells
-        if sizes[i] == UNMEASURED:
-            size = sizes[i] = measured(lines[i])
-            most = max(most, size)
+        size = sizes[longer[k]] = measured(lines[longer[k]])
+        most = max(most, size)
+    _release(longer)
     return most
+
+
+def _first_most(values: list[int]) -> int:
+    """The index of the first of the greatest of ``values`` (by ``slices``), -1 for none."""
+    most, at = UNMEASURED, -1
+    for start, stop in slices(len(values)):
+        here = max(values[start:stop])
+        if here > most:
+            most, at = here, values.index(here, start, stop)
+    return at
 
 
 def measured(t: TraceLine) -> int:
@@ -406,7 +546,7 @@ def settle_blocks(lines: list[TraceLine], blocks: list[int], block_open: dict[in
     pos = bisect_left(blocks, start)
     state = block_open.get(blocks[pos - 1], False) if pos > 0 else False
     settled = {i: block_open[i] for i in blocks[:pos] if i in block_open}
-    for i in blocks[pos:]:
+    for i in each(blocks[pos:], EACH_HIGHLIGHTED):
         _, state = highlight(shown_code(lines[i]), state)
         settled[i] = state
     return settled
@@ -443,27 +583,43 @@ class TraceLayout:
     @classmethod
     def of(cls, lines: list[TraceLine], content_width: int) -> TraceLayout:
         """``lines`` laid out for a trace ``content_width`` cells wide (0 or less: not sized
-        yet, every line one row), O(lines), largely in C."""
+        yet, every line one row), O(lines), largely in C, a slice at a time (``slices``,
+        ``each``): in a background read, a live change goes first between two (100,000 lines
+        held the interpreter 0.15-0.2 s in one go, issue 33)."""
         lines = list(lines)  # the list as it is now, whatever another thread does to it
         count = len(lines)
         avail = content_width - gutter_cells(count) if content_width > 0 else -1
-        indexes = range(count)
-        blocks = list(compress(indexes, map(contains, map(_TEXT, lines), repeat('"""'))))
+        texts: list[str] = []
+        states: list[int] = []  # codes (``_STATE_CODE``)
+        blocks: list[int] = []
+        noted: list[int] = []
+        for start, stop in slices(count):
+            piece, indexes = lines[start:stop], range(start, stop)
+            texts.extend(map(_TEXT, piece))
+            blocks.extend(compress(indexes, map(contains, texts[start:stop], repeat('"""'))))
+            states.extend(_state_codes(piece))
+            noted.extend(compress(indexes, map(_NOTE, piece)))
         sizes = array("i")
-        most = widest(lines, sizes)
-        states = list(map(id, map(_STATE, lines)))  # enum members are singletons
+        most = _widest(lines, texts, states, sizes)
         rows = RowIndex()
-        noted = list(compress(indexes, map(_NOTE, lines)))
         if noted and avail > 0:
-            counts = array("i", repeat(1, count))
-            for i in noted:
+            counts = array("i", [1]) * count
+            for i in each(noted):
                 counts[i] = rows_of(lines[i], avail)
             rows.reset(counts)
+            _release(noted)
         else:
             rows.reset_ones(count)
+        live: set[int] = set()
+        unended: set[int] = set()
+        has_state = False
+        widest_count = 0
+        for start, stop in slices(count):
+            codes, indexes = states[start:stop], range(start, stop)
+            live.update(compress(indexes, map(LIVE_CODES.__contains__, codes)))
+            unended.update(compress(indexes, map(not_, map(END_CODES.__contains__, codes))))
+            has_state = has_state or not all(map(_NO_STATE.__eq__, codes))
+            widest_count += sizes[start:stop].count(most)
         return cls(lines=lines, content_width=content_width, avail=avail, rows=rows, sizes=sizes, widest=most,
-                   widest_count=sizes.count(most), blocks=blocks,
-                   block_open=settle_blocks(lines, blocks, {}, 0),
-                   live=set(compress(indexes, map(LIVE_IDS.__contains__, states))),
-                   open=set(compress(indexes, map(not_, map(END_IDS.__contains__, states)))),
-                   has_state=not all(map(_NO_STATE.__eq__, states)))
+                   widest_count=widest_count, blocks=blocks, block_open=settle_blocks(lines, blocks, {}, 0),
+                   live=live, open=unended, has_state=has_state)
