@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prose_tui.backends.common import foreground
 from prose_tui.backends.common.foreground import background_read
 from prose_tui.model import Event, EventKind
 from prose_tui.viewmodel import steps
@@ -61,7 +62,7 @@ def test_steps_of_100000_events_in_a_background_read_give_way_every_slice(monkey
         gone_over = 0
 
     monkeypatch.setattr(steps, "_TIME", timed)
-    monkeypatch.setattr(steps, "wait_turn", wait_turn)
+    monkeypatch.setattr(foreground, "wait_turn", wait_turn)  # (``foreground.in_turns``)
     with background_read():
         found = steps.Steps.of(events)
     assert len(found.gaps) == LONG and found.longest == 1.0

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prose_tui.backends.common import foreground
 from prose_tui.backends.common.foreground import background_read
 from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.widgets import trace_layout
@@ -76,6 +77,7 @@ def test_a_background_layout_of_100000_lines_gives_way_every_slice(monkeypatch) 
         gone_over.clear()
 
     monkeypatch.setattr(trace_layout, "wait_turn", wait_turn, raising=False)
+    monkeypatch.setattr(foreground, "wait_turn", wait_turn)  # (``in_turns``, ``turn_every``)
     for name in ("_TEXT", "_STATE", "_NOTE", "measured", "rows_of", "highlight"):
         monkeypatch.setattr(trace_layout, name, counted(name, getattr(trace_layout, name)))
     for name in ("not_one_cell", "_bounds"):

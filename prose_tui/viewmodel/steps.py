@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from itertools import compress, repeat
 from operator import attrgetter, gt, sub
 
-from prose_tui.backends.common.foreground import wait_turn
+from prose_tui.backends.common.foreground import in_turns
 from prose_tui.model import Event
 
 __all__ = ["SLICE", "Steps", "gaps_from"]
@@ -30,14 +29,6 @@ _TIME, _TZINFO = attrgetter("time"), attrgetter("tzinfo")
 
 def _aware(time: datetime) -> datetime:
     return time if time.tzinfo else time.replace(tzinfo=timezone.utc)
-
-
-def _slices(start: int, stop: int) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` of each slice of ``range(start, stop)`` of ``SLICE`` items, in order;
-    before each, a background read gives way to a live change in flight (``wait_turn``)."""
-    for first in range(start, stop, SLICE):
-        wait_turn()
-        yield first, min(stop, first + SLICE)
 
 
 @dataclass(slots=True)
@@ -57,7 +48,7 @@ class Steps:
         """The steps of ``events``, O(events), a slice at a time (``gaps_from``)."""
         found = gaps_from(events, 0)
         gaps, longest = array("d"), 0.0
-        for start, stop in _slices(0, len(found)):
+        for start, stop in in_turns(len(found), SLICE):
             piece = found[start:stop]
             gaps.extend(piece)
             longest = max(longest, max(compress(piece, map(gt, piece, repeat(0.0))), default=0.0))
@@ -73,11 +64,11 @@ def gaps_from(events: list[Event], start: int) -> list[float]:
     event has a time, all naive or all aware, the steps are taken in C (about 0.05 s). Each
     pass goes ``SLICE`` events at a time, giving way to a live change between two."""
     times: list[datetime | None] = []
-    for first, stop in _slices(start, len(events)):
+    for first, stop in in_turns(len(events), SLICE, start=start):
         times.extend(map(_TIME, events[first:stop]))
     count = len(times)
     every, naive = True, 0  # every event has a time; how many of them are naive
-    for first, stop in _slices(0, count):
+    for first, stop in in_turns(count, SLICE):
         piece = times[first:stop]
         every = all(map(isinstance, piece, repeat(datetime)))
         if not every:
@@ -88,7 +79,7 @@ def gaps_from(events: list[Event], start: int) -> list[float]:
         # Every event has a time (a log's usual case), all naive or all aware: the steps
         # worked out in C (map), each the same timedelta the loop below takes.
         # (Two naive times read as UTC are as far apart as they are naive.)
-        for first, stop in _slices(0, count):
+        for first, stop in in_turns(count, SLICE):
             steps = list(map(timedelta.total_seconds, map(sub, times[first + 1:stop + 1], times[first:stop])))
             if steps and min(steps) < 0:  # a time earlier than the one before (rare): no duration
                 steps = [s if s >= 0 else math.nan for s in steps]
@@ -96,9 +87,9 @@ def gaps_from(events: list[Event], start: int) -> list[float]:
         out.append(math.nan)  # the last event: no next one yet
         return out
     aware: list[datetime | None] = []
-    for first, stop in _slices(0, count):
+    for first, stop in in_turns(count, SLICE):
         aware.extend(_aware(t) if isinstance(t, datetime) else None for t in times[first:stop])
-    for first, stop in _slices(0, count - 1):
+    for first, stop in in_turns(count - 1, SLICE):
         for here, there in zip(aware[first:stop], aware[first + 1:stop + 1]):
             seconds = (there - here).total_seconds() if here is not None and there is not None else math.nan
             out.append(seconds if seconds >= 0 else math.nan)

@@ -31,12 +31,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 __all__ = ["BACKGROUND_SWITCH_S", "HOLD", "SLICE", "background_read", "change_in_flight", "change_shown", "in_turns",
-           "wait_turn"]
+           "turn_every", "wait_turn"]
+
+_T = TypeVar("_T")
 
 HOLD = 0.15  # seconds a change in flight holds background reads at most (its paint: 20-40 ms)
 # Items of O(n) work in one C call between two turns (``in_turns``): 1-3 ms here for the
@@ -102,11 +105,21 @@ def wait_turn() -> None:
         _clear.wait(left)
 
 
-def in_turns(total: int, size: int = SLICE) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` pairs that cover ``range(total)`` in slices of ``size`` items, in
-    order; before each, :func:`wait_turn`. For O(n) work done a slice per C call, so a
-    background read holds the interpreter a few milliseconds at a time. ``total <= 0``
+def in_turns(stop: int, size: int = SLICE, *, start: int = 0) -> Iterator[tuple[int, int]]:
+    """``(first, end)`` pairs that cover ``range(start, stop)`` in slices of ``size`` items,
+    in order; before each, :func:`wait_turn`. For O(n) work done a slice per C call, so a
+    background read holds the interpreter a few milliseconds at a time. An empty range
     gives nothing."""
-    for start in range(0, total, size):
+    for first in range(start, stop, size):
         wait_turn()
-        yield start, min(total, start + size)
+        yield first, min(stop, first + size)
+
+
+def turn_every(items: Iterable[_T], size: int) -> Iterator[_T]:
+    """``items``, with :func:`wait_turn` before every ``size``-th: for work done an item at a
+    time in Python (a few microseconds each), so a background read gives way every
+    ``size`` items."""
+    for count, item in enumerate(items):
+        if count % size == size - 1:
+            wait_turn()
+        yield item

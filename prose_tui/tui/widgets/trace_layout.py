@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from heapq import merge
 from itertools import accumulate, compress, islice, repeat
 from operator import add, and_, attrgetter, contains, gt, neg, not_, sub
-from typing import TypeVar
 
 from rich.cells import cell_len, chop_cells, get_character_cell_size
 
-from prose_tui.backends.common.foreground import wait_turn
+from prose_tui.backends.common.foreground import in_turns, turn_every, wait_turn
 from prose_tui.backends.common.text import visible_name
 from prose_tui.model import StatementState, TraceLine
 from prose_tui.model.statement import STEP_RE, TERMINATOR_RE
@@ -53,26 +52,6 @@ _MARK_AFTER = {mark: re.compile(rf"\s+{re.escape(mark)}(?=\s|$)") for mark in _L
 SLICE = 2048
 EACH = 64
 EACH_HIGHLIGHTED = 32
-
-_T = TypeVar("_T")
-
-
-def slices(count: int, size: int | None = None) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` of each slice of ``range(count)`` of ``size`` items (``SLICE``), in
-    order; before each, a background read gives way to a live change in flight (``wait_turn``)."""
-    size = size or SLICE
-    for start in range(0, count, size):
-        wait_turn()
-        yield start, min(count, start + size)
-
-
-def each(items: Iterable[_T], size: int | None = None) -> Iterator[_T]:
-    """``items``, with ``wait_turn`` before every ``size``-th (``EACH``; a loop of Python per item)."""
-    size = size or EACH
-    for count, item in enumerate(items):
-        if count % size == size - 1:
-            wait_turn()
-        yield item
 
 
 # Characters known to take one cell each: printable ASCII, and every printable character a
@@ -305,7 +284,7 @@ class RowIndex:
         return len(self._tree) - 1
 
     def reset(self, counts: Iterable[int]) -> None:
-        """Rows per line for every line, in order (O(n), in C, by ``slices``: node ``i`` holds
+        """Rows per line for every line, in order (O(n), in C, by ``in_turns``: node ``i`` holds
         the rows of lines ``i - lowbit(i)`` to ``i - 1``, a difference of two prefix sums)."""
         prefix = [0]
         counted = iter(counts)
@@ -317,7 +296,7 @@ class RowIndex:
             prefix.extend(islice(accumulate(piece, initial=prefix[-1]), 1, None))
         n = len(prefix) - 1
         tree = array("i", [0])
-        for start, stop in slices(n):
+        for start, stop in in_turns(n, SLICE):
             nodes = range(start + 1, stop + 1)
             starts = map(sub, nodes, map(and_, nodes, map(neg, nodes)))  # i - lowbit(i)
             tree.extend(map(sub, prefix[start + 1:stop + 1], map(prefix.__getitem__, starts)))
@@ -327,7 +306,7 @@ class RowIndex:
     def reset_ones(self, n: int) -> None:
         """``reset`` with one row for each of ``n`` lines: node ``i`` holds ``lowbit(i)``."""
         tree = array("i", [0])
-        for start, stop in slices(n):
+        for start, stop in in_turns(n, SLICE):
             nodes = range(start + 1, stop + 1)
             tree.extend(map(and_, nodes, map(neg, nodes)))
         self._tree = tree
@@ -439,7 +418,7 @@ def widest(lines: list[TraceLine], sizes: array) -> int:
     for a line without trailing blanks, its state mark left out)."""
     texts: list[str] = []
     states: list[int] = []
-    for start, stop in slices(len(lines)):
+    for start, stop in in_turns(len(lines), SLICE):
         piece = lines[start:stop]
         texts.extend(map(_TEXT, piece))
         states.extend(_state_codes(piece))
@@ -479,12 +458,12 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
     sizes.extend(array("i", [UNMEASURED]) * count)
     odd: list[int] = []
     lengths: list[int] = []  # a one-cell text's length: the most cells its shown code takes
-    for start, stop in slices(count):
+    for start, stop in in_turns(count, SLICE):
         piece = texts[start:stop]
         odd.extend(map(add, not_one_cell(piece), repeat(start)))
         lengths.extend(map(len, piece))
     most = 0
-    for i in each(odd):
+    for i in turn_every(odd, EACH):
         size = sizes[i] = measured(lines[i])
         most = max(most, size)
         lengths[i] = UNMEASURED  # measured: out of the walks below
@@ -497,10 +476,10 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
     # The lines longer than that (an event log's: each as long as the widest with its state
     # mark), widest bound first, until a bound is no more than the widest measured.
     longer: list[int] = []
-    for start, stop in slices(count):
+    for start, stop in in_turns(count, SLICE):
         longer.extend(compress(range(start, stop), map(gt, lengths[start:stop], repeat(most))))
     bounds: list[int] = []  # of ``longer[k]``
-    for start, stop in slices(len(longer)):
+    for start, stop in in_turns(len(longer), SLICE):
         picked = longer[start:stop]
         bounds.extend(_bounds(list(map(texts.__getitem__, picked)), list(map(states.__getitem__, picked))))
     top = _first_most(bounds)
@@ -509,8 +488,8 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
         most = max(most, size)
         bounds[top] = UNMEASURED
     wider = [sorted(compress(range(start, stop), map(gt, bounds[start:stop], repeat(most))),
-                    key=bounds.__getitem__, reverse=True) for start, stop in slices(len(bounds))]
-    for k in each(merge(*wider, key=bounds.__getitem__, reverse=True)):
+                    key=bounds.__getitem__, reverse=True) for start, stop in in_turns(len(bounds), SLICE)]
+    for k in turn_every(merge(*wider, key=bounds.__getitem__, reverse=True), EACH):
         if bounds[k] <= most:
             break  # this line and every one after it: one-cell, at most ``most`` cells
         size = sizes[longer[k]] = measured(lines[longer[k]])
@@ -520,9 +499,9 @@ def _widest(lines: list[TraceLine], texts: list[str], states: list[int], sizes: 
 
 
 def _first_most(values: list[int]) -> int:
-    """The index of the first of the greatest of ``values`` (by ``slices``), -1 for none."""
+    """The index of the first of the greatest of ``values`` (by ``in_turns``), -1 for none."""
     most, at = UNMEASURED, -1
-    for start, stop in slices(len(values)):
+    for start, stop in in_turns(len(values), SLICE):
         here = max(values[start:stop])
         if here > most:
             most, at = here, values.index(here, start, stop)
@@ -546,7 +525,7 @@ def settle_blocks(lines: list[TraceLine], blocks: list[int], block_open: dict[in
     pos = bisect_left(blocks, start)
     state = block_open.get(blocks[pos - 1], False) if pos > 0 else False
     settled = {i: block_open[i] for i in blocks[:pos] if i in block_open}
-    for i in each(blocks[pos:], EACH_HIGHLIGHTED):
+    for i in turn_every(blocks[pos:], EACH_HIGHLIGHTED):
         _, state = highlight(shown_code(lines[i]), state)
         settled[i] = state
     return settled
@@ -583,7 +562,7 @@ class TraceLayout:
     @classmethod
     def of(cls, lines: list[TraceLine], content_width: int) -> TraceLayout:
         """``lines`` laid out for a trace ``content_width`` cells wide (0 or less: not sized
-        yet, every line one row), O(lines), largely in C, a slice at a time (``slices``,
+        yet, every line one row), O(lines), largely in C, a slice at a time (``in_turns``,
         ``each``): in a background read, a live change goes first between two (100,000 lines
         held the interpreter 0.15-0.2 s in one go, issue 33)."""
         lines = list(lines)  # the list as it is now, whatever another thread does to it
@@ -593,7 +572,7 @@ class TraceLayout:
         states: list[int] = []  # codes (``_STATE_CODE``)
         blocks: list[int] = []
         noted: list[int] = []
-        for start, stop in slices(count):
+        for start, stop in in_turns(count, SLICE):
             piece, indexes = lines[start:stop], range(start, stop)
             texts.extend(map(_TEXT, piece))
             blocks.extend(compress(indexes, map(contains, texts[start:stop], repeat('"""'))))
@@ -604,7 +583,7 @@ class TraceLayout:
         rows = RowIndex()
         if noted and avail > 0:
             counts = array("i", [1]) * count
-            for i in each(noted):
+            for i in turn_every(noted, EACH):
                 counts[i] = rows_of(lines[i], avail)
             rows.reset(counts)
             _release(noted)
@@ -614,7 +593,7 @@ class TraceLayout:
         unended: set[int] = set()
         has_state = False
         widest_count = 0
-        for start, stop in slices(count):
+        for start, stop in in_turns(count, SLICE):
             codes, indexes = states[start:stop], range(start, stop)
             live.update(compress(indexes, map(LIVE_CODES.__contains__, codes)))
             unended.update(compress(indexes, map(not_, map(END_CODES.__contains__, codes))))
