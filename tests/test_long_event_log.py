@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES, load_run, load_run_tail_first
 from prose_tui.cli import main as cli
 from prose_tui.tui.widgets.trace_view import TraceView
@@ -124,3 +126,39 @@ def test_a_runs_start_is_never_after_its_first_stamped_event_whatever_its_stamps
     # the id read at -05:00 (17:00 UTC).
     first = start(datetime(2026, 3, 1, 6, 30, tzinfo=west), datetime(2026, 3, 1, 11, 0))
     assert first == datetime(2026, 3, 1, 11, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("slice_size", [1, 2, 3, 4096])
+def test_a_run_s_start_is_found_over_its_stamps_in_slices_as_in_one_go(monkeypatch, slice_size):
+    """The stamps of a long log are gone over a slice at a time (a live change may go first
+    between two): the start is the one a look at every stamp at once gives, mixed offsets,
+    naive stamps and events without a time included."""
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    from prose_tui.backends.common import foreground
+    from prose_tui.backends.filesystem import folder
+    from prose_tui.model import Backend, Event, EventKind, Run
+
+    monkeypatch.setattr(folder, "in_turns", lambda stop: foreground.in_turns(stop, slice_size))
+    rng = random.Random(slice_size)
+    zones = [None, timezone.utc, timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))]
+
+    def one_go(run: Run) -> datetime | None:  # the rule as one look at every stamp
+        started = folder.run_id_time(run.id)
+        stamps = [e.time for e in run.events if e.time is not None]
+        zoned = next((t for t in stamps if t.tzinfo is not None), None)
+        if zoned is not None and zoned.utcoffset():
+            started = started.replace(tzinfo=zoned.tzinfo)
+        first = min((folder.as_utc(t) for t in stamps), default=None)
+        return first if first is not None and folder.as_utc(started) > first else started
+
+    for _ in range(60):
+        run = Run(id="20260301-120000-abcdef", path=Path("/nowhere"), backend=Backend.FILESYSTEM)
+        kinds = rng.sample(zones, k=rng.randint(1, 3))
+        times = [None if rng.random() < 0.2 else
+                 datetime(2026, 3, 1, 6) + timedelta(minutes=rng.randint(0, 600)) for _ in range(rng.randint(0, 12))]
+        times = [t if t is None else t.replace(tzinfo=rng.choice(kinds)) for t in times]
+        run.events = [Event(seq=i, kind=EventKind.NOTE, text="", time=t) for i, t in enumerate(times)]
+        got, want = folder._id_time_as_logged(run), one_go(run)
+        assert got == want and (got is None or got.utcoffset() == want.utcoffset()), times
