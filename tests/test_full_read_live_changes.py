@@ -170,6 +170,44 @@ async def test_a_run_that_ended_during_the_whole_read_shows_its_end(tmp_path, mo
         assert row.status is RunStatus.COMPLETED
 
 
+async def test_a_change_of_the_replaced_run_reaching_the_screen_after_the_whole_read_does_not_replace_it(
+        tmp_path, monkeypatch) -> None:
+    # The live worker applied the rewrite to the summary and hands that delta to the UI; on a
+    # loaded machine it gets there after the whole read (which has the rewrite) was shown.
+    run_dir = _runs(tmp_path)
+    text = _rewritten(run_dir)
+    async with watched(tmp_path) as (app, pilot):
+        explorer, workspace = app.explorer, app.workspace
+        pipeline = explorer.feed.live.pipeline
+        release, emitted = threading.Event(), threading.Event()
+        emit = pipeline._emit
+
+        def late_emit(delta):
+            if delta.run.path == run_dir and not emitted.is_set():
+                release.wait(60)  # a bound for a failing run only
+                emit(delta)
+                emitted.set()
+            else:
+                emit(delta)
+
+        monkeypatch.setattr(pipeline, "_emit", late_emit)
+        hook = _WriteDuringRead(monkeypatch, app, run_dir, lambda: _vm_writes(run_dir / "state.md", text))
+        explorer.open_run_at(run_dir)
+        try:
+            await wait_until(pilot, hook.done.is_set, what="the whole read of the run opened")
+            await wait_until(pilot, lambda: explorer.model.run is workspace.runs.get(run_dir)
+                             and explorer.model.is_full_read(explorer.model.run), what="the whole read shown")
+            full = explorer.model.run
+            assert full.executing is not None and "written_meanwhile" in full.executing.text
+        finally:
+            release.set()
+        await wait_until(pilot, emitted.is_set, what="the summary's change handed to the UI")
+        await settled(pilot, run_dir)
+        shown = explorer.model.run
+        assert (len(shown.bindings), [b.bytes for b in shown.bindings]) == (6, [b.bytes for b in full.bindings])
+        assert shown is workspace.runs[run_dir]
+
+
 async def test_a_binding_written_during_the_start_up_read_behind_a_first_screen_is_shown(tmp_path, monkeypatch) -> None:
     # A snapshot run with many binding files opens on a first screen (its state.md alone),
     # followed live while the start-up read reads every binding file.
