@@ -34,15 +34,17 @@ from generate import huge_run  # noqa: E402
 SHOWN_FIRST = "20260301-090000-a1a1a1"  # the newest run: shown at start
 OPENED = "20260301-080000-b2b2b2"  # opened from the run list: read in full while the VM writes
 
-# The VM's writes, made by a second process: a whole file written beside its target, then
-# renamed over it (an atomic rewrite, as a VM writes ``state.md``); or a new file written.
-_REWRITE = ("import os, sys; p, text = sys.argv[1], sys.argv[2]; t = p + '.tmp'\n"
-            "with open(t, 'w', encoding='utf-8') as f: f.write(text)\n"
-            "os.replace(t, p)")
+# The VM's writes, made by a second process: ``state.md`` written whole beside itself, then
+# renamed over it (a snapshot's atomic rewrite); a binding file written in place.
+_WRITE = ("import os, sys; p, text, atomic = sys.argv[1], sys.argv[2], sys.argv[3] == 'atomic'\n"
+          "t = p + '.tmp' if atomic else p\n"
+          "with open(t, 'w', encoding='utf-8') as f: f.write(text)\n"
+          "if atomic: os.replace(t, p)")
 
 
 def _vm_writes(path: Path, text: str) -> None:
-    subprocess.run([sys.executable, "-c", _REWRITE, str(path), text], check=True)
+    how = "atomic" if path.name == "state.md" else "in place"
+    subprocess.run([sys.executable, "-c", _WRITE, str(path), text, how], check=True)
 
 
 def _runs(tmp_path: Path) -> Path:
@@ -53,33 +55,36 @@ def _runs(tmp_path: Path) -> Path:
 
 class _WriteDuringRead:
     """Makes the whole read of ``run_dir`` wait, once parsed and before it is handed over,
-    until ``write()`` (the VM, a second process) wrote and the live worker applied what
-    it wrote; only the first such read. ``done`` is set once the read went on."""
+    until the VM (a second process) wrote ``text`` to ``path`` and the live worker applied
+    a batch naming that file; only the first such read. ``done`` is set once the read went
+    on, ``applied`` once the worker applied the write."""
 
-    def __init__(self, monkeypatch, app, run_dir: Path, write) -> None:
+    def __init__(self, monkeypatch, app, run_dir: Path, path: Path, text: str) -> None:
         from prose_tui.backends.filesystem import backend as backend_module
 
         self.done = threading.Event()
         self.applied = threading.Event()
+        self.written = threading.Event()
         workspace = app.workspace
         apply = workspace.apply
 
         def applied(paths):
             result = apply(paths)
-            if any(run_dir in p.parents for p in paths):
+            if self.written.is_set() and path in paths:
                 self.applied.set()
             return result
 
         monkeypatch.setattr(workspace, "apply", applied)
         load = backend_module.load_run
 
-        def load_then_write(path, *args, **kwargs):
-            run = load(path, *args, **kwargs)
-            if path == run_dir and not kwargs.get("summary") and not self.done.is_set():
+        def load_then_write(at, *args, **kwargs):
+            run = load(at, *args, **kwargs)
+            if at == run_dir and not kwargs.get("summary") and not self.done.is_set():
                 try:
                     # The watches in place (a first screen at start-up starts them as the read goes on).
                     app.explorer.feed.live.pipeline.installed.wait(60)
-                    write()
+                    self.written.set()  # (before: the worker may apply the write before the writer ends)
+                    _vm_writes(path, text)
                     self.applied.wait(60)  # a bound for a failing run only: the worker applies it
                 finally:
                     self.done.set()
@@ -98,13 +103,13 @@ def _tree_labels(tree: BindingTree) -> list[str]:
 
 
 @asynccontextmanager
-async def _open_while_writing(tmp_path, monkeypatch, run_dir: Path, write):
+async def _open_while_writing(tmp_path, monkeypatch, run_dir: Path, path: Path, text: str):
     """The explorer watching, the run at ``run_dir`` opened from the list and read in full
-    while ``write`` writes; yields ``(app, pilot)`` once the read went on and what it read
-    is shown."""
+    while the VM writes ``text`` to ``path``; yields ``(app, pilot)`` once the read went on
+    and what it read is shown."""
     async with watched(tmp_path) as (app, pilot):
         assert app.explorer.model.run.path.name == SHOWN_FIRST
-        hook = _WriteDuringRead(monkeypatch, app, run_dir, write)
+        hook = _WriteDuringRead(monkeypatch, app, run_dir, path, text)
         app.explorer.open_run_at(run_dir)
         await wait_until(pilot, hook.done.is_set, what="the whole read of the run opened")
         await settled(pilot, run_dir)
@@ -131,8 +136,7 @@ def _rewritten(run_dir: Path, *, ended: bool = False) -> str:
 async def test_a_state_rewritten_during_the_whole_read_is_shown(tmp_path, monkeypatch) -> None:
     run_dir = _runs(tmp_path)
     text = _rewritten(run_dir)
-    async with _open_while_writing(tmp_path, monkeypatch, run_dir,
-                                lambda: _vm_writes(run_dir / "state.md", text)) as (app, pilot):
+    async with _open_while_writing(tmp_path, monkeypatch, run_dir, run_dir / "state.md", text) as (app, pilot):
         explorer = app.explorer
         trace = explorer.query_one(TraceView)
         await wait_until(pilot, lambda: any("written_meanwhile" in line.text for line in trace.lines),
@@ -147,8 +151,7 @@ async def test_a_binding_written_during_the_whole_read_is_shown(tmp_path, monkey
     binding = run_dir / "bindings" / "written_meanwhile.md"
     text = ("# written_meanwhile\n\nkind: let\n\nsource:\n```prose\nlet written_meanwhile = session: worker\n```\n\n"
             "---\n\nThe value the VM wrote while the run was read.\n")
-    async with _open_while_writing(tmp_path, monkeypatch, run_dir,
-                                lambda: _vm_writes(binding, text)) as (app, pilot):
+    async with _open_while_writing(tmp_path, monkeypatch, run_dir, binding, text) as (app, pilot):
         explorer = app.explorer
         tree = explorer.query_one(BindingTree)
         await wait_until(pilot, lambda: any(b.path == binding for b in explorer.model.run.bindings),
@@ -160,8 +163,7 @@ async def test_a_binding_written_during_the_whole_read_is_shown(tmp_path, monkey
 async def test_a_run_that_ended_during_the_whole_read_shows_its_end(tmp_path, monkeypatch) -> None:
     run_dir = _runs(tmp_path)
     text = _rewritten(run_dir, ended=True)
-    async with _open_while_writing(tmp_path, monkeypatch, run_dir,
-                                lambda: _vm_writes(run_dir / "state.md", text)) as (app, pilot):
+    async with _open_while_writing(tmp_path, monkeypatch, run_dir, run_dir / "state.md", text) as (app, pilot):
         explorer = app.explorer
         await wait_until(pilot, lambda: explorer.model.run.status is RunStatus.COMPLETED,
                          what="the run's end, written during the read, on screen")
@@ -191,7 +193,7 @@ async def test_a_change_of_the_replaced_run_reaching_the_screen_after_the_whole_
                 emit(delta)
 
         monkeypatch.setattr(pipeline, "_emit", late_emit)
-        hook = _WriteDuringRead(monkeypatch, app, run_dir, lambda: _vm_writes(run_dir / "state.md", text))
+        hook = _WriteDuringRead(monkeypatch, app, run_dir, run_dir / "state.md", text)
         explorer.open_run_at(run_dir)
         try:
             await wait_until(pilot, hook.done.is_set, what="the whole read of the run opened")
@@ -219,7 +221,7 @@ async def test_a_binding_written_during_the_start_up_read_behind_a_first_screen_
     text = ("# written_meanwhile\n\nkind: let\n\nsource:\n```prose\nlet written_meanwhile = session: worker\n```\n\n"
             "---\n\nThe value the VM wrote while the run was read.\n")
     app = make_app(tmp_path, watch=True)
-    hook = _WriteDuringRead(monkeypatch, app, run_dir, lambda: _vm_writes(binding, text))
+    hook = _WriteDuringRead(monkeypatch, app, run_dir, binding, text)
     first_screens: list[object] = []
     first_screen = app.workspace.first_screen
 
