@@ -12,7 +12,9 @@ reached through the backend protocol and the registry only.
 Locking: ``lock`` guards the dictionaries (``refs``, ``runs``, ``detailed``, ``observed``)
 and is never held while reading disk; each run has its own lock (``run_lock``) so a
 run is applied by one thread at a time, while a full read (``detail``) reads without it
-and only swaps its result in under it, so live changes are never held up by a full read.
+and only swaps its result in under it, so live changes are never held up by a full read;
+what the live worker applied meanwhile to the run it replaces (a summary, a first screen)
+is applied again to it then (``_caught_up``), so a write made during the read is not lost.
 """
 
 from __future__ import annotations
@@ -113,6 +115,10 @@ class Workspace(SourceRuns):
         self._run_locks: dict[Path, threading.RLock] = {}
         self._full_reads: dict[Path, threading.Lock] = {}  # one full read of a run at a time
         self._summarising: dict[Path, _SummaryRead] = {}  # run list summaries under way (a full read stops them)
+        # Runs being read in full -> the paths the live worker applied meanwhile to the run
+        # that read replaces (a summary, a first screen), with their part: applied again to
+        # the full read once it is swapped in (``_caught_up``).
+        self._seen_during_read: dict[Path, dict[Path, Part]] = {}
         # ``on_read(path, what)`` is told of each run list summary and full read, on the thread
         # reading: "summary" and "full" when one begins, "superseding" when a full read stopped
         # a summary under way, "summary superseded" when that summary gave up, "summary
@@ -224,12 +230,7 @@ class Workspace(SourceRuns):
         with self.lock:
             if path in self.detailed and path in self.runs:
                 return self.runs[path]
-        run = self._read(path, summary=False, first_screen=first_screen)
-        if run is not None:
-            self.catch_up(path)  # bytes the VM appended while the run was being read
-            with self.lock:
-                run = self.runs.get(path, run)
-        return run
+        return self._read(path, summary=False, first_screen=first_screen)
 
     def _read(self, path: Path, *, progress=None, partial=None, summary: bool | None = None,
               first_screen: Callable[[Run], None] | None = None, supersedable: bool = False) -> Run | None:
@@ -263,7 +264,14 @@ class Workspace(SourceRuns):
                     self._told(path, "superseding")
                     summarising.done.wait()
                 self._told(path, "full")
-                run = self._read_now(path, progress=progress, partial=partial, summary=False, first_screen=first_screen)
+                with self.lock:
+                    self._seen_during_read[path] = {}  # from here on, until the swap (``_read_now``)
+                try:
+                    run = self._read_now(path, progress=progress, partial=partial, summary=False,
+                                         first_screen=first_screen)
+                finally:
+                    with self.lock:
+                        self._seen_during_read.pop(path, None)
                 self._told(path, "full read")
                 return run
         return self._read_now(path, progress=progress, partial=partial, summary=summary)
@@ -346,17 +354,18 @@ class Workspace(SourceRuns):
             if self.on_full_read is not None:
                 with background_read():  # its work over every event gives way to live changes too
                     self.on_full_read(run)
-            # A full read swaps in under the run's lock: a live apply of the summary finishes first.
-            with self.run_lock(path), self.lock:
-                self.detailed.add(path)
-                self.runs[path] = run
-            if first is not None:
-                # The first screen was followed live while the whole log was parsed: what the
-                # VM appended after the parse read its end is applied now, or the events shown
-                # on the first screen would vanish with the swap until the next change.
-                self.catch_up(path)
+            # A full read swaps in under the run's lock: a live apply of the summary finishes
+            # first, and the next one applies to this read. What the live worker applied to the
+            # run it replaces while it was read (a snapshot rewritten, a binding written, events
+            # appended to a first screen) is applied again to it now, under the same lock: read
+            # before those writes, it would show the run as it was until the VM wrote again.
+            with self.run_lock(path):
                 with self.lock:
-                    run = self.runs.get(path, run)
+                    self.detailed.add(path)
+                    self.runs[path] = run
+                    seen = self._seen_during_read.pop(path, None)
+                if seen:
+                    run = self._caught_up(path, run, seen)
             return run
         with self.lock:
             self.runs[path] = run
@@ -572,9 +581,15 @@ class Workspace(SourceRuns):
             with self.lock:
                 run = self.runs.get(run_dir)
                 detailed = run_dir in self.detailed
+                read_in_full = self._seen_during_read.get(run_dir)
             backend = backend_or_default(run)
             kinds = {p: backend.classify(run_dir, p) for p in paths}
             parts = set(kinds.values())
+            if read_in_full is not None:
+                # A full read of the run is under way, taken maybe before this change: it is
+                # applied to that read too once it is swapped in (under this lock, so not yet).
+                with self.lock:
+                    read_in_full.update(kinds)
             if run is None:
                 fresh = self._read(run_dir, summary=not detailed)
                 if fresh is None:
@@ -602,23 +617,24 @@ class Workspace(SourceRuns):
         self.keep_raw_trace(delta.run)
         return RunChange(delta.run, parts, set(kinds), kinds), delta
 
-    def catch_up(self, path: Path) -> Delta | None:
-        """After a full read: apply what the run's state file gained while it was read."""
+    def _caught_up(self, path: Path, run: Run, seen: dict[Path, Part]) -> Run:
+        """``run``, the full read just swapped in at ``path`` (the caller holds the run's
+        lock), brought up to date with ``seen``: the paths the live worker applied, while it
+        was read, to the run it replaced, with their parts (``_update``). The backend applies
+        them as a live change (``RunBackend.apply``: a snapshot's ``state.md`` read again, a
+        binding re-read, a log tailed from where the read stopped), so each is read once more
+        whether or not the read had seen it. Returns the run kept at ``path`` now (a new
+        object when the backend read a part whole again); ``run`` when that failed (the next
+        live change says why)."""
+        try:
+            delta = backend_or_default(run).apply(run, seen, now=self.clock(), stale_after=self.stale_after,
+                                                  observed=self.observed.get(path))
+        except (OSError, NotARunError):
+            return run
         with self.lock:
-            run = self.runs.get(path)
-        if run is None or run.state_file is None or run.backend is not Backend.FILESYSTEM:
-            return None
-        with self.run_lock(path):
-            try:
-                delta = backend_of(run).apply(run, {run.state_file: Part.STATE}, now=self.clock(),
-                                              stale_after=self.stale_after, observed=self.observed.get(path))
-            except OSError:
-                return None
-            with self.lock:
-                if self.runs.get(path) is run:
-                    self.runs[path] = delta.run
-        self.keep_raw_trace(delta.run)
-        return None if delta.empty else delta
+            if self.runs.get(path) is run:
+                self.runs[path] = delta.run
+        return delta.run
 
     # -- a run with no parsed trace ------------------------------------------------------
     def keep_raw_trace(self, run: Run) -> None:

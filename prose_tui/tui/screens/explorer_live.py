@@ -262,7 +262,14 @@ class LiveFeed:
     def delta(self, delta: Delta) -> None:
         """Show what one delta changed: the run's row, and the panes when it is the run shown
         (the model says what to repaint: ``ExplorerModel.apply``). The history (timeline)
-        catches up by the delta's events, not rebuilt (prose_tui.history.stream)."""
+        catches up by the delta's events, not rebuilt (prose_tui.history.stream).
+
+        A change of a run that a full read replaced since (its summary, a first screen),
+        reaching the screen after that read, is not shown: the read has it
+        (``Workspace._caught_up``), and showing the replaced run emptied its bindings."""
+        kept = self.workspace.runs.get(delta.run.path)  # one dict read: the UI thread never waits
+        if kept is not None and kept is not delta.run and kept is self.model.run and self.model.is_full_read(kept):
+            return
         self.screen.run_list.update_run(delta.run, clock=self.workspace.clock)
         self.panes.show_delta(delta)
 
