@@ -634,6 +634,7 @@ class Workspace(SourceRuns):
         with self.lock:
             if self.runs.get(path) is run:
                 self.runs[path] = delta.run
+        self.keep_raw_trace(delta.run)  # (as ``_update`` does: the change may have taken the trace away)
         return delta.run
 
     # -- a run with no parsed trace ------------------------------------------------------
