@@ -123,3 +123,18 @@ def test_enter_on_a_frame_opens_its_newest_scoped_binding_and_its_block():
     newest, block = found
     assert newest is not None and newest.name == "new" and block is not None and block.line == 1
     assert model.frame_target(Frame(execution_id=9, block="missing")) == (None, None)
+
+
+def test_a_trace_line_is_found_by_its_number_in_a_trace_with_or_without_gaps():
+    """Where a failure is marked: a trace numbered 1, 2, 3... holds line n at n - 1 (looked at
+    first: stepping through a failed 100,000-line run looked through it all each step); a
+    trace with gaps (a program shown from its log) or with a number missing is looked through."""
+    from prose_tui.model import TraceLine
+    from prose_tui.viewmodel.explorer_model import _index_of_line
+
+    dense = [TraceLine(line=i + 1, text=f"s{i}") for i in range(50)]
+    gapped = [TraceLine(line=3 * i + 2, text=f"s{i}") for i in range(50)]
+    for lines in (dense, gapped, dense[10:], []):
+        for number in range(0, 160):
+            want = next((i for i, t in enumerate(lines) if t.line == number), None)
+            assert _index_of_line(lines, number) == want, (number, len(lines))
