@@ -20,7 +20,7 @@ from prose_tui.backends.filesystem.folder import (
 )
 from prose_tui.backends.filesystem.eventlog_tail import EventLogTail
 from prose_tui.backends.protocol import RunBackend, Value
-from prose_tui.model import Backend, Binding, Delta, Part, Run
+from prose_tui.model import Backend, Binding, Delta, Part, Run, RunFormat
 
 if TYPE_CHECKING:
     from prose_tui.backends.filesystem.history import FilesystemHistory
@@ -86,6 +86,12 @@ class FilesystemBackend(RunBackend):
                 self._summaries[run_dir] = run
             else:
                 self._summaries.pop(run_dir, None)
+        if not summary:
+            # A run read in full is followed live next: its reader imports what the first live
+            # change needs, rather than the live worker as that change waits (some 5 ms).
+            from prose_tui.backends.filesystem import live  # noqa: F401
+            if run.format is RunFormat.SNAPSHOT:
+                from prose_tui.backends.filesystem import snapshot_trace  # noqa: F401
         return run
 
     def open_first_screen(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,
