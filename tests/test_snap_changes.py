@@ -258,3 +258,30 @@ async def test_a_rewrite_repaints_the_header_rows_that_changed(tmp_path):
         header._render_content()  # the text rendered afresh
         header._styles_cache.clear()
         assert [strip.text for strip in real(Region(0, 0, width, height))] == painted
+
+
+async def test_an_event_appended_to_a_log_leaves_the_bindings_tree_unpainted(tmp_path):
+    # Each event of a log changes what orders its bindings (its events), so the tree looked
+    # again; it then set its "Bindings (N)" label to the same text, which repainted that
+    # row: 1-2 ms of every event's frame at 200x50, for nothing on screen.
+    import subprocess
+
+    from prose_tui.tui.widgets.binding_tree import BindingTree
+
+    run_dir = tmp_path / ".prose" / "runs" / "20260301-090000-b1d1e5"
+    run_dir.mkdir(parents=True)
+    state = run_dir / "state.md"
+    state.write_text("# run:20260301-090000-b1d1e5 tree.prose\n"
+                     + "".join(f"{n}→ step_{n} ✓ [09:00:{n:02d}]\n" for n in range(1, 30)), encoding="utf-8")
+    async with watched(tmp_path) as (app, pilot):
+        explorer = app.explorer
+        tree = explorer.query_one(BindingTree)
+        trace = explorer.query_one(TraceView)
+        asked = count_rows([tree])
+        for n in (30, 31):
+            subprocess.run([sys.executable, "-c", f"open({str(state)!r}, 'a').write('{n}→ step_{n} ✓ [09:00:{n}]\\n')"],
+                           check=True)
+            await wait_until(pilot, lambda n=n: trace.lines[-1].text.startswith(f"{n}→"), what=f"event {n}")
+            await pilot.pause()
+        assert asked[tree] == 0, f"the bindings tree painted {asked[tree]} rows for two appended events"
+        assert str(tree._bindings_node.label) == "Bindings (0)"

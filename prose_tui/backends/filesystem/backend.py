@@ -79,6 +79,11 @@ class FilesystemBackend(RunBackend):
         run_dir = path.parent if path.is_file() else path
         tails: dict[Path, EventLogTail] = {}
         summary = summary and not path.is_file()
+        if not summary:
+            # A run read in full is followed live: its reader imports what a live change needs
+            # (before the read: a long log's first screen is followed meanwhile), rather than
+            # the live worker as the first change waits (5-10 ms).
+            from prose_tui.backends.filesystem import live  # noqa: F401
         run = load_run(run_dir, now=now, stale_after=stale_after, observed=observed, summary=summary, tails=tails)
         self._keep(run_dir, tails.get(run_dir))
         with self._lock:
@@ -86,12 +91,8 @@ class FilesystemBackend(RunBackend):
                 self._summaries[run_dir] = run
             else:
                 self._summaries.pop(run_dir, None)
-        if not summary:
-            # A run read in full is followed live next: its reader imports what the first live
-            # change needs, rather than the live worker as that change waits (some 5 ms).
-            from prose_tui.backends.filesystem import live  # noqa: F401
-            if run.format is RunFormat.SNAPSHOT:
-                from prose_tui.backends.filesystem import snapshot_trace  # noqa: F401
+        if not summary and run.format is RunFormat.SNAPSHOT:
+            from prose_tui.backends.filesystem import snapshot_trace  # noqa: F401  (a rewrite's changed lines)
         return run
 
     def open_first_screen(self, path: Path, *, now: datetime | None = None, stale_after: float = DEFAULT_STALE_AFTER,

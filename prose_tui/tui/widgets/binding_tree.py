@@ -183,7 +183,9 @@ class BindingTree(Tree[Target]):
             new_bindings.extend(fresh)
         for b in new_bindings:
             self._add_binding(b, run, groups)
-        self._bindings_node.set_label(Text(f"Bindings ({len(run.bindings)})", "bold"))
+        count = f"Bindings ({len(run.bindings)})"
+        if str(self._bindings_node.label) != count:  # (a label set repaints its row: 1-2 ms an event)
+            self._bindings_node.set_label(Text(count, "bold"))
         for i in grown:
             self._add_segments(self._agent_nodes[i], run.agents[i], len(old_agents[i][3]))
         self.shape = shape
