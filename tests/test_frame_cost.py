@@ -242,6 +242,46 @@ async def test_a_run_list_row_that_looks_the_same_is_not_repainted_and_a_changed
         assert STATUS_SHORT[RunStatus.FAILED][0] in "".join(seg.text for seg in runs.render_line(0))
 
 
+async def test_a_run_list_whose_columns_widen_repaints_its_runs_rows_not_the_blank_ones():
+    """A run whose program name is known now (a long log's first screen did not have it)
+    widens the column: every run's row changes, the blank rows below the runs do not. A
+    45-row pane repainted all 45 rows (6 ms at 200x50) on such a run's first live change."""
+    from pathlib import Path
+
+    from prose_tui.model import Run, RunStatus
+    from prose_tui.tui.widgets.run_list import RunList
+
+    class _List(App[None]):
+        CSS = "RunList { width: 60; height: 20; }"
+
+        def compose(self) -> ComposeResult:
+            yield RunList()
+
+    app = _List()
+    async with app.run_test(size=(70, 24)) as pilot:
+        runs = app.query_one(RunList)
+        run = Run(id="20260301-100000-abcdef", path=Path("/runs/a"), program="p.prose", status=RunStatus.RUNNING,
+                  started=T0, updated=T0)
+        runs.set_runs([run], clock=lambda: T0)
+        await pilot.pause()
+        widths = runs._widths
+        painted: list[int] = []
+        real = runs.render_line
+        runs.render_line = lambda y: (painted.append(y), real(y))[1]  # type: ignore[method-assign]
+        run.program = "a_much_longer_program_name.prose"
+        runs.update_run(run)
+        await pilot.pause()
+        assert runs._widths != widths, "the program column widened"
+        assert painted == [0], f"rows {painted} painted for one run's row"
+        shown = _cells(runs)
+        assert "a_much_longe" in "".join(t for t, _ in shown[0])  # (cut to the column)
+        runs._strips.clear()  # a full repaint: every cache dropped
+        runs._styles_cache.clear()
+        runs.refresh()
+        await pilot.pause()
+        assert shown == _cells(runs), "the rows differ from a full repaint"
+
+
 async def test_off_the_live_end_the_timeline_fills_its_pane_again():
     """A page turn at the live end leaves blank rows below the last event, as ``less`` does;
     once the cursor moves back (``!`` on a failure, ``[``) they go and the pane shows events
