@@ -55,6 +55,29 @@ def _looks(strips) -> list[list[tuple[str, object]]]:
     return [[(seg.text, seg.style) for seg in strip] for strip in strips]
 
 
+def _run_list_app(width: int, height: int) -> App[None]:
+    """An app showing a run list alone, ``width`` x ``height`` cells."""
+    from prose_tui.tui.widgets.run_list import RunList
+
+    class _List(App[None]):
+        CSS = f"RunList {{ width: {width}; height: {height}; }}"
+
+        def compose(self) -> ComposeResult:
+            yield RunList()
+
+    return _List()
+
+
+def _running():
+    """A run at work, started at ``T0``."""
+    from pathlib import Path
+
+    from prose_tui.model import Run, RunStatus
+
+    return Run(id="20260301-100000-abcdef", path=Path("/runs/a"), program="p.prose", status=RunStatus.RUNNING,
+               started=T0, updated=T0)
+
+
 async def _repainted_whole(pilot, widget) -> list[list[tuple[str, object]]]:
     """The rows a full repaint paints (every cache dropped)."""
     widget._memo.clear()
@@ -114,25 +137,9 @@ async def test_the_timeline_keeps_rows_whose_event_stayed_and_shows_what_a_full_
             shown = _cells(timeline)
             assert "step_" + str(i) in "".join(t for row in shown for t, _ in row)
             assert shown == await _repainted_whole(pilot, timeline), f"event {i}: the rows differ from a full repaint"
-
-
-async def test_a_timeline_that_outgrows_its_pane_shows_no_horizontal_scrollbar():
-    """The event that makes the timeline taller than its pane brings its vertical scrollbar
-    and no horizontal one (its rows are cut to the pane): a horizontal scrollbar shown, even
-    of no height, laid the whole screen out once more on a run's first live change."""
-    app = _Views()
-    async with app.run_test(size=(70, 30)) as pilot:
-        timeline = app.query_one(Timeline)
-        events = [_event(i) for i in range(3)]
-        timeline.set_events(events, len(events) - 1)
-        await pilot.pause()
-        for i in range(3, 12):
-            events.append(_event(i))
-            timeline.set_events(events, len(events) - 1)
-            await pilot.pause()
-            assert not timeline.show_horizontal_scrollbar, f"event {i}: a horizontal scrollbar"
-        assert timeline.show_vertical_scrollbar
-        assert "step_11" in "".join(t for row in _cells(timeline) for t, _ in row)
+            # Taller than its pane: a vertical scrollbar and no horizontal one (its rows are cut
+            # to the pane); one of no height, shown, laid the screen out on a first live change.
+            assert timeline.show_vertical_scrollbar and not timeline.show_horizontal_scrollbar
 
 
 async def test_a_timeline_row_gets_its_duration_when_the_next_event_comes_with_the_cursor_elsewhere():
@@ -210,21 +217,14 @@ async def test_a_run_list_row_that_looks_the_same_is_not_repainted_and_a_changed
     from dataclasses import replace
     from pathlib import Path
 
-    from prose_tui.model import Run, RunStatus
+    from prose_tui.model import RunStatus
     from prose_tui.tui.glyphs import STATUS_SHORT
     from prose_tui.tui.widgets.run_list import RunList
 
-    class _List(App[None]):
-        CSS = "RunList { width: 50; height: 10; }"
-
-        def compose(self) -> ComposeResult:
-            yield RunList()
-
-    app = _List()
+    app = _run_list_app(50, 10)
     async with app.run_test(size=(60, 14)) as pilot:
         runs = app.query_one(RunList)
-        live = Run(id="20260301-100000-abcdef", path=Path("/runs/a"), program="p.prose", status=RunStatus.RUNNING,
-                   started=T0, updated=T0)
+        live = _running()
         runs.set_runs([live, replace(live, id="20260301-090000-abcdef", path=Path("/runs/b"))], clock=lambda: T0)
         await pilot.pause()
         refreshed: list[int] = []
@@ -246,22 +246,12 @@ async def test_a_run_list_whose_columns_widen_repaints_its_runs_rows_not_the_bla
     """A run whose program name is known now (a long log's first screen did not have it)
     widens the column: every run's row changes, the blank rows below the runs do not. A
     45-row pane repainted all 45 rows (6 ms at 200x50) on such a run's first live change."""
-    from pathlib import Path
-
-    from prose_tui.model import Run, RunStatus
     from prose_tui.tui.widgets.run_list import RunList
 
-    class _List(App[None]):
-        CSS = "RunList { width: 60; height: 20; }"
-
-        def compose(self) -> ComposeResult:
-            yield RunList()
-
-    app = _List()
+    app = _run_list_app(60, 20)
     async with app.run_test(size=(70, 24)) as pilot:
         runs = app.query_one(RunList)
-        run = Run(id="20260301-100000-abcdef", path=Path("/runs/a"), program="p.prose", status=RunStatus.RUNNING,
-                  started=T0, updated=T0)
+        run = _running()
         runs.set_runs([run], clock=lambda: T0)
         await pilot.pause()
         widths = runs._widths
