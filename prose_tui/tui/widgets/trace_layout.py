@@ -388,6 +388,8 @@ def _release(values: list) -> None:
     while values:
         wait_turn()
         del values[-SLICE:]
+
+
 _TEXT, _STATE, _NOTE = attrgetter("text"), attrgetter("state"), attrgetter("note")
 UNMEASURED = -1
 
@@ -412,10 +414,10 @@ def widest(lines: list[TraceLine], sizes: array) -> int:
     tighter bound, ``_bounds``, when its length is more than the widest).
 
     Lines holding a character of another width are measured, then the longest line; the
-    others widest bound first, until one's bound is no more than the widest measured. A 100,000-line event log whose
-    lines grow longer (``99→``, ``100→``) was measured line by line: 0.4-0.9 s of the UI
-    thread when a whole read replaced the first screen; a line or two now (a bound is exact
-    for a line without trailing blanks, its state mark left out)."""
+    others widest bound first, until one's bound is no more than the widest measured. A
+    100,000-line event log whose lines grow longer (``99→``, ``100→``) was measured line by
+    line: 0.4-0.9 s of the UI thread when a whole read replaced the first screen; a line or
+    two now (a bound is exact for a line without trailing blanks, its state mark left out)."""
     texts: list[str] = []
     states: list[int] = []
     for start, stop in in_turns(len(lines), SLICE):
