@@ -217,3 +217,44 @@ def _forget_everywhere(run_dir: Path) -> None:
     """Close what the registry's backends keep open for ``run_dir`` (the workspace uses them)."""
     for backend in registry.backends():
         backend.forget(run_dir)
+
+
+def test_a_wal_index_a_writer_is_setting_up_is_read_again_not_called_unreadable(tmp_path: Path, monkeypatch) -> None:
+    """A reader with a read-only WAL index (``-shm``) that SQLite would have to write first
+    ("attempt to write a readonly database": the VM's ``sqlite3`` has just made ``-shm`` for
+    its next statement and not written it yet) reads again shortly; it was shown as "could
+    not be read as SQLite" for a healthy database (CI, under load). The error is SQLite's own
+    text, raised once at the probe of a real WAL database left with its ``-wal`` and ``-shm``."""
+    import sqlite3
+
+    from prose_tui.backends.sqlite import connect
+
+    live = tmp_path / "live.db"
+    writer = sqlite3.connect(live)
+    writer.execute("PRAGMA journal_mode=wal")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t(x)")
+    writer.execute("INSERT INTO t VALUES (1)")
+    writer.commit()
+    db = tmp_path / "state.db"
+    for suffix in ("", "-wal", "-shm"):  # as a writer leaves them while it is open
+        shutil.copyfile(f"{live}{suffix}", f"{db}{suffix}")
+    writer.close()
+    real_probe = connect._probe
+    failures = [sqlite3.OperationalError("attempt to write a readonly database")]
+
+    def probe(conn) -> None:
+        if failures:
+            raise failures.pop()
+        real_probe(conn)
+
+    monkeypatch.setattr(connect, "_probe", probe)
+    monkeypatch.setattr(connect, "RETRY_WAITS_S", (0.0,))
+    opened, warnings = connect.open_readonly(db)
+    try:
+        assert opened is not None, warnings
+        assert warnings == [] and opened.mode == "ro"
+        assert opened.conn.execute("SELECT x FROM t").fetchall() == [(1,)]
+    finally:
+        if opened is not None:
+            opened.close()

@@ -109,6 +109,16 @@ class DbUnavailable(Exception):
         self.transient = transient
 
 
+def _index_not_ready(exc: sqlite3.OperationalError) -> bool:
+    """Whether a reader with a read-only WAL index (``readonly_shm``) failed because SQLite
+    wanted to write that index: ``SQLITE_READONLY_CANTINIT`` or ``_RECOVERY``, "attempt to
+    write a readonly database". Such a reader writes nothing, so this says a writer is
+    setting the index up (the VM's ``sqlite3`` opens the database for its next statement
+    and has made ``-shm`` but not written it yet): read again shortly (rescode.html)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith("SQLITE_READONLY") or "readonly" in str(exc).replace(" ", "").lower()
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for an ``sqlite3`` error that a writer in the middle of a statement explains
     (busy, locked, a page read while a checkpoint rewrote it)."""
@@ -379,7 +389,15 @@ def _open_once(path: Path) -> ReadOnlyDb:
             wal, shm = os.path.exists(f"{path}-wal"), os.path.exists(f"{path}-shm")
             if wal and shm:
                 db = ReadOnlyDb(_connect(_uri(path, mode="ro", readonly_shm="1")), path, "ro")
-                _probe(db.conn)
+                try:
+                    _probe(db.conn)
+                except sqlite3.OperationalError as exc:
+                    if not _index_not_ready(exc):
+                        raise
+                    db.close()
+                    db = None
+                    raise DbUnavailable(f"{path.name}'s WAL index is being set up by a writer (its -shm).",
+                                        transient=True) from None
                 db.file_key = key
                 return db
             if not wal and os.fstat(fd).st_size > COPY_LIMIT:
