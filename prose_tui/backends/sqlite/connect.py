@@ -35,7 +35,8 @@ How a database is opened (``ReadOnlyDb.mode``):
   read mark or a recovery of the index (which would also hold a writer off: the seed's
   ``sqlite3`` CLI has no busy timeout and fails its statement with "database is locked").
   With a read-only index SQLite reads ``-wal`` itself where it must (wal.html, "Read-Only
-  Databases", 3.22.0 and later). The lock is never released by hand (that would release
+  Databases", 3.22.0 and later); an index it would have to write first (a writer has made
+  ``-shm`` and not written it yet: ``SQLITE_READONLY_CANTINIT``/``_RECOVERY``) is transient. The lock is never released by hand (that would release
   the connection's own as well): it goes with the last connection of ours. While one stays open (the backend keeps one to watch a
   run) a writer that closes is not the last connection, so it leaves ``-wal``/``-shm`` in
   place instead of deleting them (SQLite's rule, no write by us); they hold only committed
