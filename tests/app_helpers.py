@@ -265,3 +265,31 @@ async def watched(path: Path, *, size: tuple[int, int] = (200, 50)):
         await wait_until(pilot, lambda: explorer.watcher_state.startswith("watching"), what="the watcher")
         await settled(pilot)
         yield app, pilot
+
+
+def long_event_log(root: Path, run_id: str, over: int, *, first: tuple[str, ...] = (),
+                   pad: str = "") -> tuple[Path, int]:
+    """A run folder whose ``state.md`` is a compact event log (FORMATS.md, Generations 2-4) as
+    a VM appends it, just over ``over`` bytes: its header, the ``first`` event lines, then
+    ``N→ step_N ✓ [09:MM:SS]`` lines, each followed by ``pad``. Returns the folder and the
+    number of events (``first`` counted)."""
+    run = root / ".prose" / "runs" / run_id
+    run.mkdir(parents=True)
+    lines = [f"# run:{run_id} long.prose\n", *first]
+    size, n = sum(len(line.encode("utf-8")) for line in lines), len(first)
+    while size <= over:
+        n += 1
+        line = f"{n}→ step_{n} ✓ [09:{n // 60 % 60:02d}:{n % 60:02d}]{pad}\n"
+        lines.append(line)
+        size += len(line.encode("utf-8"))
+    (run / "state.md").write_text("".join(lines), encoding="utf-8")
+    return run, n
+
+
+def vm_appends(state: Path, text: str) -> None:
+    """A second process appends ``text`` to ``state``, as the VM does."""
+    import subprocess
+    import sys
+
+    code = "import sys; f = open(sys.argv[1], 'a', encoding='utf-8'); f.write(sys.argv[2]); f.close()"
+    subprocess.run([sys.executable, "-c", code, str(state), text], check=True)

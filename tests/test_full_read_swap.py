@@ -11,8 +11,6 @@ would have worked out itself, also when the run grew or changed after it was pre
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -32,31 +30,14 @@ from prose_tui.viewmodel.explorer_model import trace_as_shown
 from prose_tui.viewmodel import steps as steps_module
 from prose_tui.viewmodel.program_trace import ProgramAnnotator
 from prose_tui.viewmodel.statement_clock import StatementClock
-from tests.app_helpers import FIXED_NOW, make_app, settled, wait_until
+from tests.app_helpers import FIXED_NOW, long_event_log, make_app, settled, vm_appends, wait_until
 
 RUN_ID = "20260301-090000-5a4b11"
 
 
 def _long_log(tmp_path: Path) -> tuple[Path, int]:
-    """A compact event log (FORMATS.md, Generations 2-4) over the first-screen size, as a VM
-    appends it, with a time on every event; its event count."""
-    run = tmp_path / ".prose" / "runs" / RUN_ID
-    run.mkdir(parents=True)
-    lines = [f"# run:{RUN_ID} long.prose\n"]
-    size, n = len(lines[0]), 0
-    while size <= TAIL_FIRST_OVER + 32 * 1024:
-        n += 1
-        line = f"{n}→ step_{n} ✓ [09:{n // 60 % 60:02d}:{n % 60:02d}]\n"
-        lines.append(line)
-        size += len(line.encode("utf-8"))
-    (run / "state.md").write_text("".join(lines), encoding="utf-8")
-    return run, n
-
-
-def _vm_appends(state: Path, text: str) -> None:
-    """A second process appends ``text`` to ``state``, as the VM does."""
-    code = "import sys; f = open(sys.argv[1], 'a', encoding='utf-8'); f.write(sys.argv[2]); f.close()"
-    subprocess.run([sys.executable, "-c", code, str(state), text], check=True)
+    """A compact event log over the first-screen size, a time on every event; its event count."""
+    return long_event_log(tmp_path, RUN_ID, TAIL_FIRST_OVER + 32 * 1024)
 
 
 async def test_the_whole_log_is_prepared_by_its_reader_not_the_ui_thread(tmp_path, monkeypatch) -> None:
@@ -89,7 +70,7 @@ async def test_the_whole_log_is_prepared_by_its_reader_not_the_ui_thread(tmp_pat
         await wait_until(pilot, lambda: trace.lines and trace.lines[0].text.startswith("1→ step_1 "),
                          what="the whole log shown")
         await settled(pilot)
-        _vm_appends(run_dir / "state.md", f"{n + 1}→ verdict ✓ [10:00:00]\n")
+        vm_appends(run_dir / "state.md", f"{n + 1}→ verdict ✓ [10:00:00]\n")
         await wait_until(pilot, lambda: trace.lines[-1].text == f"{n + 1}→ verdict ✓ [10:00:00]",
                          what="an event the VM appended after the whole read, shown")
         history = app.explorer.query_one(Timeline)
@@ -161,7 +142,7 @@ def test_a_history_prepared_apart_is_extended_by_what_the_run_appended_since(tmp
     run = backend.open(run_dir, now=FIXED_NOW)
     prepared = prepare_history(run)
     assert prepared is not None and len(prepared.history.events) == n
-    _vm_appends(run_dir / "state.md", f"{n + 1}→ draft ✓ [10:00:00]\n{n + 2}→ review ✓ [10:00:09]\n")
+    vm_appends(run_dir / "state.md", f"{n + 1}→ draft ✓ [10:00:00]\n{n + 2}→ review ✓ [10:00:09]\n")
     backend.apply(run, {run_dir / "state.md": Part.STATE}, now=FIXED_NOW)  # grows in place
     keep_prepared(run, prepared)
     history = history_of(run)
@@ -210,7 +191,7 @@ async def test_a_long_log_with_its_program_shows_the_program_as_annotated_on_the
 
         assert len(explorer.model.run.trace) == n and len(trace.lines) == 300
         assert shown() == annotated_here()
-        _vm_appends(run_dir / "state.md", f"{n + 1}→ step_7 ✗ timeout [10:00:00]\n")
+        vm_appends(run_dir / "state.md", f"{n + 1}→ step_7 ✗ timeout [10:00:00]\n")
         await wait_until(pilot, lambda: len(explorer.model.run.trace) == n + 1, what="the appended step read")
         await wait_until(pilot, lambda: trace.lines[6].state is StatementState.FAILED, what="step_7 shown failed")
         await settled(pilot)
@@ -248,7 +229,7 @@ async def test_an_event_appended_while_the_whole_log_was_read_stays_on_screen(tm
         run = load(*args, **kwargs)
         if not appended and len(run.trace) >= n:  # the whole read, parsed, not handed over yet
             appended.append(True)
-            _vm_appends(state, f"{n + 1}→ verdict ✓ [10:00:00]\n")
+            vm_appends(state, f"{n + 1}→ verdict ✓ [10:00:00]\n")
             tail_has_it.wait(60)  # the live worker follows the first screen still kept
         return run
 

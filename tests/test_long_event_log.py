@@ -20,7 +20,7 @@ import pytest
 from prose_tui.backends.filesystem.folder import MAX_STATE_BYTES, load_run, load_run_tail_first
 from prose_tui.cli import main as cli
 from prose_tui.tui.widgets.trace_view import TraceView
-from tests.app_helpers import FIXED_NOW, held_run_reads, make_app, settled, wait_until
+from tests.app_helpers import FIXED_NOW, held_run_reads, long_event_log, make_app, settled, wait_until
 
 RUN_ID = "20260301-090000-c0ffee"
 PAD = " note" * 80  # a long line: few events (a quick parse), many bytes
@@ -28,17 +28,7 @@ PAD = " note" * 80  # a long line: few events (a quick parse), many bytes
 
 def _long_log(tmp_path: Path) -> tuple[Path, int]:
     """A run whose ``state.md`` is a compact event log just over 8 MiB; its event count."""
-    run = tmp_path / ".prose" / "runs" / RUN_ID
-    run.mkdir(parents=True)
-    lines = [f"# run:{RUN_ID} long.prose\n"]
-    size, n = len(lines[0]), 0
-    while size <= MAX_STATE_BYTES + 64 * 1024:
-        n += 1
-        line = f"{n}→ step_{n} ✓ [09:{n // 60 % 60:02d}:{n % 60:02d}]{PAD}\n"
-        lines.append(line)
-        size += len(line.encode("utf-8"))
-    (run / "state.md").write_text("".join(lines), encoding="utf-8")
-    return run, n
+    return long_event_log(tmp_path, RUN_ID, MAX_STATE_BYTES + 64 * 1024, pad=PAD)
 
 
 def test_show_json_gives_the_last_event_of_a_log_over_8_mib(tmp_path, capsys) -> None:
