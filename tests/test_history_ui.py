@@ -15,7 +15,8 @@ from prose_tui.demo import DemoVM
 from prose_tui.tui.widgets.call_stack import CallStackView
 from prose_tui.tui.widgets.status_line import StatusLine
 from prose_tui.model import Event, EventKind
-from prose_tui.tui.widgets.timeline import Timeline, gaps_from
+from prose_tui.tui.widgets.timeline import Timeline
+from prose_tui.viewmodel.steps import gaps_from
 from prose_tui.tui.widgets.trace_view import TraceView
 from prose_tui.tui.widgets.value_viewer import ValueViewer
 

@@ -22,7 +22,7 @@ from prose_tui.tui.widgets.trace_layout import (
     shown_note,
     wrap,
 )
-from prose_tui.tui.widgets.trace_view import _code_cells, widest_code
+from prose_tui.tui.widgets.trace_layout import measured, widest_code
 
 S = StatementState
 edits = st.lists(st.one_of(
@@ -118,7 +118,7 @@ def test_cells_agree_with_rich_whatever_was_measured_before(texts):
                                 st.sampled_from([None, *S])), max_size=30))
 def test_the_widest_line_is_the_widest_measured_one_by_one(lines):
     trace = [TraceLine(line=i + 1, text=text, state=state) for i, (text, state) in enumerate(lines)]
-    assert widest_code(trace) == max((_code_cells(t) for t in trace), default=0)
+    assert widest_code(trace) == max((measured(t) for t in trace), default=0)
 
 
 def test_an_event_log_widest_line_does_not_count_the_mark_the_gutter_shows():

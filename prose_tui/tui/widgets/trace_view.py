@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable
 from itertools import compress, repeat
-from operator import is_not
+from operator import attrgetter, is_not
 from typing import NamedTuple
 
 from rich.segment import Segment
@@ -43,13 +43,11 @@ from prose_tui.model import StatementState, TraceLine
 from prose_tui.tui.glyphs import STATE_GLYPH
 from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.widgets.trace_layout import (  # noqa: F401  (widest_code, _code_cells: as before)
-    _NOTE,
+from prose_tui.tui.widgets.trace_layout import (
     RIGHT_MARGIN,
     UNMEASURED,
     RowIndex,
     TraceLayout,
-    _code_cells,
     cells,
     gutter_cells,
     measured,
@@ -58,10 +56,10 @@ from prose_tui.tui.widgets.trace_layout import (  # noqa: F401  (widest_code, _c
     settle_blocks,
     shown_code,
     shown_note,
-    widest_code,
 )
 from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
+_NOTE = attrgetter("note")
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
 CACHE_LINES = 1024  # painted lines kept (a few screens)
 RESTATE_MOST = 4096  # a new list differing in more lines than this is laid out whole
