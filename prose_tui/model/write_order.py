@@ -304,7 +304,12 @@ def newest_binding(run: Run, changed: set[Path] | None = None,
     candidates = [(i, b) for i, b in pool if b.mtime is not None or i in order]
     if not candidates:
         return None
-    _i, newest = max(candidates, key=lambda ib: (order.get(ib[0], -1),
-                                                 ib[1].execution_id if ib[1].execution_id is not None else -1,
-                                                 ib[1].mtime or 0.0, natural_key(ib[1].name)))
-    return newest
+    def rank(ib: tuple[int, Binding]) -> tuple[int, int, float]:
+        i, b = ib
+        return (order.get(i, -1), b.execution_id if b.execution_id is not None else -1, b.mtime or 0.0)
+
+    # The name breaks ties only among those ranked first: its natural key, taken for every
+    # binding, was half the cost (2-3 ms for 500 bindings, on each live change).
+    ranked = [(rank(ib), ib[1]) for ib in candidates]
+    best = max(r for r, _b in ranked)
+    return max((b for r, b in ranked if r == best), key=lambda b: natural_key(b.name))
