@@ -313,3 +313,86 @@ async def test_an_ended_runs_history_turns_no_page_past_its_last_event():
         await pilot.pause()
         rows = ["".join(t for t, _ in row).strip() for row in _cells(timeline)]
         assert f"step_{height}" in rows[-1], f"the pane ends on the last event: {rows[-3:]}"
+
+
+def _strip_app(width: int) -> App[None]:
+    """An app showing the compact layout's context strip alone, ``width`` cells wide."""
+    from prose_tui.tui.widgets.context_strip import ContextStrip
+
+    class _Strip(App[None]):
+        CSS = f"ContextStrip {{ width: {width}; }}"
+
+        def compose(self) -> ComposeResult:
+            yield ContextStrip(id="strip")
+
+    return _Strip()
+
+
+def _strip_rows(strip) -> list[list[tuple[str, object]]]:
+    """What the strip's rows show, padding included (``size`` is its content alone)."""
+    return _looks(strip.render_lines(Region(0, 0, strip.outer_size.width, strip.outer_size.height)))
+
+
+def _strip_run(reason: str):
+    from pathlib import Path
+
+    from prose_tui.model import Binding, Frame
+
+    run = _running()
+    run.status_reason = reason
+    run.call_stack = [Frame(execution_id=4, block="step", status="executing"),
+                      Frame(execution_id=3, block="step", status="waiting")]
+    run.bindings = [Binding(name="summary", path=Path("/runs/a/bindings/summary.md"), bytes=176)]
+    return run
+
+
+async def test_a_live_change_of_the_status_reason_repaints_its_strip_row_alone():
+    """At 80x24 the strip under the trace says the status, the call stack and the newest
+    binding; a snapshot rewrite changes the first (the executing line's number). Only that
+    row is painted again (the whole strip was, 1.5-2 ms of each frame), and the strip shows
+    what a full repaint shows."""
+    from prose_tui.tui.widgets.context_strip import ContextStrip
+
+    app = _strip_app(70)
+    async with app.run_test(size=(80, 12)) as pilot:
+        strip = app.query_one(ContextStrip)
+        binding = _strip_run("").bindings[0]
+        strip.show(_strip_run("line 12 is EXECUTING; last change 0 s ago"), binding, None, value_line="first line")
+        await pilot.pause()
+        assert strip.size.height == 3
+        drawn: list[int] = []  # the rows drawn again (Textual keeps the others it drew)
+        draw = strip.render_line
+        strip.render_line = lambda y: (drawn.append(y), draw(y))[1]
+        strip.show(_strip_run("line 14 is EXECUTING; last change 0 s ago"), binding, None, value_line="first line")
+        await pilot.pause()
+        assert drawn == [0], f"strip rows {drawn} drawn again for one changed row"
+        rows = ["".join(t for t, _ in row).strip() for row in _strip_rows(strip)]
+        assert rows[0].endswith("line 14 is EXECUTING; last change 0 s ago")
+        assert rows[1].startswith("⤷ step#4 executing") and rows[2].startswith("◆ summary 176 B  first line")
+        shown = _strip_rows(strip)
+        strip._strips.clear()
+        strip.refresh()
+        await pilot.pause()
+        assert shown == _strip_rows(strip), "the rows differ from a full repaint"
+
+
+async def test_a_long_status_reason_wraps_over_strip_rows_and_a_shorter_one_gives_them_back():
+    """The status reason is said in full: a long one wraps at words over as many rows as it
+    needs (at most five in all), and the strip shrinks again when the reason gets short."""
+    from prose_tui.tui.widgets.context_strip import ContextStrip
+
+    app = _strip_app(50)
+    async with app.run_test(size=(80, 14)) as pilot:
+        strip = app.query_one(ContextStrip)
+        long = ("line 461 is still EXECUTING but nothing changed for over 30 min (last change 317 d ago, "
+                "per its updated: header)")
+        strip.show(_strip_run(long), None, None)
+        await pilot.pause()
+        rows = ["".join(t for t, _ in row).strip() for row in _strip_rows(strip)]
+        assert len(rows) == strip.size.height == 4  # three rows of reason and the call stack
+        assert " ".join(" ".join(rows[:3]).split()).endswith(long) and rows[3].startswith("⤷ step#4")
+        assert all(len(row) <= 48 for row in rows)
+        strip.show(_strip_run("line 463 is EXECUTING"), None, None)
+        await pilot.pause()
+        assert strip.size.height == 2
+        assert ["".join(t for t, _ in row).strip() for row in _strip_rows(strip)][0].endswith("line 463 is EXECUTING")

@@ -7,13 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from textual.widgets import Static
+from rich.segment import Segment
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
 
 from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import open_regular
 from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
-from prose_tui.tui.widgets.repaint import show_text
 from prose_tui.tui.widgets.sizes import human_size
 
 
@@ -98,15 +100,34 @@ def strip_text(view: Run, binding: Binding | None, value_line: str, moment: str 
     return Text("\n").join(lines)
 
 
-class ContextStrip(Static):
-    """Shown under the trace in the compact layout; ``show`` with the run as of the cursor."""
+class ContextStrip(Widget):
+    """Shown under the trace in the compact layout; ``show`` with the run as of the cursor.
+
+    Drawn a row at a time (Textual's line API): the status reason wraps over as many rows
+    as it needs, every other line is one row, at most ``MAX_ROWS``. A live change usually
+    changes one row (the status reason, or the newest binding): only that row is painted
+    again. As a ``Static``, the whole strip was wrapped and painted on every change, about
+    1.5-2 ms of each frame at 80x24 (issue 33)."""
 
     DEFAULT_CSS = """
     ContextStrip { height: auto; max-height: 5; padding: 0 1; background: $boost; }
     """
 
+    MAX_ROWS = 5
+
     shown: Text = Text()
     _asked: tuple[Run | None, Binding | None, str | None, str | None, str] | None = None  # show's arguments
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._rows: list[Text] = []  # the rows shown, at ``_width`` cells
+        self._width = 0
+        self._strips: dict[int, Strip] = {}  # painted rows by their place (cleared by what changes them)
+
+    @property
+    def rows(self) -> list[str]:
+        """The rows on screen, as plain text (at most ``MAX_ROWS``)."""
+        return [row.plain for row in self._rows[:self.MAX_ROWS]]
 
     def on_resize(self) -> None:
         """Rows are cut to the strip's width: a strip shown before its layout settled (its
@@ -121,13 +142,65 @@ class ContextStrip(Static):
         (the first line of its value, read off the UI thread: ``first_line``), the ``moment``
         label when the cursor is not live; without a run, ``absent`` (why none is shown:
         the chosen run is gone from disk) or "no run selected". ``shown`` keeps the text on
-        screen. It reads no file."""
+        screen. It reads no file. Unchanged: nothing is painted; the same number of rows:
+        the rows that changed are painted; another number: the screen is laid out."""
         self._asked = (view, binding, moment, absent, value_line)
+        width = max(1, self.content_region.width or self.app.size.width - 2)
         if view is None:
             text = Text(absent, "yellow") if absent else Text("no run selected", "dim")
         else:
-            width = (self.content_region.width or self.app.size.width - 2) - 1
-            text = strip_text(view, binding, value_line, moment, width)
-        # Unchanged: no repaint; the same number of rows: a repaint of the strip alone.
-        if show_text(self, text, shown=self.shown):
-            self.shown = text
+            text = strip_text(view, binding, value_line, moment, width - 1)
+        if width == self._width and text == self.shown:
+            return
+        self.shown = text
+        rows = self._wrapped(text, width)
+        old, self._rows, self._width = self._rows, rows, width
+        if len(rows) != len(old) or not self.is_mounted:
+            self._strips.clear()
+            self.refresh(layout=True)
+            return
+        for y, (was, now) in enumerate(zip(old, rows)):
+            if was != now or y not in self._strips:
+                self._strips.pop(y, None)
+                self.refresh(Region(0, y, width, 1))
+
+    def _wrapped(self, text: Text, width: int) -> list[Text]:
+        """``text``'s lines as rows of ``width`` cells: a line too long (the status reason)
+        wraps at words, the others were cut to one row by ``strip_text``."""
+        rows: list[Text] = []
+        for line in text.split("\n", allow_blank=True):
+            line.end = ""
+            if line.cell_len <= width:
+                rows.append(line)
+            else:
+                rows.extend(line.wrap(self.app.console, width, overflow="fold"))
+            if len(rows) >= self.MAX_ROWS:
+                break
+        for row in rows:
+            row.end = ""
+            row.rstrip()
+        return rows[:self.MAX_ROWS]
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width != self._width and self._asked is not None and width > 0:
+            self._rows, self._width = self._wrapped(self.shown, width), width
+            self._strips.clear()
+        return max(1, len(self._rows))
+
+    def render_line(self, y: int) -> Strip:
+        strip = self._strips.get(y)
+        if strip is None:
+            base = self.rich_style
+            width = self.content_region.width or self._width
+            if y < len(self._rows):
+                segments = [Segment(s.text, base + s.style if s.style else base)
+                            for s in self._rows[y].render(self.app.console) if s.text]
+                strip = Strip(segments).crop_extend(0, width, base).simplify()
+            else:
+                strip = Strip.blank(width, base)
+            self._strips[y] = strip
+        return strip
+
+    def notify_style_update(self) -> None:
+        self._strips.clear()  # a theme or a class change: the rows' colours
+        super().notify_style_update()
