@@ -15,6 +15,8 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Region
 
+from app_helpers import wait_until
+
 from prose_tui.model import Event, EventKind, StatementState, TraceLine
 from prose_tui.tui.widgets.repaint import QuietScrollBar, set_border
 from prose_tui.tui.widgets.timeline import Timeline
@@ -396,3 +398,49 @@ async def test_a_long_status_reason_wraps_over_strip_rows_and_a_shorter_one_give
         await pilot.pause()
         assert strip.size.height == 2
         assert ["".join(t for t, _ in row).strip() for row in _strip_rows(strip)][0].endswith("line 463 is EXECUTING")
+
+
+async def test_a_following_snapshot_trace_paints_the_next_page_ahead_and_turns_to_it_painted():
+    """A snapshot's trace holds the statements still to come: while following, the lines
+    of the page below are painted after the frame (a few per turn of the event loop), so
+    the live change that turns the page paints only the lines it changed, not a page of
+    lines never painted (12-28 of them, 5-10 ms of its frame, issue 33)."""
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        trace = app.query_one(TraceView)
+        lines = [_line(i, StatementState.COMPLETE if i < 3 else StatementState.PENDING) for i in range(60)]
+        lines[3] = _line(3, StatementState.EXECUTING)
+        trace.set_lines(lines)
+        await pilot.pause()
+        fresh: list[int] = []  # lines painted (highlighted) by a change's frame, not ahead of it
+        ahead = [False]
+        styled = trace._styled
+        trace._styled = lambda index: (ahead[0] or fresh.append(index), styled(index))[1]
+        if hasattr(trace, "_paint_ahead"):
+            paint_ahead = trace._paint_ahead
+
+            def painting_ahead() -> None:
+                ahead[0] = True
+                try:
+                    paint_ahead()
+                finally:
+                    ahead[0] = False
+
+            trace._paint_ahead = painting_ahead
+        turns = 0
+        for i in range(4, 30):  # the run goes on: the executing marker moves down one statement
+            await wait_until(pilot, lambda: not getattr(trace, "painting_ahead", False), what="the next page painted ahead")
+            lines[i - 1] = _line(i - 1, StatementState.COMPLETE)
+            lines[i] = _line(i, StatementState.EXECUTING)
+            top = trace.scroll_offset.y
+            fresh.clear()
+            trace.lines_changed({i - 1, i})
+            await pilot.pause()
+            assert trace.cursor == i and trace.row_of(i) - trace.scroll_offset.y < trace.size.height
+            if trace.scroll_offset.y != top:
+                turns += 1
+                assert sorted(set(fresh)) == [i - 1, i], f"a page turn painted lines {sorted(set(fresh))}"
+                # (a full repaint drops every painted line: the changes after it paint ahead again)
+                shown = _cells(trace)
+                assert shown == await _repainted_whole(pilot, trace), f"statement {i}: the rows differ from a full repaint"
+        assert turns >= 2
