@@ -109,6 +109,18 @@ def test_decode_never_lets_a_control_character_through(data):
 
 
 @FAST
+@given(st.lists(st.sampled_from([b"a", b"\n", b"\t", b"\r", b"\r\n", b"\x00", b"\x1b", b"\x7f", "é".encode(),
+                                 "→".encode(), "".encode(), b"\xc2", b"\x80", b"\x9f", b"\xff"]),
+                max_size=40).map(b"".join) | st.binary(max_size=300))
+@example("→ step_1 é".encode())
+@example(b"plain ascii\n\tindented\n")
+def test_decode_is_visible_of_the_utf8_text(data):
+    """``decode`` returns plain text as decoded without the regular expression's pass (a
+    shortcut): the same text as making the decoded text visible, byte for byte."""
+    assert decode(data) == visible(data.decode("utf-8", errors="replace"))
+
+
+@FAST
 @given(st.text(max_size=300))
 def test_visible_keeps_printable_text_and_pictures_controls(text):
     out = visible(text)
