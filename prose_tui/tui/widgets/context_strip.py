@@ -124,11 +124,6 @@ class ContextStrip(Widget):
         self._width = 0
         self._strips: dict[int, Strip] = {}  # painted rows by their place (cleared by what changes them)
 
-    @property
-    def rows(self) -> list[str]:
-        """The rows on screen, as plain text (at most ``MAX_ROWS``)."""
-        return [row.plain for row in self._rows[:self.MAX_ROWS]]
-
     def on_resize(self) -> None:
         """Rows are cut to the strip's width: a strip shown before its layout settled (its
         width not final yet) is cut again at the width it has now."""
@@ -160,7 +155,7 @@ class ContextStrip(Widget):
             self.refresh(layout=True)
             return
         for y, (was, now) in enumerate(zip(old, rows)):
-            if was != now or y not in self._strips:
+            if was != now:
                 self._strips.pop(y, None)
                 self.refresh(Region(0, y, width, 1))
 
