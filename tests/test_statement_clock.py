@@ -53,3 +53,35 @@ def test_carried_forward_equals_counting_again(steps):
         model.nav.cursor = None if cursor is None else cursor % len(events)
         got = [(t.name, round(t.seconds, 6), t.attempts) for t in model.statement_times()]
         assert got == _recount(events, model.nav.position + 1)
+
+
+def test_a_step_back_takes_off_what_it_stepped_over_instead_of_counting_again():
+    """Stepping back through a 10,000-event history: the clock is taken back over the events
+    stepped over (the first step back at 100,000 events counted every event again: 25-40 ms
+    of each ``[``), and says what counting from the first event says."""
+    events = []
+    for i in range(10_000):
+        kind = EventKind.STATEMENT_STARTED if i % 3 == 0 else (EventKind.NOTE if i % 3 == 1 else EventKind.STATEMENT_COMPLETED)
+        events.append(Event(i, kind, "x", time=T0 + timedelta(seconds=i * 7 % 13 + i), name=f"s{i % 40}"))
+    model = ExplorerModel()
+    model.run = Run(id="r", path=Path("/r"))
+    model.nav.history = History(events=events, origin="log", note="")
+    model.statement_times()
+    clock = model._clock
+    looked: list[int] = []
+    real = type(clock).retreat
+
+    def counted(self, evs, end):
+        looked.append(self.done - end)
+        return real(self, evs, end)
+
+    type(clock).retreat = counted
+    try:
+        for cursor in (9_998, 9_997, 9_990, 5_000):
+            model.nav.cursor = cursor
+            got = [(t.name, round(t.seconds, 6), t.attempts) for t in model.statement_times()]
+            assert got == _recount(events, cursor + 1)
+            assert model._clock is clock, "the clock was counted again from the first event"
+    finally:
+        type(clock).retreat = real
+    assert looked == [1, 1, 7, 4_990]

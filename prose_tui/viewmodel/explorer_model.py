@@ -38,7 +38,7 @@ from pathlib import Path
 
 from prose_tui.backends.common.foreground import in_turns, wait_turn
 from prose_tui.backends.registry import backend_or_default
-from prose_tui.history import FailureContext, History, Journal, failure_context, failure_events
+from prose_tui.history import CursorMemo, FailureContext, History, Journal, failure_context, failure_events
 from prose_tui.history.stream import PreparedHistory, extends_cheaply, keep_prepared, prepare_history
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
@@ -117,6 +117,7 @@ class PreparedRead:
     history: PreparedHistory | None
     clock: StatementClock | None
     annotator: ProgramAnnotator | None = None
+    memo: CursorMemo | None = None  # a failed log's history index, for its first step back
 
     @property
     def program(self) -> list[TraceLine] | None:
@@ -124,6 +125,11 @@ class PreparedRead:
         (``annotator.lines``), else ``None`` (the run's own trace)."""
         annotator = self.annotator
         return annotator.lines if annotator is not None and annotator.line_of else None
+
+
+MEMO_AHEAD_EVENTS = 10_000
+"""A failed log run with at least this many events gets its history index from its reader
+(``prepare_read``); a shorter one builds it at the first step back in a few milliseconds."""
 
 
 def prepare_read(run: Run) -> PreparedRead:
@@ -147,7 +153,18 @@ def prepare_read(run: Run) -> PreparedRead:
         # took the UI thread 0.6-1.1 s.
         annotator = ProgramAnnotator(run.program_text)
         annotator.update(list(run.trace), None)
-    return PreparedRead(run, history, clock, annotator)
+    memo = None
+    if history is not None and run.status is RunStatus.FAILED and len(history.history.events) >= MEMO_AHEAD_EVENTS:
+        # A failed run is stepped through from its end: its history's index and the trace
+        # folded as of its last event (one pass over the events and one over the lines,
+        # 0.35-0.6 s of the UI thread at 100,000 at the first step back) are built here, for
+        # failed runs alone (about 0.25 KB per event while it is shown).
+        wait_turn()
+        memo = CursorMemo(run, history.history)
+        memo.ensure()
+        wait_turn()
+        memo.trace(len(history.history.events) - 1, None)  # the folded trace a step moves from
+    return PreparedRead(run, history, clock, annotator, memo)
 
 
 def _index_of_line(lines: list[TraceLine], line: int) -> int | None:
@@ -301,6 +318,8 @@ class ExplorerModel:
             self.load_history()
             if prepared.clock is not None and self.nav.history is prepared.history.history:
                 self._clock = prepared.clock  # statement_times carries on from its last event
+            if prepared.memo is not None:
+                self.nav.take_memo(prepared.memo)
         else:
             self.load_history()
         if run is None:
@@ -718,12 +737,13 @@ class ExplorerModel:
         """Seconds per statement up to the cursor, slowest first: each start (or retry) runs
         until the next event with a time; times that run backwards count as 0.
 
-        Following a live run this costs what was appended since the last call (``StatementClock``
-        carries on where it stopped while the history only grew)."""
+        Following a live run this costs what was appended since the last call, and a step
+        through the history what it stepped over (``StatementClock`` carries on from where it
+        stopped, forward or back, while the history is the same list)."""
         events = self.nav.events
         end = (self.nav.position if upto is None else upto) + 1
         clock = self._clock
-        if clock is None or not clock.continues(events, end):
+        if clock is None or not clock.same_events(events):
             clock = self._clock = StatementClock()
         return clock.advance(events, end)
 

@@ -115,6 +115,12 @@ class HistoryNavigator:
         self._view = (run, self.history, key, view)  # the objects themselves: an id can be reused
         return view
 
+    def take_memo(self, memo: CursorMemo) -> None:
+        """Use ``memo`` (built by the run's reader: ``explorer_model.prepare_read``) for the
+        steps through the history shown, when it was built for it (``CursorMemo.fits``)."""
+        if self.history is not None and memo.fits(memo.run, self.history):
+            self._memo = memo
+
     # -- moving ---------------------------------------------------------------------------------
     def move_to(self, index: int) -> bool:
         """Put the cursor on ``index``; the last index means live. False when there are no events."""

@@ -45,7 +45,6 @@ from prose_tui.tui.highlight import highlight
 from prose_tui.tui.keys import keyed
 from prose_tui.tui.widgets.trace_layout import (
     RIGHT_MARGIN,
-    UNMEASURED,
     RowIndex,
     TraceLayout,
     cells,
@@ -56,6 +55,7 @@ from prose_tui.tui.widgets.trace_layout import (
     settle_blocks,
     shown_code,
     shown_note,
+    widest,
 )
 from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
 
@@ -174,7 +174,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         self._block_open: dict[int, bool] = {}  # such a line -> whether a block is open after it
         self._width = 0
         self._width_count = 0  # lines exactly ``_width`` wide (a new list may drop the widest)
-        self._sizes = array("i")  # cells of each line's code, or UNMEASURED (``_widest``)
+        self._sizes = array("i")  # cells of each line's code, or trace_layout.UNMEASURED (``widest``)
         self._gutter_was = 0
         # Indexes whose state is executing/retrying, and whose state is not an end state:
         # kept per change so following costs what changed.
@@ -286,12 +286,14 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
                     width, count = size, 1
                 elif size == width:
                     count += 1
-        if count <= 0:  # the widest line went: the widest of those measured, and any unmeasured that may reach it
-            width = max(sizes, default=0)
-            for i in compress(range(len(sizes)), map(UNMEASURED.__eq__, sizes)):
-                if len(lines[i].text) >= width:
-                    sizes[i] = measured(lines[i])
-            width = max(sizes, default=0)
+        if count <= 0:
+            # The widest line went: the widest found again as a layout finds it (``widest``:
+            # the lines whose bound may reach it, in slices). Every unmeasured line at least
+            # as long as the widest measured one was measured here: all 100,000 lines of a
+            # log whose lines grow longer, 0.5 s of the first history step at its end.
+            sizes = array("i")
+            width = widest(lines, sizes)
+            self._sizes = sizes
             count = sizes.count(width)
         if lost_state and self._has_state:  # a line that had a state went: any left?
             self._has_state = any(t.state is not None for t in lines)

@@ -1,0 +1,84 @@
+"""The first steps back through a long failed run's history (issue 33: "the rest fills in
+behind without holding keys"): what they used to do on the UI thread over every event or
+line, done by the run's reader or limited to what may be the widest line."""
+
+from __future__ import annotations
+
+from app_helpers import long_event_log
+
+from prose_tui.backends import open_run
+from prose_tui.history.cursor import CursorMemo
+from prose_tui.model import RunStatus, StatementState, TraceLine
+from prose_tui.viewmodel.explorer_model import MEMO_AHEAD_EVENTS, ExplorerModel, prepare_read
+
+
+def test_a_long_failed_runs_reader_builds_the_index_its_first_step_back_uses(tmp_path, monkeypatch):
+    """A failed log of 10,000 events or more is stepped through from its end: its reader
+    builds the history's index (0.35-0.6 s of the UI thread at 100,000 events, at the first
+    ``[``), and the steps back use it; a shorter or a running log's is built at its first step."""
+    run_dir, n = long_event_log(tmp_path, "20260301-100000-f41100", 40 * MEMO_AHEAD_EVENTS)
+    with open(run_dir / "state.md", "a", encoding="utf-8") as fh:
+        fh.write(f"{n + 1}→ step_final ✗ failed: rate limited\n---error step_final failed\n")
+    run = open_run(run_dir)
+    assert run.status is RunStatus.FAILED and len(run.events) > MEMO_AHEAD_EVENTS
+    prepared = prepare_read(run)
+    assert prepared.memo is not None
+    built: list[CursorMemo] = []
+    real = CursorMemo._build
+
+    def counted(self):
+        built.append(self)
+        return real(self)
+
+    monkeypatch.setattr(CursorMemo, "_build", counted)
+    model = ExplorerModel()
+    model.show(run, prepared=prepared)
+    last = model.nav.position
+    for back in (1, 2, 3):
+        assert model.nav.step(-1)
+        view = model.view()
+        assert model.nav.position == last - back and view is not run
+    # three events back (the run's end, its failure, one more): no line has failed yet
+    assert not [t for t in view.trace if t.state is StatementState.FAILED]
+    assert built == [], "the first steps back built the history's index on the UI thread"
+
+
+async def test_narrowing_the_widest_line_measures_what_may_be_widest_not_every_line():
+    """A step back in a log whose lines grow longer (``99→``, ``100→``...) changes its widest
+    line: the widest is found again among the lines whose length may reach it, not by
+    measuring every line (20,000 here; 100,000 took 0.5 s of the second ``[``)."""
+    from textual.app import App, ComposeResult
+
+    import prose_tui.tui.widgets.trace_view as trace_view_module
+    from prose_tui.tui.widgets.trace_layout import widest_code
+    from prose_tui.tui.widgets.trace_view import TraceView
+
+    class _Trace(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TraceView()
+
+    lines = [TraceLine(line=i, text=f"{i}→ step_{i}", state=StatementState.COMPLETE) for i in range(1, 20_001)]
+    lines[-1] = TraceLine(line=20_000, text="20000→ step_20000 and a longer note of what failed",
+                          state=StatementState.FAILED)
+    narrower = list(lines)
+    narrower[-1] = TraceLine(line=20_000, text="20000→ step_20000", state=StatementState.EXECUTING)
+    app = _Trace()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(TraceView)
+        view.set_lines(lines)
+        await pilot.pause()
+        asked: list[TraceLine] = []
+        real = trace_view_module.measured
+
+        def counted(line):
+            asked.append(line)
+            return real(line)
+
+        trace_view_module.measured = counted
+        try:
+            view.set_lines(narrower)  # the same lines but the last: restated in place
+        finally:
+            trace_view_module.measured = real
+        await pilot.pause()
+        assert view._width == widest_code(narrower)
+        assert len(asked) <= 50, f"{len(asked)} lines measured"
