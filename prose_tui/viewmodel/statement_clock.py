@@ -46,10 +46,6 @@ class StatementClock:
         self.totals: dict[str, list[int]] = {}
         self.sorted: list[StatementTime] | None = None
 
-    def continues(self, events: list[Event], end: int) -> bool:
-        """True when ``events[:end]`` extends what was counted (same events, not fewer)."""
-        return end >= self.done and self.same_events(events)
-
     def same_events(self, events: list[Event]) -> bool:
         """True when ``events`` begins with the events counted (the same objects)."""
         if self.done == 0:
