@@ -151,7 +151,12 @@ async def test_text_appended_to_the_value_shown_repaints_its_own_rows_not_the_pa
         viewer = explorer.query_one(ValueViewer)
         body = viewer.query_one(LineView)
         await wait_until(pilot, lambda: "value_opened" in (viewer.text or ""), what="the binding shown")
+        # The text is set before its rows are painted: under load that first paint (every row)
+        # came after the counting began. A repaint asked for here takes it in; count from then.
         asked = count_rows([body])
+        body.refresh()
+        await wait_until(pilot, lambda: asked[body] >= body.size.height > 10, what="the binding's rows painted")
+        asked.clear()
         for n in range(3):
             subprocess.run([sys.executable, "-c", f"open({str(binding)!r}, 'a').write('more_{n} ')"], check=True)
             await wait_until(pilot, lambda n=n: f"more_{n}" in (viewer.text or ""), what=f"append {n} shown")
