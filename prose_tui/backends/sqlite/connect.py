@@ -36,9 +36,10 @@ How a database is opened (``ReadOnlyDb.mode``):
   ``sqlite3`` CLI has no busy timeout and fails its statement with "database is locked").
   With a read-only index SQLite reads ``-wal`` itself where it must (wal.html, "Read-Only
   Databases", 3.22.0 and later); an index it would have to write first (a writer has made
-  ``-shm`` and not written it yet: ``SQLITE_READONLY_CANTINIT``/``_RECOVERY``) is transient. The lock is never released by hand (that would release
-  the connection's own as well): it goes with the last connection of ours. While one stays open (the backend keeps one to watch a
-  run) a writer that closes is not the last connection, so it leaves ``-wal``/``-shm`` in
+  ``-shm`` and not written it yet: ``SQLITE_READONLY_CANTINIT``/``_RECOVERY``) is transient.
+  The lock is never released by hand (that would release the connection's own as well): it
+  goes with the last connection of ours. While one stays open (the backend keeps one to watch
+  a run) a writer that closes is not the last connection, so it leaves ``-wal``/``-shm`` in
   place instead of deleting them (SQLite's rule, no write by us); they hold only committed
   data and the VM's next statement reuses them.
 * ``"copy"``, WAL database without ``-shm`` (no connection open, or a crashed writer's

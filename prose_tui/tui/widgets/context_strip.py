@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from rich.segment import Segment
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -16,6 +15,7 @@ from prose_tui.backends.common.contained import OUTSIDE_RUN, OutsideRun
 from prose_tui.backends.common.text import open_regular
 from prose_tui.model import Binding, Run
 from prose_tui.tui.glyphs import STATUS_BADGE
+from prose_tui.tui.widgets.repaint import text_strip
 from prose_tui.tui.widgets.sizes import human_size
 
 
@@ -188,9 +188,7 @@ class ContextStrip(Widget):
             base = self.rich_style
             width = self.content_region.width or self._width
             if y < len(self._rows):
-                segments = [Segment(s.text, base + s.style if s.style else base)
-                            for s in self._rows[y].render(self.app.console) if s.text]
-                strip = Strip(segments).crop_extend(0, width, base).simplify()
+                strip = text_strip(self._rows[y], self.app.console, base).crop_extend(0, width, base)
             else:
                 strip = Strip.blank(width, base)
             self._strips[y] = strip

@@ -28,7 +28,10 @@ from itertools import count
 from math import ceil
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region, Size
 from textual.screen import Screen
@@ -45,6 +48,12 @@ def serial() -> int:
     """A number no other call in this process returns: names one painted line in a
     ``RowMemo`` key (painted again, it gets another)."""
     return next(_SERIALS)
+
+
+def text_strip(text: Text, console: Console, base: Style) -> Strip:
+    """One row of ``text`` as a strip, each segment's style laid over ``base`` (the widget's
+    look: colours, the cursor's), for a widget drawn a row at a time (Textual's line API)."""
+    return Strip([Segment(s.text, base + s.style if s.style else base) for s in text.render(console)]).simplify()
 
 
 def height_changes(widget: Widget) -> bool:

@@ -22,7 +22,6 @@ from array import array
 from collections import OrderedDict
 from datetime import datetime, timezone
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -35,7 +34,7 @@ from prose_tui.backends.common.text import visible_name
 from prose_tui.model import Event
 from prose_tui.tui.glyphs import KIND_GLYPH
 from prose_tui.tui.keys import keyed
-from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
+from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size, text_strip
 from prose_tui.viewmodel.steps import Steps, gaps_from
 
 BAR_WIDTH = 8
@@ -412,8 +411,7 @@ class Timeline(QuietScrollbars, ScrollView, can_focus=True):
         base, cursor_style = self._looks()
         if index == self.cursor:
             base = base + cursor_style
-        segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
-        return Strip(segments).simplify()
+        return text_strip(text, self.app.console, base)
 
 
 def _digits(count: int) -> int:

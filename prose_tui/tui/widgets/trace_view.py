@@ -29,7 +29,6 @@ from itertools import compress, repeat
 from operator import attrgetter, is_not
 from typing import NamedTuple
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -57,7 +56,7 @@ from prose_tui.tui.widgets.trace_layout import (
     shown_note,
     widest,
 )
-from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size
+from prose_tui.tui.widgets.repaint import QuietScrollbars, RowMemo, serial, set_virtual_size, text_strip
 
 _NOTE = attrgetter("note")
 _END_STATES = (None, StatementState.COMPLETE, StatementState.SKIPPED, StatementState.FAILED)
@@ -190,7 +189,6 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         # the executing line (an open, a resize, ``f``): tests wait for one or the other.
         self.turned_pages = False
         self._ahead_asked = False  # a paint of the next page is scheduled (``_paint_ahead``)
-        self.painted_ahead = 0  # lines painted ahead of a page turn (for tests and measurements)
 
     # -- data -------------------------------------------------------------------------------
     @property
@@ -497,7 +495,6 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
                 painted = self._painted(index)
                 for sub in range(rows.rows(index)):
                     self._row(painted, sub, scroll_x, width)
-                self.painted_ahead += 1
         finally:
             self._looks_now = None
         if len(todo) > AHEAD_SLICE:
@@ -778,8 +775,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         return strip
 
     def _strip(self, text: Text, base: Style) -> Strip:
-        return Strip([Segment(s.text, base + s.style if s.style else base)
-                      for s in text.render(self.app.console)]).simplify()
+        return text_strip(text, self.app.console, base)
 
     def _painted(self, index: int) -> _Painted:
         """Line ``index``'s strips, from the cache or painted now (highlighted, searched)."""
