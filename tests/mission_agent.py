@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from datetime import datetime, timezone
 
 STATES = ("continuous", "pause", "run_once", "run_cleanup")
@@ -201,12 +202,12 @@ class Racer:
         self.beat = int(reply.split()[1])
 
     def read(self) -> None:
-        self._held_from = open(self.path, encoding="utf-8").read()
+        self._held_from = Path(self.path).read_text(encoding="utf-8")
         self._say("read")
         self.holding = True
 
     def write(self) -> None:
-        if self.holding and open(self.path, encoding="utf-8").read() != self._held_from:
+        if self.holding and Path(self.path).read_text(encoding="utf-8") != self._held_from:
             self.clobbers += 1
         self._say("write")
         self.holding = False
@@ -236,7 +237,7 @@ class Racer:
         self.process.wait(timeout=120)  # a hang guard: it exits at the end of its input
         if self.process.stdout:
             self.process.stdout.close()
-        return json.loads(open(self.log, encoding="utf-8").read())
+        return json.loads(Path(self.log).read_text(encoding="utf-8"))
 
 
 def main() -> None:
