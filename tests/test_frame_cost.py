@@ -121,6 +121,28 @@ async def test_a_following_trace_turns_a_page_past_the_bottom_and_paints_only_ne
         assert 1 <= turns <= 4, f"{turns} scrolls for 12 appends: following turns pages, not rows"
 
 
+async def test_a_trace_that_grows_taller_paints_only_the_rows_it_shows_now():
+    """At 80x24 the strip under the trace gives rows back when the status reason gets
+    shorter (a run's first change after a quiet spell), and the trace grows by as many. Its
+    rows shown before are kept (they depend on the width, not the height): the frame paints
+    the new rows, not every row of the trace again (12-15 ms with the rest of the layout)."""
+    app = _Views()
+    async with app.run_test(size=(70, 30)) as pilot:
+        trace = app.query_one(TraceView)
+        trace.set_lines([_line(i, StatementState.COMPLETE) for i in range(40)])
+        await pilot.pause()
+        painted = trace._memo.painted
+        trace.styles.height = 12
+        app.query_one("#pane").styles.height = 16
+        await wait_until(pilot, lambda: trace.size.height == 12, what="the trace growing")
+        await pilot.pause()
+        assert trace._memo.painted - painted <= 2, f"{trace._memo.painted - painted} rows painted for 2 new rows"
+        shown = _cells(trace)
+        texts = ["".join(t for t, _ in row) for row in shown]
+        assert "value_28 " in texts[0] and "value_39 " in texts[-1], "the trace's last 12 lines, in order"
+        assert shown == await _repainted_whole(pilot, trace), "the rows differ from a full repaint"
+
+
 async def test_the_timeline_keeps_rows_whose_event_stayed_and_shows_what_a_full_repaint_shows():
     app = _Views()
     async with app.run_test(size=(70, 30)) as pilot:

@@ -194,7 +194,9 @@ class RowMemo:
         wanted = [y for y in crop.line_range if y in dirty or y not in cache]
         if not wanted:
             return render(crop)
-        context = (widget.size, widget.background_colors)
+        # The width is in every key; the height is not in any row's look: a pane that grows
+        # or shrinks (the strip below it changing its number of rows) keeps its rows.
+        context = (widget.size.width, widget.background_colors)
         if context != self._context:
             self._rows.clear()
             self._context = context
