@@ -417,9 +417,44 @@ async def test_a_long_status_reason_wraps_over_strip_rows_and_a_shorter_one_give
         assert " ".join(" ".join(rows[:3]).split()).endswith(long) and rows[3].startswith("⤷ step#4")
         assert all(len(row) <= 48 for row in rows)
         strip.show(_strip_run("line 463 is EXECUTING"), None, None)
-        await pilot.pause()
-        assert strip.size.height == 2
+        await wait_until(pilot, lambda: strip.size.height == 2, what="the strip giving its rows back")
         assert ["".join(t for t, _ in row).strip() for row in _strip_rows(strip)][0].endswith("line 463 is EXECUTING")
+
+
+async def test_a_shorter_status_reason_is_shown_in_place_before_the_strip_shrinks():
+    """The run's first change after a quiet spell: "interrupted · ... nothing changed for over
+    30 min ..." (three rows at 80 columns) gives way to a one-row reason. The change's frame
+    shows the new rows where the old ones were, the rows below blank, and the strip shrinks
+    in a later frame: a new height lays out the whole screen (12-15 ms at 80x24), which the
+    change then does not wait for (issue 33). The rows it ends with are a full repaint's."""
+    from prose_tui.tui.widgets.context_strip import ContextStrip
+
+    app = _strip_app(50)
+    frames: list[tuple[int, list[str]]] = []  # (the strip's height, its rows) as each frame went out
+    async with app.run_test(size=(80, 14)) as pilot:
+        strip = app.query_one(ContextStrip)
+        display = app._display
+
+        def displayed(screen, renderable) -> None:
+            frames.append((strip.size.height, ["".join(t for t, _ in row).strip() for row in _strip_rows(strip)]))
+            display(screen, renderable)
+
+        app._display = displayed
+        strip.show(_strip_run("line 461 is still EXECUTING but nothing changed for over 30 min (last change "
+                              "317 d ago, per its updated: header)"), None, None)
+        await wait_until(pilot, lambda: strip.size.height == 4, what="the long reason laid out")
+        frames.clear()
+        strip.show(_strip_run("line 463 is EXECUTING"), None, None)
+        await wait_until(pilot, lambda: strip.size.height == 2, what="the strip giving its rows back")
+        first = next(rows for _height, rows in frames if rows[0].endswith("line 463 is EXECUTING"))
+        height = next(height for height, rows in frames if rows[0].endswith("line 463 is EXECUTING"))
+        assert height == 4, "the shorter reason waited for the screen's layout"
+        assert first[1].startswith("⤷ step#4") and first[2:] == ["", ""], first
+        shown = _strip_rows(strip)
+        strip._strips.clear()
+        strip.refresh()
+        await pilot.pause()
+        assert shown == _strip_rows(strip), "the rows differ from a full repaint"
 
 
 async def test_a_following_snapshot_trace_paints_the_next_page_ahead_and_turns_to_it_painted():

@@ -107,7 +107,13 @@ class ContextStrip(Widget):
     as it needs, every other line is one row, at most ``MAX_ROWS``. A live change usually
     changes one row (the status reason, or the newest binding): only that row is painted
     again. As a ``Static``, the whole strip was wrapped and painted on every change, about
-    1.5-2 ms of each frame at 80x24 (issue 33)."""
+    1.5-2 ms of each frame at 80x24 (issue 33).
+
+    Fewer rows than before (a long reason, "interrupted · nothing changed for over 30 min
+    ...", giving way to "running" at the run's first change) are painted in place first, the
+    rows below left blank, and the strip shrinks in the frame after: a change of height lays
+    out the whole screen (12-15 ms at 80x24), which the change itself then does not wait for.
+    More rows are laid out at once: the text needs them."""
 
     DEFAULT_CSS = """
     ContextStrip { height: auto; max-height: 5; padding: 0 1; background: $boost; }
@@ -123,6 +129,7 @@ class ContextStrip(Widget):
         self._rows: list[Text] = []  # the rows shown, at ``_width`` cells
         self._width = 0
         self._strips: dict[int, Strip] = {}  # painted rows by their place (cleared by what changes them)
+        self._held = 0  # rows kept, blank below the text, until the frame that shows fewer rows is out
 
     def on_resize(self) -> None:
         """Rows are cut to the strip's width: a strip shown before its layout settled (its
@@ -137,8 +144,9 @@ class ContextStrip(Widget):
         (the first line of its value, read off the UI thread: ``first_line``), the ``moment``
         label when the cursor is not live; without a run, ``absent`` (why none is shown:
         the chosen run is gone from disk) or "no run selected". ``shown`` keeps the text on
-        screen. It reads no file. Unchanged: nothing is painted; the same number of rows:
-        the rows that changed are painted; another number: the screen is laid out."""
+        screen. It reads no file. Unchanged: nothing is painted; the same number of rows
+        or fewer: the rows that changed are painted (fewer: the strip shrinks after that
+        frame); more: the screen is laid out."""
         self._asked = (view, binding, moment, absent, value_line)
         width = max(1, self.content_region.width or self.app.size.width - 2)
         if view is None:
@@ -150,14 +158,28 @@ class ContextStrip(Widget):
         self.shown = text
         rows = self._wrapped(text, width)
         old, self._rows, self._width = self._rows, rows, width
-        if len(rows) != len(old) or not self.is_mounted:
+        height = max(len(old), self._held)  # the rows laid out now
+        if len(rows) > height or not self.is_mounted:
+            self._held = 0
             self._strips.clear()
             self.refresh(layout=True)
             return
-        for y, (was, now) in enumerate(zip(old, rows)):
+        for y in range(height):
+            was = old[y] if y < len(old) else None
+            now = rows[y] if y < len(rows) else None
             if was != now:
                 self._strips.pop(y, None)
                 self.refresh(Region(0, y, width, 1))
+        if len(rows) < height and not self._held:
+            self._held = height
+            after_frame = getattr(self.app, "after_frame", None)  # ProseTUI's: just after the frame is out
+            (after_frame or self.call_after_refresh)(self._shrink)
+
+    def _shrink(self) -> None:
+        """The frame showing fewer rows in place is out: the strip takes the rows it needs."""
+        if self._held:
+            self._held = 0
+            self.refresh(layout=True)
 
     def _wrapped(self, text: Text, width: int) -> list[Text]:
         """``text``'s lines as rows of ``width`` cells: a line too long (the status reason)
@@ -180,7 +202,7 @@ class ContextStrip(Widget):
         if width != self._width and self._asked is not None and width > 0:
             self._rows, self._width = self._wrapped(self.shown, width), width
             self._strips.clear()
-        return max(1, len(self._rows))
+        return max(1, len(self._rows), self._held)
 
     def render_line(self, y: int) -> Strip:
         strip = self._strips.get(y)
