@@ -294,3 +294,32 @@ async def test_an_event_appended_to_a_log_leaves_the_bindings_tree_unpainted(tmp
             await pilot.pause()
         assert asked[tree] == 0, f"the bindings tree painted {asked[tree]} rows for two appended events"
         assert str(tree._bindings_node.label) == "Bindings (0)"
+
+
+async def test_a_rewrite_comes_into_the_history_from_its_journal_record_not_after_a_timer(tmp_path, monkeypatch):
+    # A snapshot run's history is replayed from the journal, which the live worker writes
+    # after the change's frame. The build used to start on a timer (0.4 s after the paint),
+    # whatever the run did meanwhile: a run rewriting state.md every 0.3 s had its next
+    # change painted beside a 10-70 ms build in a thread (issue 33). Now the record starts
+    # it; with both clocks made an hour long, only the record can.
+    from prose_tui.tui.screens import explorer_panes
+    from prose_tui.viewmodel import explorer_model
+
+    monkeypatch.setattr(explorer_model, "HISTORY_DELAY", 3600.0)
+    monkeypatch.setattr(explorer_panes, "RECORD_WAIT", 3600.0)
+    run_dir, lines, statements, executing = _snapshot(tmp_path)
+    async with watched(tmp_path, size=(80, 24)) as (app, pilot):
+        explorer = app.explorer
+        trace = explorer.query_one(TraceView)
+        nav = explorer.panes.model.nav
+        at = executing
+        for marker in ("marker_a", "marker_b"):
+            nxt = statements[statements.index(at) + 1]
+            _move_marker(run_dir, lines, at, nxt, marker)
+            at = nxt
+            await wait_until(pilot, lambda: any(marker in line.text for line in trace.lines), what="the rewrite")
+            await wait_until(pilot, lambda: not explorer.history_pending and nav.history is not None
+                             and any(marker in event.text for event in nav.history.events),
+                             what=f"the history with {marker}, built from its record")
+            assert nav.history.origin == "journal"
+            assert "after the journal ends" not in (nav.history.note or ""), "built before the record was in"

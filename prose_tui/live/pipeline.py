@@ -338,12 +338,15 @@ class LivePipeline:
 
 
 def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, *,
-                 after_paint: Callable[[float], object] | None = None) -> Sink:
+                 after_paint: Callable[[float], object] | None = None,
+                 recorded: Callable[[Path], object] | None = None) -> Sink:
     """A sink that journals what a watched snapshot run wrote (its history for replay).
     Event-log runs are their own history; the journal appends, never reads itself back.
     ``after_paint(seconds)`` blocks until the UI painted the change (at most ``PAINT_WAIT``),
-    so the record does not compete with that paint; the UI's history catches up later
-    (``HISTORY_DELAY``, 0.4 s)."""
+    so the record does not compete with that paint; ``recorded(run_path)`` is called (on
+    the live worker's thread) once the change is in the journal, and the UI's history is
+    built from it then: built on a timer instead, it ran beside the next change's paint
+    whenever the run wrote about every 0.3 s (issue 33)."""
     from prose_tui.history.sources import source_of
     from prose_tui.model import RunFormat
 
@@ -366,6 +369,9 @@ def journal_sink(journal, clock, on_error: Callable[[str], None] | None = None, 
             state["journal"] = None  # a convenience: losing it must not stop the live view
             if on_error is not None:
                 on_error(f"could not journal {run.id} (history replay is off): {type(exc).__name__}")
+            return
+        if recorded is not None:
+            recorded(run.path)
 
     return sink
 

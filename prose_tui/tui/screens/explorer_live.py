@@ -151,7 +151,12 @@ class LiveFeed:
 
             sinks: list[Callable[[Delta], None]] = [inbox.put]
             if self.journal is not None:
-                sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted))
+                def recorded(path: Path) -> None:  # the live worker: the UI's history may be built from it
+                    screen.call_after_refresh(self.recorded, path)  # posts a message: thread-safe
+
+                sinks.append(journal_sink(self.journal, self.workspace.clock, problem, after_paint=inbox.wait_painted,
+                                          recorded=recorded))
+                self.panes.history_on_record = True
             def installed() -> None:  # the watcher thread: the UI says "watching" now
                 screen.call_after_refresh(self.update_watcher_state)  # posts a message: thread-safe
 
@@ -253,10 +258,18 @@ class LiveFeed:
         if self.gone is not None and self.gone.path != path:
             self.gone = None
 
+    def recorded(self, path: Path) -> None:
+        """The journal recorded a change of the run at ``path`` (after its paint): the run
+        shown has its history built from the record now (``Panes.journal_recorded``)."""
+        current = self.model.run
+        if current is not None and current.path == path:
+            self.panes.journal_recorded()
+
     def problem(self, text: str) -> None:
         """A ``LiveProblem`` message: said once; journaling stops after it failed."""
         if text.startswith("could not journal"):
             self.journal = None
+            self.panes.history_on_record = False  # no record will come: the history is built on a timer
         self.screen.notify(text, severity="warning", markup=False)
 
     def delta(self, delta: Delta) -> None:

@@ -78,6 +78,10 @@ TRACE, STACK, VALUE = 1, 2, 4
 # The panes whose widgets are composed when first shown (or behind the first screen): the
 # compact layout (80x24) shows the trace and the strip alone at start (issue 33).
 LAZY_PANES = ("history-pane", "stack-pane", "data-pane", "value-pane")
+# Seconds a live change of a journaled run waits for its record before its history is built
+# anyway (a change the journal keeps nothing of: no record comes). A record comes 5-30 ms
+# after the change's frame.
+RECORD_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,12 @@ class Panes:
         self._history_waiting = False  # the history's build, waiting for its timer (history_pending)
         self._history_building = False  # the history being built in a worker
         self._history_again = False  # a change came while it was built: build it again after
+        # A live change of a journaled run is built into the history from the journal's
+        # record of it (``journal_recorded``), not on a timer; the live feed says whether
+        # records come (a journal sink is on).
+        self.history_on_record = False
+        self._history_stale = False  # a live change shown, its record not built from yet
+        self._journal_ahead = False  # a record came before the change it records was shown
         self._widgets: PaneWidgets | None = None
         self._rest: RestWidgets | None = None
         # What the value pane shows while it is not composed: its target and the start of
@@ -417,11 +427,32 @@ class Panes:
     @property
     def history_pending(self) -> bool:
         """A ready signal: the history (timeline, cursor) is about to catch up with a change."""
-        return self._history_waiting or self._history_building
+        return self._history_waiting or self._history_building or self._history_stale
+
+    def journal_recorded(self) -> None:
+        """The journal recorded a change of the run shown (``LiveFeed.recorded``, after the
+        change's frame): a history waiting for it is built now, in the quiet after that frame;
+        a record of a change not shown yet (paced in a stream) is built from once it is."""
+        if self._history_stale:
+            self._history_later(0.0)
+        else:
+            self._journal_ahead = True
+
+    def _history_overdue(self) -> None:
+        if self._history_stale:  # no record came (the change wrote nothing to keep): built anyway
+            self._history_later(0.0)
 
     def _history_later(self, delay: float) -> None:
         """Build the shown run's history in a worker after ``delay`` seconds (once for the
-        changes meanwhile; again after a build under way, which a change made stale)."""
+        changes meanwhile; again after a build under way, which a change made stale). A
+        live change (``delay`` > 0) of a run the journal records waits for its record
+        instead (``journal_recorded``), at most ``RECORD_WAIT`` seconds."""
+        if delay > 0 and self.history_on_record:
+            self._history_stale = True
+            if not self._journal_ahead:
+                self.screen.set_timer(RECORD_WAIT, self._history_overdue)
+                return
+            delay = 0.0  # recorded already: the worker journaled it before the change was shown
         if self._history_building:
             self._history_again = True
         elif not self._history_waiting:
@@ -433,6 +464,7 @@ class Panes:
 
     def _build_history(self) -> None:
         self._history_waiting = False
+        self._history_stale = self._journal_ahead = False  # what the journal holds now is built
         run = self.model.run
         if run is None:
             return
