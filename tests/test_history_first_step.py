@@ -82,3 +82,46 @@ async def test_narrowing_the_widest_line_measures_what_may_be_widest_not_every_l
         await pilot.pause()
         assert view._width == widest_code(narrower)
         assert len(asked) <= 50, f"{len(asked)} lines measured"
+
+
+def test_events_appended_while_the_cursor_stands_back_do_not_index_the_log_again(tmp_path, monkeypatch):
+    """A long log followed live, the cursor stepped back: each event the VM appends used to
+    index the whole log again on the UI thread before the frame (0.4-0.6 s an event at
+    100,000). The index catches up with what was appended; the run as of the cursor is
+    still what it was, and stepping forward reaches the new events."""
+    from app_helpers import FIXED_NOW, vm_appends
+
+    from prose_tui.backends.filesystem.backend import FilesystemBackend
+    from prose_tui.history import history_of, state_at
+    from prose_tui.model import Part
+
+    run_dir, n = long_event_log(tmp_path, "20260301-100000-f41101", 2 * MEMO_AHEAD_EVENTS)
+    backend = FilesystemBackend()
+    run = backend.open(run_dir, now=FIXED_NOW)
+    model = ExplorerModel()
+    model.show(run)
+    for _ in range(3):
+        assert model.nav.step(-1)
+    before = model.view()
+    cursor = model.nav.position
+    built: list[CursorMemo] = []
+    real = CursorMemo._build
+
+    def counted(self):
+        built.append(self)
+        return real(self)
+
+    monkeypatch.setattr(CursorMemo, "_build", counted)
+    state = run_dir / "state.md"
+    for k in range(1, 6):
+        vm_appends(state, f"{n + k}→ live_{k} ✓ [10:00:{k:02d}]\n")
+        delta = backend.apply(run, {state: Part.STATE}, now=FIXED_NOW)
+        assert delta.run is run  # grown in place, as the live worker grows it
+        model.apply(delta)
+        assert model.nav.position == cursor and len(model.nav.events) == n + k
+        view = model.view()
+        assert view.trace == before.trace and view.status is before.status
+    assert built == [], f"the log was indexed again {len(built)} times for 5 appended events"
+    monkeypatch.setattr(CursorMemo, "_build", real)
+    assert model.nav.step(4)
+    assert model.view().trace == state_at(run, history_of(run), cursor + 4).trace

@@ -108,12 +108,25 @@ class HistoryNavigator:
         kept = self._view
         if kept is not None and kept[0] is run and kept[1] is self.history and kept[2] == key:
             return kept[3]
-        memo = self._memo
-        if memo is None or not memo.fits(run, self.history):
+        memo = self._fitting_memo(run)
+        if memo is None:
             memo = self._memo = CursorMemo(run, self.history)
         view = state_at(run, self.history, self.cursor, journal=self.journal, memo=memo)
         self._view = (run, self.history, key, view)  # the objects themselves: an id can be reused
         return view
+
+    def _fitting_memo(self, run: Run) -> CursorMemo | None:
+        """The memo kept, when it answers for ``run`` and the history now: as it is, or caught
+        up with what a log followed live appended since (``CursorMemo.extend``)."""
+        memo, history = self._memo, self.history
+        if memo is None or history is None:
+            return None
+        if memo.fits(run, history):
+            return memo
+        if memo.grew(run, history):
+            memo.extend()
+            return memo
+        return None
 
     def take_memo(self, memo: CursorMemo) -> None:
         """Use ``memo`` (built by the run's reader: ``explorer_model.prepare_read``) for the
@@ -165,5 +178,4 @@ class HistoryNavigator:
         index = self.position
         if self.events[index].kind not in FAILURES:
             return None
-        memo = self._memo if self._memo is not None and self._memo.fits(run, self.history) else None
-        return failure_context(run, self.history, index, memo=memo)
+        return failure_context(run, self.history, index, memo=self._fitting_memo(run))
