@@ -158,3 +158,29 @@ def test_a_memo_is_not_caught_up_with_another_read_or_a_history_cut_back(folded)
     history.events.pop()  # a tail parsed again: the last event indexed is gone
     history.refs.pop()
     assert not memo.grew(run, history)
+
+
+def test_a_failure_report_looks_back_through_its_statements_events_not_every_event(folded, monkeypatch):
+    """The retries before a failure are found along the memo's chain of the statement's own
+    events (its step's, or its trace line's): stepping onto a failure near the end of a
+    100,000-event log looked at every event before it (0.14 s of the step)."""
+    from prose_tui.history import failure_context
+    from prose_tui.history.timeline import History
+
+    run, history = folded
+    memo = CursorMemo(run, history)
+    index = history.failures()[-2]
+    state_at(run, history, index, memo=memo)
+    asked: list[int] = []
+    real = History.same_statement
+
+    def counted(self, a, b):
+        asked.append(b)
+        return real(self, a, b)
+
+    monkeypatch.setattr(History, "same_statement", counted)
+    ctx = failure_context(run, history, index, memo=memo)
+    looked = len(asked)
+    monkeypatch.setattr(History, "same_statement", real)
+    assert ctx.retries == failure_context(run, history, index).retries
+    assert looked <= 20, f"{looked} events looked at for the retries of one statement ({index} before it)"

@@ -5,6 +5,8 @@ the bindings it had as context (issue 3). Reads the run and its history; changes
 from __future__ import annotations
 
 import re
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from prose_tui.backends.common.text import open_regular
@@ -107,7 +109,7 @@ def _failure_context(run: Run, history: History, index: int, memo: CursorMemo | 
             errors.append(text)
     if run.format not in _LOGS and (section := error_text(at)) and section not in errors:
         errors.append(section)
-    retries = _retries_before(history, stmt_index)
+    retries = _retries_before(history, stmt_index, _same_statement_chain(run, history, stmt_index, memo))
     names = _context_names(run, at, history, stmt_index)
     bindings: list[Binding] = []
     node = history.events[stmt_index].name if any(n.name == history.events[stmt_index].name for n in run.nodes) else None
@@ -215,9 +217,14 @@ def _error_words(event: Event) -> str | None:
     return None
 
 
-def _retries_before(history: History, index: int) -> list[Event]:
+def _retries_before(history: History, index: int, chain: array | None = None) -> list[Event]:
+    """The retries of the statement of event ``index`` since it last completed, oldest first
+    (the event itself first when it is one). ``chain``: each event's previous event of the
+    same step (or trace line, for events without one), a cursor memo's ``prev_step`` or
+    ``prev_line``: only those are looked at, not every event before (0.14 s at 100,000)."""
     out: list[Event] = []
-    for j in range(index - 1, -1, -1):
+    earlier: Iterable[int] = range(index - 1, -1, -1) if chain is None else _chained(chain, index)
+    for j in earlier:
         event = history.events[j]
         if not history.same_statement(index, j):
             continue
@@ -228,6 +235,28 @@ def _retries_before(history: History, index: int) -> list[Event]:
     if history.events[index].kind is K.RETRY:
         out.insert(0, history.events[index])
     return list(reversed(out))
+
+
+def _chained(chain: array, index: int) -> Iterator[int]:
+    j = chain[index]
+    while j >= 0:
+        yield j
+        j = chain[j]
+
+
+def _same_statement_chain(run: Run, history: History, index: int, memo: CursorMemo | None) -> array | None:
+    """The memo's chain through the events that may be event ``index``'s statement
+    (``History.same_statement``: the same step, or without steps the same trace line);
+    ``None`` without a memo that answers for ``run`` and ``history``."""
+    if memo is None or not memo.fits(run, history):
+        return None
+    memo.ensure()
+    if index >= len(memo.at):
+        return None
+    step = history.events[index].step
+    if step == "":
+        return None  # the memo chains steps that say something
+    return memo.prev_step if step is not None else memo.prev_line
 
 
 def _context_names(run: Run, at: Run, history: History, index: int) -> list[str]:
