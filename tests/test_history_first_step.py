@@ -125,3 +125,40 @@ def test_events_appended_while_the_cursor_stands_back_do_not_index_the_log_again
     monkeypatch.setattr(CursorMemo, "_build", real)
     assert model.nav.step(4)
     assert model.view().trace == state_at(run, history_of(run), cursor + 4).trace
+
+
+async def test_the_first_move_through_a_long_logs_history_waits_for_its_index_not_the_keys(tmp_path, monkeypatch):
+    """A long log that did not fail has no history index until the user first steps back
+    (it would cost every shown run 0.25 KB an event). Built at that key on the UI thread, it
+    held every key and frame for 0.8-1 s at 100,000 events. It is built in a worker, the
+    status line says so, and the moves asked meanwhile are made in order once it is in."""
+    import threading
+
+    from app_helpers import make_app, settled, wait_until
+
+    run_dir, n = long_event_log(tmp_path, "20260301-100000-f41102", 40 * MEMO_AHEAD_EVENTS)
+    built: list[bool] = []  # per build: on the UI thread
+    real = CursorMemo._build
+
+    def counted(self):
+        built.append(threading.current_thread() is threading.main_thread())
+        return real(self)
+
+    monkeypatch.setattr(CursorMemo, "_build", counted)
+    app = make_app(tmp_path, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        explorer = app.explorer
+        await wait_until(pilot, lambda: explorer.loaded_run is not None and len(explorer.nav.events) == n,
+                         what="the whole log read")
+        await settled(pilot)
+        assert explorer.model.index_wanted() == n
+        for _ in range(3):  # three steps back, asked before the index is in
+            explorer.action_history_step(-1)
+        assert explorer.indexing and explorer.nav.live, "a step moved before its index was in"
+        assert "indexing" in explorer.panes.w.status.shown.plain
+        await wait_until(pilot, lambda: not explorer.indexing, what="the index built")
+        assert explorer.nav.position == n - 4  # live was the last event: three steps back
+        assert built == [False], f"index builds, on the UI thread or not: {built}"
+        assert "indexing" not in explorer.panes.w.status.shown.plain
+        explorer.action_history_step(-1)  # the next step: at once, with the index built
+        assert not explorer.indexing and explorer.nav.position == n - 5

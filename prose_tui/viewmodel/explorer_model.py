@@ -690,6 +690,18 @@ class ExplorerModel:
         return place
 
     # -- history moves -----------------------------------------------------------------------------
+    def index_wanted(self) -> int:
+        """The events the next move of the history cursor would index on the calling thread
+        first (``0``: none, or too few to matter): a log of ``MEMO_AHEAD_EVENTS`` events or more
+        whose index is not built yet. The screen builds it in a worker (``history.index_history``
+        on ``run`` and ``nav.history``), hands it over (``take_index``), then moves."""
+        return self.nav.memo_wanted(self.run, MEMO_AHEAD_EVENTS) if self.run is not None else 0
+
+    def take_index(self, memo: CursorMemo) -> bool:
+        """Use ``memo`` (``index_history`` of the run shown) for its history's moves; ``False``
+        when another run or another read of it is shown now."""
+        return memo.run is self.run and self.nav.take_memo(memo)
+
     def step(self, delta: int) -> Moved:
         return Moved(self.nav.step(delta), "This run has no events to step through")
 

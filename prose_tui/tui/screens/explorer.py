@@ -26,6 +26,7 @@ once, and the keys typed after ``/`` wait for it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,7 @@ from textual.widget import AwaitMount, Widget
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
-from prose_tui.history import Journal
+from prose_tui.history import CursorMemo, History, Journal, index_history
 from prose_tui.live.workspace import Workspace
 from prose_tui.model import Run
 from prose_tui.viewmodel.explorer_model import ExplorerModel, Moved, when_text
@@ -133,6 +134,8 @@ class ExplorerScreen(Screen[None]):
         self._search: SearchBar | None = None  # the search prompt, once composed (with the lazy panes)
         self._search_mount: AwaitMount | None = None  # its mount, while it is mounted later
         self._pane_chosen = False  # the user picked a pane (a key, a click): start-up reads leave it
+        # History moves waiting for a long log's index, built in a worker (``_history``): None when none wait.
+        self._index_waiting: list[tuple[Callable[[], Moved], Callable[[Moved], None] | None]] | None = None
 
     # -- the model's and the panes' state, under the names tests and tools use ---------------------
     @property
@@ -706,9 +709,63 @@ class ExplorerScreen(Screen[None]):
         if self.panes.to_moment():
             self.bring_up(VALUE)
 
-    def _history(self, move: Callable[[], Moved]) -> None:
+    def _history(self, move: Callable[[], Moved], then: Callable[[Moved], None] | None = None) -> None:
+        """Make a history ``move`` (``then``: called with what it did, once shown). A long log's
+        first move needs its history's index (0.6-1 s at 100,000 events): it is built in a
+        worker while keys go on working, the status line saying so, and the moves asked
+        meanwhile are made in order once it is in."""
+        if self._index_waiting is not None:
+            self._index_waiting.append((move, then))
+            return
+        events = self.model.index_wanted()
+        run, history = self.model.run, self.model.nav.history
+        if events and run is not None and history is not None:
+            self._index_waiting = [(move, then)]
+            self.panes.indexing = events
+            self.panes.status()
+            self.run_worker(partial(self._index_off_thread, run, history), name="history index", group="history-index",
+                            description=f"the history's index of {run.id}", thread=True, exit_on_error=False)
+            return
+        self._move_now(move, then)
+
+    def _move_now(self, move: Callable[[], Moved], then: Callable[[Moved], None] | None) -> None:
         self.panes.remember_live()  # the live view, kept when this move leaves it
-        self._moved(move())
+        moved = move()
+        self._moved(moved)
+        if then is not None:
+            then(moved)
+
+    @property
+    def indexing(self) -> bool:
+        """A ready signal: a history move waits for its index, built in a worker."""
+        return self._index_waiting is not None
+
+    def _index_off_thread(self, run: Run, history: History) -> None:
+        try:
+            memo: CursorMemo | None = index_history(run, history)
+        except Exception:  # not indexed here: the move indexes on its own, as before
+            memo = None
+        from prose_tui.tui.widgets.value_viewer import import_markdown
+
+        import_markdown()  # the move shows the moment's value: not imported on the UI thread then
+        try:
+            self.app.call_from_thread(self._indexed, run, memo)
+        except RuntimeError:  # the app stopped meanwhile
+            pass
+
+    def _indexed(self, run: Run, memo: CursorMemo | None) -> None:
+        """The index is in: the moves that waited for it, in order (dropped when another run
+        is shown now: they were asked of that one)."""
+        moves, self._index_waiting = self._index_waiting or [], None
+        self.panes.indexing = 0
+        if self.model.run is not run:
+            self.panes.status()
+            return
+        if memo is not None:
+            self.model.take_index(memo)
+        for move, then in moves:
+            self._move_now(move, then)
+        self.panes.status()
 
     def action_history_step(self, delta: int) -> None:
         self._history(lambda: self.model.step(delta))
@@ -725,11 +782,11 @@ class ExplorerScreen(Screen[None]):
     def action_history_first_failure(self) -> None:
         """``!``: the run's failure, its report in the value pane and its statement under the
         trace cursor, also when the cursor was already on it (or it is the last event)."""
-        self.panes.remember_live()
-        moved = self.model.first_failure()
-        self._moved(moved)
-        if moved.moved and (ctx := self.model.failure_at_cursor()) is not None:
-            self.panes.failure(ctx, bring_up=True)
+        def report(moved: Moved) -> None:
+            if moved.moved and (ctx := self.model.failure_at_cursor()) is not None:
+                self.panes.failure(ctx, bring_up=True)
+
+        self._history(self.model.first_failure, report)
 
     # -- the feed: reads and live changes ------------------------------------------------------------
     def runs_read(self, *, first: bool) -> None:

@@ -195,6 +195,7 @@ class Panes:
         # record of it (``journal_recorded``), not on a timer; the live feed says whether
         # records come (a journal sink is on).
         self.history_on_record = False
+        self.indexing = 0  # events of the history being indexed for a move (the status line says so)
         self._history_stale = False  # a live change shown, its record not built from yet
         self._journal_ahead = False  # a record came before the change it records was shown
         self._widgets: PaneWidgets | None = None
@@ -687,9 +688,11 @@ class Panes:
         view = self.model.view() if moment is not None and not moment.live else run
         as_of = moment.label(self.workspace.clock()) if moment is not None and not moment.live else None
         watcher = " · ".join([self.screen.watcher_state, *self.workspace.source_states()])
+        busy = (f"indexing {self.indexing:,} events for the history…", "indexing…") if self.indexing else ()
         self.w.status.show(view, last_change=changed, watcher=watcher,
                                         following=self.w.trace.following, pending=self.model.nav.pending,
-                                        as_of=as_of, said_above=self.status_said_above(), absent=self.absent())
+                                        as_of=as_of, said_above=self.status_said_above(), absent=self.absent(),
+                                        busy=busy)
 
     def status_said_above(self) -> bool:
         """Whether the run's status and its reason are on screen above the status line: in the

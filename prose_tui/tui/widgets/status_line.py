@@ -21,13 +21,16 @@ class StatusLine(Static):
     """
 
     def show(self, run: Run | None, *, last_change: str, watcher: str, following: bool, pending: int = 0,
-             as_of: str | None = None, said_above: bool = False, absent: str | None = None) -> None:
+             as_of: str | None = None, said_above: bool = False, absent: str | None = None,
+             busy: tuple[str, ...] = ()) -> None:
         """``run`` is the run as of the cursor; ``last_change`` an age (``12 s``); ``watcher`` a
         short state (``watching``); ``as_of`` the cursor's moment when not live
         (``as of event 41 of 0–85 · 14:02:11``). ``said_above``: the context strip or the run
         header shows the status with its whole reason, so this line leaves both out (said once).
-        ``absent``: without a run, why none is shown (the chosen run is gone from disk)."""
-        self._said = (run, last_change, watcher, following, pending, as_of, said_above, absent)
+        ``absent``: without a run, why none is shown (the chosen run is gone from disk).
+        ``busy``: what the explorer is doing that a key waits for, longest form first
+        (``indexing 100,000 events for the history…``, ``indexing…``): said first."""
+        self._said = (run, last_change, watcher, following, pending, as_of, said_above, absent, busy)
         text = self._fit(*self._said)
         if text.plain == self.shown.plain and text.spans == self.shown.spans:
             return  # nothing new: no repaint
@@ -44,13 +47,15 @@ class StatusLine(Static):
             self.update(text, layout=False)
 
     def _fit(self, run: Run | None, last_change: str, watcher: str, following: bool, pending: int,
-             as_of: str | None, said_above: bool, absent: str | None = None) -> Text:
+             as_of: str | None, said_above: bool, absent: str | None = None, busy: tuple[str, ...] = ()) -> Text:
         """The line's parts that fit the width whole, in their order on the line; what does
         not fit is left out (or said shorter: the status reason's first clause), most
         important kept first: the moment, the status reason, the follow state, the last
         change, the watcher. Never a part cut mid-word."""
         # (order on the line, priority (lower: kept first), [texts, longest first], style)
         parts: list[tuple[int, int, list[str], str]] = []
+        if busy:
+            parts.append((-1, 0, list(busy), "bold"))
         if as_of:
             parts.append((0, 0, [as_of], "bold"))
             if pending:

@@ -55,6 +55,13 @@ def _window_of(target: Target, prefetched: ValueWindow, window: int, tail: bool)
             and prefetched.max_bytes == window and prefetched.offset == target.binding.value_offset)
 
 
+def import_markdown() -> None:
+    """Import what the viewer shows Markdown with (``rich.markdown``, markdown-it-py, Pygments'
+    lexers: 0.1-0.15 s, once), on any thread: a worker that knows a value is about to be
+    shown (a history move) calls it, so the UI thread does not import it then."""
+    import rich.markdown  # noqa: F401
+
+
 class ValueViewer(Vertical, can_focus=True):
     """Shows one ``Target``. ``r`` toggles raw, ``t`` jumps between the head and tail windows."""
 
