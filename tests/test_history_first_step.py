@@ -84,6 +84,55 @@ async def test_narrowing_the_widest_line_measures_what_may_be_widest_not_every_l
         assert len(asked) <= 50, f"{len(asked)} lines measured"
 
 
+async def test_a_long_traces_widest_line_is_found_again_apart_from_the_step_that_dropped_it():
+    """A step back at the end of a 100,000-event log drops its widest lines: finding the
+    widest again over every line's bound took 0.1-0.2 s of the step. The step keeps the
+    width it had (an upper bound: the scroll may reach a few blank cells further for a
+    moment) and the widest is found in a worker; once in, it is the widest of the lines
+    shown, and a step made meanwhile gets its own."""
+    import threading
+
+    from textual.app import App, ComposeResult
+
+    import prose_tui.tui.widgets.trace_view as trace_view_module
+    from prose_tui.tui.widgets.trace_layout import widest_code
+    from prose_tui.tui.widgets.trace_view import WIDEST_APART, TraceView
+
+    from app_helpers import wait_until
+
+    class _Trace(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TraceView()
+
+    n = WIDEST_APART + 500
+    lines = [TraceLine(line=i, text=f"{i}→ step_{i}", state=StatementState.COMPLETE) for i in range(1, n + 1)]
+    lines[-1] = TraceLine(line=n, text=f"{n}→ step_{n} and a longer note of what failed", state=StatementState.FAILED)
+    app = _Trace()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(TraceView)
+        view.set_lines(lines)
+        await pilot.pause()
+        wide = view._width
+        threads: list[bool] = []
+        real = trace_view_module.widest
+
+        def counted(*args):
+            threads.append(threading.current_thread() is threading.main_thread())
+            return real(*args)
+
+        trace_view_module.widest = counted
+        try:
+            for cut in (1, 2):  # two steps back, the second before the first's widest is in
+                view.set_lines(lines[:-cut])
+                assert view._width == wide, "the step waited for the widest line"
+            await wait_until(pilot, lambda: not view.widest_pending, what="the widest found apart")
+        finally:
+            trace_view_module.widest = real
+        assert view._width == widest_code(lines[:-2]) < wide
+        assert threads and not any(threads), "the widest was found on the UI thread"
+        assert view.virtual_size.width == view._gutter + view._width
+
+
 def test_events_appended_while_the_cursor_stands_back_do_not_index_the_log_again(tmp_path, monkeypatch):
     """A long log followed live, the cursor stepped back: each event the VM appends used to
     index the whole log again on the UI thread before the frame (0.4-0.6 s an event at

@@ -64,6 +64,7 @@ CACHE_LINES = 1024  # painted lines kept (a few screens)
 # While following, the lines of the next page are painted ahead this many per turn of the
 # event loop, after the frame that showed a live change (``_paint_ahead``).
 AHEAD_SLICE = 4
+WIDEST_APART = 20_000  # lines: a trace this long whose widest line went finds it again in a worker
 RESTATE_MOST = 4096  # a new list differing in more lines than this is laid out whole
 _NOTE_STYLE = {
     StatementState.EXECUTING: "bold yellow",
@@ -189,6 +190,9 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         # the executing line (an open, a resize, ``f``): tests wait for one or the other.
         self.turned_pages = False
         self._ahead_asked = False  # a paint of the next page is scheduled (``_paint_ahead``)
+        self._lines_changes = 0  # changes laid out so far (a widest found in a worker is for one)
+        self._widest_serial = 0
+        self._widest_job: tuple[int, list[TraceLine], int] | None = None  # the widest being found apart
 
     # -- data -------------------------------------------------------------------------------
     @property
@@ -236,6 +240,8 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         empty, so it cannot be taken twice); returns the lines it laid out."""
         laid, layout.lines = layout.lines, []
         self.lines = laid
+        self._lines_changes += 1
+        self._widest_job = None  # the layout found the widest itself
         self._cache.clear()
         self._rows, self._avail, self._content_width = layout.rows, layout.avail, layout.content_width
         self._sizes, self._width, self._width_count = layout.sizes, layout.widest, layout.widest_count
@@ -265,7 +271,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         only at ``changed`` (ascending; past the shorter list too): sizes, the widest, rows,
         states, string blocks. Returns the first index whose rows may look different."""
         width, count, sizes = self._width, self._width_count, self._sizes
-        lost_state = False
+        lost_state = later = False
         for i in changed:
             if i < len(old):
                 lost_state = lost_state or old[i].state is not None
@@ -284,11 +290,15 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
                     width, count = size, 1
                 elif size == width:
                     count += 1
-        if count <= 0:
-            # The widest line went: the widest found again as a layout finds it (``widest``:
-            # the lines whose bound may reach it, in slices). Every unmeasured line at least
-            # as long as the widest measured one was measured here: all 100,000 lines of a
-            # log whose lines grow longer, 0.5 s of the first history step at its end.
+        if count <= 0 and len(lines) >= WIDEST_APART:
+            # The widest line went (a step back through a long log drops its last lines): the
+            # width stays what it was, an upper bound (the horizontal scroll reaches a few blank
+            # cells further for a moment), and the widest is found again in a worker: 0.1-0.2 s
+            # over the bounds of 100,000 lines, which each step at the log's end waited for.
+            count, later = 0, True
+        elif count <= 0:
+            # The widest found again as a layout finds it (``widest``: the lines whose bound may
+            # reach it, in slices), not by measuring every line at least as long.
             sizes = array("i")
             width = widest(lines, sizes)
             self._sizes = sizes
@@ -297,9 +307,43 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
             self._has_state = any(t.state is not None for t in lines)
         self._width, self._width_count = width, count
         below = self._apply(set(changed), width_grows=False)
+        if later:
+            self._widest_later(lines)
         if len(lines) < len(old):
             below = len(lines) if below is None else min(below, len(lines))  # rows left blank
         return below
+
+    @property
+    def widest_pending(self) -> bool:
+        """A ready signal: the widest line is being found again in a worker (``_widest_later``)."""
+        return self._widest_job is not None
+
+    def _widest_later(self, lines: list[TraceLine]) -> None:
+        """Find the widest of ``lines`` (shown now) in a worker; the width is taken when the
+        lines shown are still those, unchanged since (else it is found again for them)."""
+        self._widest_serial += 1
+        job = self._widest_job = (self._widest_serial, lines, self._lines_changes)
+
+        def work() -> None:
+            sizes = array("i")
+            width = widest(lines, sizes)
+            try:
+                self.app.call_from_thread(self._widest_found, job, sizes, width)
+            except RuntimeError:  # the app stopped meanwhile
+                pass
+
+        self.run_worker(work, name="trace widest", group="trace-widest", description="the trace's widest line",
+                        exclusive=True, thread=True, exit_on_error=False)
+
+    def _widest_found(self, job: tuple[int, list[TraceLine], int], sizes: array, width: int) -> None:
+        if job is not self._widest_job:
+            return  # a later one is under way
+        if self.lines is not job[1] or self._lines_changes != job[2]:
+            self._widest_later(self.lines)  # the lines changed meanwhile: for them
+            return
+        self._widest_job = None
+        self._sizes, self._width, self._width_count = sizes, width, sizes.count(width)
+        self._resize_virtual()
 
     def lines_changed(self, changed: set[int] | None) -> None:
         """``lines`` (the same list) changed in place: ``changed`` indexes were added or
@@ -316,6 +360,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
         Returns the first index from which lines other than ``changed`` may look different
         (their rows moved, or a string block opened or closed above them), else ``None``."""
         lines = self.lines
+        self._lines_changes += 1
         changed = {i for i in changed if i < len(lines)}
         if len(self._cache) and any(key >= len(lines) for key in self._cache):
             self._cache = OrderedDict((k, v) for k, v in self._cache.items() if k < len(lines))
