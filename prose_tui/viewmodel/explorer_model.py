@@ -70,7 +70,8 @@ __all__ = ["ExplorerModel", "LivePlace", "Moment", "MomentFocus", "Moved", "Prep
 _WRITES = (EventKind.STATEMENT_COMPLETED, EventKind.BINDING_WRITTEN)
 HISTORY_DELAY = 0.4
 """Seconds after a live change before a snapshot run's history (timeline) catches up: after
-the change is painted, and once for a burst of changes."""
+the change is painted, and once for a burst of changes. With a journal recording the run's
+changes the painter builds it from the record instead (``Panes.journal_recorded``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,8 @@ class PreparedRead:
 
 MEMO_AHEAD_EVENTS = 10_000
 """A failed log run with at least this many events gets its history index from its reader
-(``prepare_read``); a shorter one builds it at the first step back in a few milliseconds."""
+(``prepare_read``); another log this long has it built in a worker at its first move
+(``index_wanted``); a shorter one builds it at the first step back in a few milliseconds."""
 
 
 def prepare_read(run: Run) -> PreparedRead:
