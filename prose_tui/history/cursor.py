@@ -11,8 +11,8 @@ import dataclasses
 import re
 from array import array
 from bisect import bisect_right
-from operator import is_not
 from collections.abc import Iterable
+from operator import is_not
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -513,6 +513,21 @@ class CursorMemo:
         return (run is self.run and history is self.history and history.origin == "log"
                 and not (run.nodes or run.receipts) and self.key == self._key_of(run, history))
 
+    def answers(self, run: Run, history: History) -> bool:
+        """Whether this memo answers for ``run`` and ``history`` now: it ``fits``, or they grew
+        since and it caught up with them here (``grew``, then ``extend``)."""
+        if self.fits(run, history):
+            return True
+        if self.grew(run, history):
+            self.extend()
+            return True
+        return False
+
+    def _indexed_key(self, key: tuple[object, ...], events: int, lines: int) -> tuple[object, ...]:
+        """``key`` (``_key_of``, taken before indexing) with the sizes indexed: ``events``
+        events and refs, ``lines`` trace lines (more may have come meanwhile: ``extend``'s)."""
+        return (events, events, key[2], lines, *key[4:])
+
     def grew(self, run: Run, history: History) -> bool:
         """Whether ``run`` and ``history`` are this memo's own, grown at their ends since it
         was built (a log followed live: its events and trace lines appended in place), the
@@ -540,7 +555,7 @@ class CursorMemo:
         key = self._key_of(run, history)  # the sizes caught up with (see ``_build``)
         events, at = history.events, self.at
         old, n = len(at), min(len(history.events), len(history.refs))
-        trace = run.trace[: len(run.trace)]
+        trace = list(run.trace)
         if self._ends is None:
             # Each trace line's and each step's last event so far: a new event's ``prev_*``.
             ends_line: dict[int, int] = dict(zip(at, range(old)))
@@ -625,7 +640,7 @@ class CursorMemo:
                     if self.fixed is not None:
                         self.fixed[i] = self._fixed(i, self.folded[i])
         self._last_event = events[n - 1]
-        self.key = (n, n, *key[2:3], len(trace), *key[4:])
+        self.key = self._indexed_key(key, n, len(trace))
 
     # -- built once ----------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -641,8 +656,8 @@ class CursorMemo:
         # its history, on other threads (a build in a worker); what came after is ``extend``'s.
         key = self._key_of(run, history)
         n = min(len(history.events), len(history.refs))
-        trace = run.trace[: len(run.trace)]
-        self.key = (n, n, *key[2:3], len(trace), *key[4:])
+        trace = list(run.trace)
+        self.key = self._indexed_key(key, n, len(trace))
         events = history.events[:n]
         refs = history.refs
         # each event's trace line, 0 for none (4 bytes an event)

@@ -119,14 +119,7 @@ class HistoryNavigator:
         """The memo kept, when it answers for ``run`` and the history now: as it is, or caught
         up with what a log followed live appended since (``CursorMemo.extend``)."""
         memo, history = self._memo, self.history
-        if memo is None or history is None:
-            return None
-        if memo.fits(run, history):
-            return memo
-        if memo.grew(run, history):
-            memo.extend()
-            return memo
-        return None
+        return memo if memo is not None and history is not None and memo.answers(run, history) else None
 
     def take_memo(self, memo: CursorMemo) -> bool:
         """Use ``memo`` (built off the UI thread: by the run's reader, ``explorer_model.prepare_read``,
@@ -134,12 +127,8 @@ class HistoryNavigator:
         built for it (``CursorMemo.fits``, or caught up: ``CursorMemo.grew``). ``False``:
         not taken (another history is shown now)."""
         history = self.history
-        if history is None or memo.history is not history:
+        if history is None or memo.history is not history or not memo.answers(memo.run, history):
             return False
-        if not memo.fits(memo.run, history):
-            if not memo.grew(memo.run, history):
-                return False
-            memo.extend()
         self._memo = memo
         return True
 

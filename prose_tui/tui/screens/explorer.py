@@ -600,8 +600,8 @@ class ExplorerScreen(Screen[None]):
         return self.panes.value_target
 
     def on_timeline_cursor_moved(self, event: Timeline.CursorMoved) -> None:
-        self.panes.remember_live()
-        self._moved(self.model.to(event.index))
+        index = event.index
+        self._history(lambda: self.model.to(index))
 
     # -- trace, stack and value ----------------------------------------------------------------------
     def on_trace_view_binding_requested(self, event: TraceView.BindingRequested) -> None:
@@ -761,10 +761,12 @@ class ExplorerScreen(Screen[None]):
         if self.model.run is not run:
             self.panes.status()
             return
-        if memo is not None:
-            self.model.take_index(memo)
-        for move, then in moves:
-            self._move_now(move, then)
+        if memo is None or self.model.take_index(memo):
+            for move, then in moves:
+                self._move_now(move, then)  # indexed (or it could not be: the move indexes itself)
+        else:
+            for move, then in moves:
+                self._history(move, then)  # read again meanwhile (another history): indexed for it
         self.panes.status()
 
     def action_history_step(self, delta: int) -> None:
