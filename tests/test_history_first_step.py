@@ -12,6 +12,22 @@ from prose_tui.model import RunStatus, StatementState, TraceLine
 from prose_tui.viewmodel.explorer_model import MEMO_AHEAD_EVENTS, ExplorerModel, prepare_read
 
 
+def _count_builds(monkeypatch) -> list[bool]:
+    """Every ``CursorMemo._build`` from now on (a pass over the whole history), as whether it
+    ran on the UI (main) thread."""
+    import threading
+
+    built: list[bool] = []
+    real = CursorMemo._build
+
+    def counted(self):
+        built.append(threading.current_thread() is threading.main_thread())
+        return real(self)
+
+    monkeypatch.setattr(CursorMemo, "_build", counted)
+    return built
+
+
 def test_a_long_failed_runs_reader_builds_the_index_its_first_step_back_uses(tmp_path, monkeypatch):
     """A failed log of 10,000 events or more is stepped through from its end: its reader
     builds the history's index (0.35-0.6 s of the UI thread at 100,000 events, at the first
@@ -23,14 +39,7 @@ def test_a_long_failed_runs_reader_builds_the_index_its_first_step_back_uses(tmp
     assert run.status is RunStatus.FAILED and len(run.events) > MEMO_AHEAD_EVENTS
     prepared = prepare_read(run)
     assert prepared.memo is not None
-    built: list[CursorMemo] = []
-    real = CursorMemo._build
-
-    def counted(self):
-        built.append(self)
-        return real(self)
-
-    monkeypatch.setattr(CursorMemo, "_build", counted)
+    built = _count_builds(monkeypatch)
     model = ExplorerModel()
     model.show(run, prepared=prepared)
     last = model.nav.position
@@ -153,14 +162,7 @@ def test_events_appended_while_the_cursor_stands_back_do_not_index_the_log_again
         assert model.nav.step(-1)
     before = model.view()
     cursor = model.nav.position
-    built: list[CursorMemo] = []
-    real = CursorMemo._build
-
-    def counted(self):
-        built.append(self)
-        return real(self)
-
-    monkeypatch.setattr(CursorMemo, "_build", counted)
+    built = _count_builds(monkeypatch)
     state = run_dir / "state.md"
     for k in range(1, 6):
         vm_appends(state, f"{n + k}→ live_{k} ✓ [10:00:{k:02d}]\n")
@@ -171,7 +173,7 @@ def test_events_appended_while_the_cursor_stands_back_do_not_index_the_log_again
         view = model.view()
         assert view.trace == before.trace and view.status is before.status
     assert built == [], f"the log was indexed again {len(built)} times for 5 appended events"
-    monkeypatch.setattr(CursorMemo, "_build", real)
+    monkeypatch.undo()
     assert model.nav.step(4)
     assert model.view().trace == state_at(run, history_of(run), cursor + 4).trace
 
@@ -181,19 +183,11 @@ async def test_the_first_move_through_a_long_logs_history_waits_for_its_index_no
     (it would cost every shown run 0.25 KB an event). Built at that key on the UI thread, it
     held every key and frame for 0.8-1 s at 100,000 events. It is built in a worker, the
     status line says so, and the moves asked meanwhile are made in order once it is in."""
-    import threading
 
     from app_helpers import make_app, settled, wait_until
 
     run_dir, n = long_event_log(tmp_path, "20260301-100000-f41102", 40 * MEMO_AHEAD_EVENTS)
-    built: list[bool] = []  # per build: on the UI thread
-    real = CursorMemo._build
-
-    def counted(self):
-        built.append(threading.current_thread() is threading.main_thread())
-        return real(self)
-
-    monkeypatch.setattr(CursorMemo, "_build", counted)
+    built = _count_builds(monkeypatch)  # per build: on the UI thread
     app = make_app(tmp_path, watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
         explorer = app.explorer
