@@ -198,6 +198,7 @@ class Panes:
         self.indexing = 0  # events of the history being indexed for a move (the status line says so)
         self._history_stale = False  # a live change shown, its record not built from yet
         self._journal_ahead = False  # a record came before the change it records was shown
+        self._record_timer: Timer | None = None  # ``RECORD_WAIT`` for the first change still unrecorded
         self._widgets: PaneWidgets | None = None
         self._rest: RestWidgets | None = None
         # What the value pane shows while it is not composed: its target and the start of
@@ -308,6 +309,9 @@ class Panes:
 
     def show_run(self, run: Run | None, *, changed: set[Path] | None = None) -> None:
         """Show ``run`` in every pane; ``changed`` are the files that changed (live update)."""
+        current = self.model.run
+        if run is None or current is None or run.path != current.path:
+            self._journal_ahead = False  # a record of the run shown before says nothing of this one
         prepared = self._take_prepared(run)
         self.paint(self.model.show(run, changed, value_shown=self._value_shown(),
                                    prepared=prepared.read if prepared is not None else None), prepared)
@@ -440,6 +444,7 @@ class Panes:
             self._journal_ahead = True
 
     def _history_overdue(self) -> None:
+        self._record_timer = None
         if self._history_stale:  # no record came (the change wrote nothing to keep): built anyway
             self._history_later(0.0)
 
@@ -451,7 +456,8 @@ class Panes:
         if delay > 0 and self.history_on_record:
             self._history_stale = True
             if not self._journal_ahead:
-                self.screen.set_timer(RECORD_WAIT, self._history_overdue)
+                if self._record_timer is None:  # one for the changes waiting: the first one's
+                    self._record_timer = self.screen.set_timer(RECORD_WAIT, self._history_overdue)
                 return
             delay = 0.0  # recorded already: the worker journaled it before the change was shown
         if self._history_building:
@@ -466,6 +472,9 @@ class Panes:
     def _build_history(self) -> None:
         self._history_waiting = False
         self._history_stale = self._journal_ahead = False  # what the journal holds now is built
+        if self._record_timer is not None:
+            self._record_timer.stop()
+            self._record_timer = None
         run = self.model.run
         if run is None:
             return
