@@ -320,7 +320,7 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
 
     def _widest_later(self, lines: list[TraceLine]) -> None:
         """Find the widest of ``lines`` (shown now) in a worker; the width is taken when the
-        lines shown are still those, unchanged since (else it is found again for them)."""
+        lines shown are still those, unchanged since (another list: found again for it)."""
         self._widest_serial += 1
         job = self._widest_job = (self._widest_serial, lines, self._lines_changes)
 
@@ -338,12 +338,14 @@ class TraceView(QuietScrollbars, ScrollView, can_focus=True):
     def _widest_found(self, job: tuple[int, list[TraceLine], int], sizes: array, width: int) -> None:
         if job is not self._widest_job:
             return  # a later one is under way
-        if self.lines is not job[1] or self._lines_changes != job[2]:
-            self._widest_later(self.lines)  # the lines changed meanwhile: for them
-            return
         self._widest_job = None
-        self._sizes, self._width, self._width_count = sizes, width, sizes.count(width)
-        self._resize_virtual()
+        if self.lines is not job[1]:
+            self._widest_later(self.lines)  # another list shown since: found for it
+        elif self._lines_changes == job[2]:
+            self._sizes, self._width, self._width_count = sizes, width, sizes.count(width)
+            self._resize_virtual()
+        # else changed in place since (a live change: the width only grew with it): the width
+        # stays an upper bound, not found again after every append of a streaming run
 
     def lines_changed(self, changed: set[int] | None) -> None:
         """``lines`` (the same list) changed in place: ``changed`` indexes were added or
