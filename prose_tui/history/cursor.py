@@ -16,6 +16,7 @@ from operator import is_not
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prose_tui.backends.common.foreground import wait_turn
 from prose_tui.backends.protocol import HistorySource, Revision
 from prose_tui.history.node_cursor import apply_nodes_at
 from prose_tui.history.current import current_state
@@ -859,11 +860,13 @@ class CursorMemo:
 
 def index_history(run: Run, history: History) -> CursorMemo:
     """A :class:`CursorMemo` for ``run`` and ``history`` (a log's), built and folded as of
-    its last event, on any thread (a worker while the UI goes on): the first step back from
-    the end then takes back one event. Cost: 0.6-1 s at 100,000 events, about 25 MB. A run
-    or history grown meanwhile is caught up by ``CursorMemo.extend`` when taken."""
+    its last event, on any thread (a worker while the UI goes on, a run's reader): the first
+    step back from the end then takes back one event. Cost: 0.6-1 s at 100,000 events, about
+    25 MB; a live change in flight goes first between the two passes (``foreground.wait_turn``).
+    A run or history grown meanwhile is caught up by ``CursorMemo.extend`` when taken."""
     memo = CursorMemo(run, history)
     memo.ensure()
+    wait_turn()
     if len(memo.at):
         memo.trace(len(memo.at) - 1, None)
     return memo

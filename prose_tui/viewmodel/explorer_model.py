@@ -38,7 +38,15 @@ from pathlib import Path
 
 from prose_tui.backends.common.foreground import in_turns, wait_turn
 from prose_tui.backends.registry import backend_or_default
-from prose_tui.history import CursorMemo, FailureContext, History, Journal, failure_context, failure_events
+from prose_tui.history import (
+    CursorMemo,
+    FailureContext,
+    History,
+    Journal,
+    failure_context,
+    failure_events,
+    index_history,
+)
 from prose_tui.history.stream import PreparedHistory, extends_cheaply, keep_prepared, prepare_history
 from prose_tui.live.workspace import Part, Workspace
 from prose_tui.model import (
@@ -162,10 +170,7 @@ def prepare_read(run: Run) -> PreparedRead:
         # 0.35-0.6 s of the UI thread at 100,000 at the first step back) are built here, for
         # failed runs alone (about 0.25 KB per event while it is shown).
         wait_turn()
-        memo = CursorMemo(run, history.history)
-        memo.ensure()
-        wait_turn()
-        memo.trace(len(history.history.events) - 1, None)  # the folded trace a step moves from
+        memo = index_history(run, history.history)
     return PreparedRead(run, history, clock, annotator, memo)
 
 
